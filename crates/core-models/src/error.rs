@@ -1,0 +1,91 @@
+//! The crate's error type.
+
+use crate::state::{AgentState, AgentStateTransition, StateTransitionError, TurnState};
+use uuid::Uuid;
+
+/// A boxed error that can cross threads: the source of an [`Error`].
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Errors of the AIntern contract: what a port implementation or a model operation reports.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An agent-state transition that the table does not allow.
+    #[error(transparent)]
+    InvalidTransition(#[from] StateTransitionError<AgentState, AgentStateTransition>),
+
+    /// A turn-state transition that seed 004's diagram does not allow.
+    #[error(transparent)]
+    InvalidTurnTransition(#[from] StateTransitionError<TurnState, TurnState>),
+
+    /// The agent is already processing a request.
+    #[error("the agent is busy: it is in state {state}")]
+    Busy {
+        /// The state the agent was in.
+        state: AgentState,
+    },
+
+    /// No request is running, so there is nothing to send to.
+    #[error("no request is running")]
+    NotProcessing,
+
+    /// The language model failed.
+    #[error("LLM error: {message}")]
+    Llm {
+        /// What went wrong, in words.
+        message: String,
+        /// The underlying error, if any.
+        #[source]
+        source: Option<BoxError>,
+    },
+
+    /// Permission settings could not be loaded or saved.
+    #[error("permission store error: {message}")]
+    PermissionStore {
+        /// What went wrong, in words (names the file where there is one).
+        message: String,
+        /// The underlying error, if any.
+        #[source]
+        source: Option<BoxError>,
+    },
+
+    /// `provide_approval` named a call that is not waiting for approval.
+    #[error("no approval is pending for tool call {call_id}")]
+    NoPendingApproval {
+        /// The call id that was given.
+        call_id: Uuid,
+    },
+
+    /// The approval request was answered already.
+    #[error("this approval request was already answered")]
+    ApprovalAlreadyAnswered,
+
+    /// Nobody is waiting for the answer any more (the request ended, or the event was
+    /// deserialized and so is not connected to a running agent).
+    #[error("the agent is no longer waiting for this approval")]
+    ApprovalClosed,
+}
+
+impl Error {
+    /// An LLM error with a message and no source.
+    pub fn llm(message: impl Into<String>) -> Self {
+        Error::Llm {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// A permission-store error with a message and a source.
+    pub fn permission_store(
+        message: impl Into<String>,
+        source: impl Into<Option<BoxError>>,
+    ) -> Self {
+        Error::PermissionStore {
+            message: message.into(),
+            source: source.into(),
+        }
+    }
+}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

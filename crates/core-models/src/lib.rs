@@ -1,0 +1,74 @@
+//! # core-models
+//!
+//! The public contract of AIntern: every type that crosses a crate boundary, and the
+//! service traits ("ports") that the agent is built from.
+//!
+//! * [`state`] — the per-request [`AgentState`] machine and seed 004's per-conversation
+//!   [`TurnState`] machine, as data ([`StateTable`]), with the display helpers a UI needs.
+//! * [`events`] — [`AgentEvent`], one closed enum serialized with a `"type"` tag.
+//! * [`request`], [`tool`], [`tool_call`], [`permission`], [`llm`] — the models.
+//! * [`ports`] — [`Tool`], [`ToolRegistry`], [`ToolExecutionService`], [`LlmService`],
+//!   [`PermissionManager`], [`PermissionStore`], [`AgentService`].
+//!
+//! ## Why a separate crate
+//! Downstream applications (a terminal UI, an editor plugin, a server) link against these
+//! types and nothing else. Keeping them apart from the engine lets an application depend
+//! on the contract without compiling the agent, and lets backends (a llama.cpp backend, a
+//! scripted test model) implement a port without depending on each other.
+//!
+//! ## Invariant
+//! This crate performs no I/O and pulls in no async runtime, filesystem or network crate.
+//! Its only tokio dependency is the `sync` feature (channels and the cancellation token);
+//! `scripts/test` checks that no other tokio feature creeps in.
+//!
+//! ## Conventions
+//! Everything serializes with snake_case field names and enum values; durations are
+//! integer milliseconds in fields ending in `_ms`; ids are UUIDs; times are UTC.
+
+pub mod error;
+pub mod events;
+pub mod llm;
+pub mod permission;
+pub mod ports;
+pub mod request;
+mod serde_util;
+pub mod state;
+pub mod tool;
+pub mod tool_call;
+
+pub use error::{BoxError, Error, Result};
+pub use events::{
+    AgentCompleteEvent, AgentErrorCategory, AgentErrorEvent, AgentEvent, AgentIterationEvent,
+    ApprovalAnswer, ApprovalReceiver, ApprovalRequestEvent, ApprovalResponder, AutoformatEvent,
+    CompletionReason, ErrorSource, EventHeader, EventKind, GitCommit, GitCommitsDetectedEvent,
+    MachineTransition, StateChangedEvent, TextGenerationEvent, ToolCallRequestEvent,
+    ToolExecutionEvent, ToolExecutionStatus, ToolResultEvent, ToolUsageSummary, TransitionRecord,
+};
+pub use llm::{LlmChunk, LlmRequest, LlmStream, LlmUsage};
+pub use permission::{PermissionCheckResult, ToolPermissionSettings};
+pub use ports::{
+    AgentService, EventStream, LlmService, PermissionManager, PermissionStore, Tool,
+    ToolExecutionService, ToolRegistry,
+};
+pub use request::{
+    AgentRequest, ChatMessage, FileContext, InferenceOptions, MessageRole, TextSelection,
+    ToolAvailabilityContext, ToolChoice, ToolPermission,
+};
+pub use state::{
+    AgentMachine, AgentState, AgentStateChange, AgentStateTransition, MachineKind, StateChange,
+    StateTable, StateTransitionError, TurnMachine, TurnState, TurnStateChange, AGENT_TRANSITIONS,
+    TURN_EDGES,
+};
+pub use tool::{
+    ProgressReporter, RiskLevel, ToolCategory, ToolDefinition, ToolExecutionContext, ToolProgress,
+    ToolResult, ToolValidationResult,
+};
+pub use tool_call::{
+    ApprovalDecision, RememberScope, ToolCallLifecycle, ToolCallRequest, ToolCallStatus,
+    MAIN_ARGUMENT_KEYS,
+};
+
+/// Re-exported so implementers of the ports need not add the crate themselves.
+pub use async_trait::async_trait;
+/// Re-exported: the token tools watch to stop.
+pub use tokio_util::sync::CancellationToken;

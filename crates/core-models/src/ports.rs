@@ -1,0 +1,187 @@
+//! The service contracts (seed 001 part h and the tool framework it assumes), as
+//! object-safe traits injected as `Arc<dyn …>`.
+
+use crate::error::Error;
+use crate::events::AgentEvent;
+use crate::llm::{LlmRequest, LlmStream};
+use crate::permission::{PermissionCheckResult, ToolPermissionSettings};
+use crate::request::{AgentRequest, ToolAvailabilityContext};
+use crate::state::{AgentState, AgentStateChange};
+use crate::tool::{
+    RiskLevel, ToolDefinition, ToolExecutionContext, ToolResult, ToolValidationResult,
+};
+use crate::tool_call::{ApprovalDecision, ToolCallRequest};
+use async_trait::async_trait;
+use futures_core::stream::BoxStream;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// A tool the model can call.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// Identity, schema and default risk.
+    fn definition(&self) -> &ToolDefinition;
+
+    /// Whether the tool can be offered in `context` beyond what the definition says (for
+    /// example, only when some program is installed). Defaults to yes.
+    fn is_available(&self, _context: &ToolAvailabilityContext) -> bool {
+        true
+    }
+
+    /// Check the parameters; list every problem.
+    fn validate(&self, parameters: &Value) -> ToolValidationResult;
+
+    /// What a call with these parameters will do, in words.
+    fn execution_summary(&self, parameters: &Value) -> String;
+
+    /// Risk of a call with these parameters (defaults to the definition's).
+    fn effective_risk_level(&self, _parameters: &Value) -> RiskLevel {
+        self.definition().default_risk_level
+    }
+
+    /// Run the tool. Failures are a failed [`ToolResult`], never a panic. Must return
+    /// promptly once `context.cancellation` fires, stopping anything it started.
+    async fn execute(&self, context: ToolExecutionContext) -> ToolResult;
+}
+
+/// Finds tools by id and decides which are offered.
+pub trait ToolRegistry: Send + Sync {
+    /// The tool with this id.
+    fn get_tool(&self, id: &str) -> Option<Arc<dyn Tool>>;
+
+    /// Every registered tool.
+    fn all_tools(&self) -> Vec<Arc<dyn Tool>>;
+
+    /// Tools that may be offered under `context` (all available ones when `None`).
+    fn available_tools(&self, context: Option<&ToolAvailabilityContext>) -> Vec<Arc<dyn Tool>> {
+        self.all_tools()
+            .into_iter()
+            .filter(|tool| match context {
+                Some(ctx) => ctx.allows(tool.definition()) && tool.is_available(ctx),
+                None => true,
+            })
+            .collect()
+    }
+}
+
+/// Runs tools: the place for sandboxing, metrics or auditing around `Tool::execute`.
+#[async_trait]
+pub trait ToolExecutionService: Send + Sync {
+    /// Run `tool` with `context`.
+    async fn execute(&self, tool: Arc<dyn Tool>, context: ToolExecutionContext) -> ToolResult;
+}
+
+/// A language model backend.
+#[async_trait]
+pub trait LlmService: Send + Sync {
+    /// The model's name, for events and logs.
+    fn model_name(&self) -> String;
+
+    /// Whether a model is loaded and ready.
+    fn is_model_loaded(&self) -> bool {
+        true
+    }
+
+    /// Start a generation. The stream yields text pieces, then one usage record. Dropping
+    /// the stream cancels the generation.
+    ///
+    /// # Errors
+    /// [`Error::Llm`] when the generation cannot start.
+    async fn generate(&self, request: LlmRequest) -> Result<LlmStream, Error>;
+}
+
+/// Decides whether a tool call may run, needs approval, or is refused, and remembers
+/// decisions (seed 001 part h, with the seed's TODOs done).
+#[async_trait]
+pub trait PermissionManager: Send + Sync {
+    /// Check a call made in conversation `conversation_id`.
+    async fn check_permission(
+        &self,
+        conversation_id: Uuid,
+        request: &ToolCallRequest,
+    ) -> Result<PermissionCheckResult, Error>;
+
+    /// Remember a decision on `request` as far as the decision says (session or tool).
+    async fn remember_decision(
+        &self,
+        conversation_id: Uuid,
+        request: &ToolCallRequest,
+        decision: &ApprovalDecision,
+    ) -> Result<(), Error>;
+
+    /// Forget what was remembered for one conversation.
+    async fn clear_session_permissions(&self, conversation_id: Uuid) -> Result<(), Error>;
+
+    /// The persistent settings for a tool.
+    async fn get_tool_permissions(
+        &self,
+        tool_id: &str,
+    ) -> Result<Option<ToolPermissionSettings>, Error>;
+
+    /// Replace the persistent settings for a tool.
+    async fn set_tool_permissions(
+        &self,
+        tool_id: &str,
+        settings: ToolPermissionSettings,
+    ) -> Result<(), Error>;
+
+    /// Every tool's persistent settings.
+    async fn all_tool_permissions(&self) -> Result<Vec<ToolPermissionSettings>, Error>;
+
+    /// Remove a tool's persistent settings; returns whether there were any.
+    async fn remove_tool_permissions(&self, tool_id: &str) -> Result<bool, Error>;
+}
+
+/// Keeps permission settings between runs.
+#[async_trait]
+pub trait PermissionStore: Send + Sync {
+    /// Every tool's settings, by tool id. An absent store is empty; an unreadable or
+    /// corrupt one is an error, never "allow".
+    async fn load(&self) -> Result<BTreeMap<String, ToolPermissionSettings>, Error>;
+
+    /// Replace everything stored with `settings`.
+    async fn save(&self, settings: &BTreeMap<String, ToolPermissionSettings>) -> Result<(), Error>;
+}
+
+/// A stream of agent events.
+pub type EventStream = BoxStream<'static, AgentEvent>;
+
+/// The agent (seed 001 part h): turns a request into a stream of events.
+pub trait AgentService: Send + Sync {
+    /// Start processing `request`. Events arrive on the returned stream, the last being
+    /// `agent_complete` (or a fatal `agent_error`). Dropping the stream cancels the request.
+    ///
+    /// # Errors
+    /// [`Error::Busy`] when a request is already running.
+    fn process_message(&self, request: AgentRequest) -> Result<EventStream, Error>;
+
+    /// Cancel the running request, if any.
+    fn cancel(&self);
+
+    /// The agent machine's current state.
+    fn state(&self) -> AgentState;
+
+    /// Whether a request is running.
+    fn is_processing(&self) -> bool;
+
+    /// The running request's iteration (0 when idle).
+    fn current_iteration(&self) -> u32;
+
+    /// Every agent-state change from now on.
+    fn subscribe_state_changes(&self) -> BoxStream<'static, AgentStateChange>;
+
+    /// Answer a pending approval for tool call `call_id`.
+    ///
+    /// # Errors
+    /// [`Error::NoPendingApproval`] when that call is not waiting.
+    fn provide_approval(&self, call_id: Uuid, decision: ApprovalDecision) -> Result<(), Error>;
+
+    /// Send a message into the running request; it reaches the model with the next tool
+    /// results (seed 004's "gathering additional messages").
+    ///
+    /// # Errors
+    /// [`Error::NotProcessing`] when no request is running.
+    fn send_user_message(&self, text: String) -> Result<(), Error>;
+}

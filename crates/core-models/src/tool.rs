@@ -1,0 +1,386 @@
+//! The tool framework's data: risk, categories, definitions, results, validation,
+//! progress and the execution context handed to a running tool.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+/// How risky one tool invocation is. Ordered: `Safe < Low < Medium < High < Critical`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum RiskLevel {
+    /// Reads only; never needs approval.
+    Safe,
+    /// Minor, easily undone effects.
+    Low,
+    /// Changes that can be undone with some effort. The default for unknown tools.
+    #[default]
+    Medium,
+    /// Changes that are hard to undo.
+    High,
+    /// Destructive or security-relevant.
+    Critical,
+}
+
+impl RiskLevel {
+    /// Every level, from safest to riskiest.
+    pub const ALL: [RiskLevel; 5] = [
+        RiskLevel::Safe,
+        RiskLevel::Low,
+        RiskLevel::Medium,
+        RiskLevel::High,
+        RiskLevel::Critical,
+    ];
+
+    /// The snake_case name (`"medium"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RiskLevel::Safe => "safe",
+            RiskLevel::Low => "low",
+            RiskLevel::Medium => "medium",
+            RiskLevel::High => "high",
+            RiskLevel::Critical => "critical",
+        }
+    }
+}
+
+impl fmt::Display for RiskLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for RiskLevel {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        RiskLevel::ALL
+            .into_iter()
+            .find(|r| r.as_str().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| {
+                format!("unknown risk level '{s}' (expected safe, low, medium, high or critical)")
+            })
+    }
+}
+
+/// What kind of thing a tool does; [`crate::ToolAvailabilityContext`] filters on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolCategory {
+    /// Reads or writes files.
+    FileSystem,
+    /// Searches files or text.
+    Search,
+    /// Runs shell commands (switched off by `allow_terminal_tools = false`).
+    Terminal,
+    /// Talks to the network (switched off by `allow_network_tools = false`).
+    Network,
+    /// Inspects or changes version control.
+    VersionControl,
+    /// Analyses or transforms code.
+    Code,
+    /// Anything else.
+    Custom,
+}
+
+/// Describes a tool to the model and to the agent: identity, schema and risk.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    /// Stable id the model uses to call the tool (`"read_file"`).
+    pub id: String,
+    /// Human-readable name (`"Read File"`).
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// What kind of tool it is.
+    pub category: ToolCategory,
+    /// Risk when nothing about the parameters makes it riskier or safer.
+    #[serde(default)]
+    pub default_risk_level: RiskLevel,
+    /// JSON Schema of the parameters object.
+    #[serde(default = "empty_object_schema")]
+    pub input_schema: Value,
+    /// Free-form tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Whether the tool needs an open workspace.
+    #[serde(default)]
+    pub requires_workspace: bool,
+    /// Whether the tool writes files (switched off by `allow_file_writes = false`).
+    #[serde(default)]
+    pub modifies_files: bool,
+}
+
+fn empty_object_schema() -> Value {
+    serde_json::json!({ "type": "object", "properties": {} })
+}
+
+impl ToolDefinition {
+    /// A definition with an empty object schema, `Custom` category and `Medium` risk.
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        description: impl Into<String>,
+    ) -> Self {
+        ToolDefinition {
+            id: id.into(),
+            name: name.into(),
+            description: description.into(),
+            category: ToolCategory::Custom,
+            default_risk_level: RiskLevel::Medium,
+            input_schema: empty_object_schema(),
+            tags: Vec::new(),
+            requires_workspace: false,
+            modifies_files: false,
+        }
+    }
+
+    /// Set the category.
+    pub fn with_category(mut self, category: ToolCategory) -> Self {
+        self.category = category;
+        self
+    }
+
+    /// Set the default risk.
+    pub fn with_risk(mut self, risk: RiskLevel) -> Self {
+        self.default_risk_level = risk;
+        self
+    }
+
+    /// Set the parameters' JSON Schema.
+    pub fn with_schema(mut self, schema: Value) -> Self {
+        self.input_schema = schema;
+        self
+    }
+
+    /// Mark the tool as needing a workspace.
+    pub fn requiring_workspace(mut self) -> Self {
+        self.requires_workspace = true;
+        self
+    }
+
+    /// Mark the tool as writing files.
+    pub fn modifying_files(mut self) -> Self {
+        self.modifies_files = true;
+        self
+    }
+}
+
+/// What a tool run produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// Whether the tool did what was asked.
+    pub success: bool,
+    /// Text output for the model and the user.
+    #[serde(default)]
+    pub content: String,
+    /// Why it failed, when it failed.
+    #[serde(default)]
+    pub error_message: Option<String>,
+    /// Structured output, when the tool has any.
+    #[serde(default)]
+    pub data: Option<Value>,
+}
+
+impl ToolResult {
+    /// A successful result with text output.
+    pub fn success(content: impl Into<String>) -> Self {
+        ToolResult {
+            success: true,
+            content: content.into(),
+            error_message: None,
+            data: None,
+        }
+    }
+
+    /// A successful result with text output and structured data.
+    pub fn success_with_data(content: impl Into<String>, data: Value) -> Self {
+        ToolResult {
+            data: Some(data),
+            ..ToolResult::success(content)
+        }
+    }
+
+    /// A failed result.
+    pub fn failed(error_message: impl Into<String>) -> Self {
+        ToolResult {
+            success: false,
+            content: String::new(),
+            error_message: Some(error_message.into()),
+            data: None,
+        }
+    }
+
+    /// The structured data as JSON text when there is any, else the text content; `None`
+    /// when both are empty.
+    pub fn serialized_data(&self) -> Option<String> {
+        match &self.data {
+            Some(data) => Some(data.to_string()),
+            None if !self.content.is_empty() => Some(self.content.clone()),
+            None => self.error_message.clone(),
+        }
+    }
+}
+
+/// The outcome of checking a call's parameters before it runs.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ToolValidationResult {
+    /// Whether the parameters are acceptable.
+    pub is_valid: bool,
+    /// Every problem found.
+    #[serde(default)]
+    pub errors: Vec<String>,
+    /// Problems that do not stop the call.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+impl ToolValidationResult {
+    /// Parameters are fine.
+    pub fn valid() -> Self {
+        ToolValidationResult {
+            is_valid: true,
+            errors: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Parameters are not acceptable, for these reasons.
+    pub fn invalid<I, S>(errors: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        ToolValidationResult {
+            is_valid: false,
+            errors: errors.into_iter().map(Into::into).collect(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Add a warning.
+    pub fn with_warning(mut self, warning: impl Into<String>) -> Self {
+        self.warnings.push(warning.into());
+        self
+    }
+}
+
+/// Progress of a long-running tool (seed 002 §5).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ToolProgress {
+    /// Work done so far.
+    pub current: u64,
+    /// Work expected in all; 0 when unknown.
+    pub total: u64,
+    /// What the tool is doing now.
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+impl ToolProgress {
+    /// Progress with a known total.
+    pub fn determinate(current: u64, total: u64, message: Option<String>) -> Self {
+        ToolProgress {
+            current,
+            total,
+            message,
+        }
+    }
+
+    /// Progress with no known total.
+    pub fn indeterminate(message: Option<String>) -> Self {
+        ToolProgress {
+            current: 0,
+            total: 0,
+            message,
+        }
+    }
+
+    /// Percentage done, 0–100 (0 when the total is unknown). Overshoot is capped at 100.
+    pub fn percentage(&self) -> u8 {
+        if self.total == 0 {
+            return 0;
+        }
+        let pct = u128::from(self.current) * 100 / u128::from(self.total);
+        u8::try_from(pct.min(100)).unwrap_or(100)
+    }
+
+    /// Whether the total is unknown.
+    pub fn is_indeterminate(&self) -> bool {
+        self.total == 0
+    }
+}
+
+/// Where a running tool reports its progress. Cloning gives another handle to the same
+/// listener; a detached reporter drops reports.
+#[derive(Debug, Clone, Default)]
+pub struct ProgressReporter {
+    sender: Option<mpsc::UnboundedSender<ToolProgress>>,
+}
+
+impl ProgressReporter {
+    /// A reporter and the receiving end that sees its reports.
+    pub fn channel() -> (Self, mpsc::UnboundedReceiver<ToolProgress>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (ProgressReporter { sender: Some(tx) }, rx)
+    }
+
+    /// A reporter nobody listens to.
+    pub fn detached() -> Self {
+        ProgressReporter { sender: None }
+    }
+
+    /// Report progress. Never blocks; reports are dropped when nobody listens.
+    pub fn report(&self, progress: ToolProgress) {
+        if let Some(tx) = &self.sender {
+            // A closed receiver only means nobody is interested any more.
+            let _ = tx.send(progress);
+        }
+    }
+}
+
+/// Everything a tool gets when it runs.
+#[derive(Debug, Clone)]
+pub struct ToolExecutionContext {
+    /// The id of the call (`ToolCallRequest::id`).
+    pub call_id: Uuid,
+    /// The request the call belongs to.
+    pub request_id: Uuid,
+    /// The conversation (session) the call belongs to.
+    pub session_id: Uuid,
+    /// The workspace the tool works in, when there is one.
+    pub workspace_path: Option<PathBuf>,
+    /// The call's parameters (after any change the user made when approving).
+    pub parameters: Value,
+    /// Cancelled when the request is cancelled or the tool's time is up. Tools must stop
+    /// promptly (and kill what they started) once it fires.
+    pub cancellation: CancellationToken,
+    /// Whether a person (or a remembered decision) approved this call.
+    pub is_approved: bool,
+    /// Where to report progress.
+    pub progress: ProgressReporter,
+}
+
+impl ToolExecutionContext {
+    /// A context for `parameters` with fresh ids, no workspace, a fresh token and no
+    /// progress listener.
+    pub fn new(parameters: Value) -> Self {
+        ToolExecutionContext {
+            call_id: Uuid::new_v4(),
+            request_id: Uuid::nil(),
+            session_id: Uuid::nil(),
+            workspace_path: None,
+            parameters,
+            cancellation: CancellationToken::new(),
+            is_approved: false,
+            progress: ProgressReporter::detached(),
+        }
+    }
+}

@@ -1,0 +1,422 @@
+//! Agent configuration (seed 001 part b's `SemanticKernelConfiguration`, plus seed 004's
+//! budget), loaded in layers: defaults → TOML file(s) → `AINTERN_*` environment variables
+//! → explicit overrides.
+//!
+//! Keys are the snake_case field names. Nested budget keys use `__` in the environment:
+//! `AINTERN_MAX_AGENT_ITERATIONS=5`, `AINTERN_BUDGET__MAX_TOTAL_TOKENS=20000`.
+
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The seed's default tool-use system prompt.
+pub const DEFAULT_TOOL_USE_SYSTEM_PROMPT: &str = "\
+You are an AI assistant with access to tools that can help you complete tasks.
+When you need to perform an action, use the appropriate tool.
+Always explain what you're doing and why before using a tool.
+After using a tool, interpret the results for the user.
+If a tool fails, explain the error and suggest alternatives.
+
+Important guidelines:
+- Prefer reading files before modifying them
+- Break complex tasks into smaller steps
+- Ask for confirmation before destructive operations
+- Summarize changes after completing a task";
+
+/// The seed's default tool-definition format (`{name}`, `{description}`, `{parameters}`).
+pub const DEFAULT_TOOL_DEFINITION_FORMAT: &str = "\
+## {name}
+{description}
+
+Parameters:
+```json
+{parameters}
+```";
+
+/// The seed's default instructions for writing a tool call.
+pub const DEFAULT_TOOL_CALL_FORMAT: &str = "\
+To use a tool, respond with a JSON block in this format:
+```tool_call
+{
+  \"tool\": \"tool_id\",
+  \"parameters\": { ... }
+}
+```
+
+You may include text before or after the tool call to explain your reasoning.
+Wait for the tool result before continuing with your response.";
+
+/// Limits on what one request may spend (seed 004's budget).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BudgetConfig {
+    /// Most tokens (prompt + completion) a request may use.
+    pub max_total_tokens: Option<u64>,
+    /// Most wall-clock time a request may take, in milliseconds.
+    pub max_wall_time_ms: Option<u64>,
+    /// Most a request may cost, in the currency of the prices below.
+    pub max_cost: Option<f64>,
+    /// Price of 1000 prompt tokens.
+    pub prompt_cost_per_1k_tokens: f64,
+    /// Price of 1000 completion tokens.
+    pub completion_cost_per_1k_tokens: f64,
+}
+
+impl Default for BudgetConfig {
+    fn default() -> Self {
+        BudgetConfig {
+            max_total_tokens: None,
+            max_wall_time_ms: None,
+            max_cost: None,
+            prompt_cost_per_1k_tokens: 0.0,
+            completion_cost_per_1k_tokens: 0.0,
+        }
+    }
+}
+
+impl BudgetConfig {
+    /// The cost of `prompt_tokens` and `completion_tokens` at the configured prices.
+    pub fn cost(&self, prompt_tokens: u64, completion_tokens: u64) -> f64 {
+        (prompt_tokens as f64 * self.prompt_cost_per_1k_tokens
+            + completion_tokens as f64 * self.completion_cost_per_1k_tokens)
+            / 1000.0
+    }
+
+    /// The wall-time limit.
+    pub fn max_wall_time(&self) -> Option<Duration> {
+        self.max_wall_time_ms.map(Duration::from_millis)
+    }
+}
+
+/// Everything that shapes the agent's behaviour.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AgentConfig {
+    /// Whether tools are used at all; when off, requests are plain chat.
+    pub enabled: bool,
+    /// Most loop iterations per request (1–100); a request may lower or raise it.
+    pub max_agent_iterations: u32,
+    /// Most tool calls running at once (1–10).
+    pub max_parallel_tool_calls: u32,
+    /// Time one tool call may take, in milliseconds (at least 5000).
+    pub tool_execution_timeout_ms: u64,
+    /// Time a whole request may take, in milliseconds (at least the tool timeout).
+    pub agent_request_timeout_ms: u64,
+    /// Pause between iterations, in milliseconds.
+    pub iteration_delay_ms: u64,
+    /// Time to wait for an approval before treating silence as denial, in milliseconds.
+    pub approval_timeout_ms: u64,
+    /// Whether tool results go into the conversation history.
+    pub include_tool_results_in_history: bool,
+    /// Most tokens of one tool result kept in the history (at least 100).
+    pub max_tool_result_tokens: u32,
+    /// Retry a failed tool call once.
+    pub auto_retry_failed_tools: bool,
+    /// Added to the system prompt when tools are offered; must not be empty.
+    pub tool_use_system_prompt: String,
+    /// How each tool is described (`{name}`, `{description}`, `{parameters}`).
+    pub tool_definition_format: String,
+    /// How the model is told to write a tool call.
+    pub tool_call_format: String,
+    /// Stream text as it is generated.
+    pub enable_streaming: bool,
+    /// Tokens to gather before emitting a text event.
+    pub streaming_buffer_size: u32,
+    /// Spending limits.
+    pub budget: BudgetConfig,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            enabled: true,
+            max_agent_iterations: 10,
+            max_parallel_tool_calls: 3,
+            tool_execution_timeout_ms: 120_000,
+            agent_request_timeout_ms: 600_000,
+            iteration_delay_ms: 100,
+            approval_timeout_ms: 300_000,
+            include_tool_results_in_history: true,
+            max_tool_result_tokens: 4096,
+            auto_retry_failed_tools: false,
+            tool_use_system_prompt: DEFAULT_TOOL_USE_SYSTEM_PROMPT.to_string(),
+            tool_definition_format: DEFAULT_TOOL_DEFINITION_FORMAT.to_string(),
+            tool_call_format: DEFAULT_TOOL_CALL_FORMAT.to_string(),
+            enable_streaming: true,
+            streaming_buffer_size: 1,
+            budget: BudgetConfig::default(),
+        }
+    }
+}
+
+/// One broken configuration rule: the field and what is allowed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValidationError {
+    /// The field's key (`"max_agent_iterations"`, `"budget.max_cost"`).
+    pub field: &'static str,
+    /// What is wrong and what is allowed.
+    pub message: String,
+}
+
+impl fmt::Display for ValidationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+impl AgentConfig {
+    /// The tool timeout.
+    pub fn tool_execution_timeout(&self) -> Duration {
+        Duration::from_millis(self.tool_execution_timeout_ms)
+    }
+
+    /// The request timeout.
+    pub fn agent_request_timeout(&self) -> Duration {
+        Duration::from_millis(self.agent_request_timeout_ms)
+    }
+
+    /// The pause between iterations.
+    pub fn iteration_delay(&self) -> Duration {
+        Duration::from_millis(self.iteration_delay_ms)
+    }
+
+    /// The approval timeout.
+    pub fn approval_timeout(&self) -> Duration {
+        Duration::from_millis(self.approval_timeout_ms)
+    }
+
+    /// Check every rule (seed 001 part b's eight, plus the budget's) and list every
+    /// broken one.
+    pub fn validation_errors(&self) -> Vec<ValidationError> {
+        let mut errors = Vec::new();
+        let mut check = |ok: bool, field: &'static str, message: String| {
+            if !ok {
+                errors.push(ValidationError { field, message });
+            }
+        };
+        check(
+            self.max_agent_iterations >= 1,
+            "max_agent_iterations",
+            format!(
+                "must be at least 1 (allowed: 1 to 100; got {})",
+                self.max_agent_iterations
+            ),
+        );
+        check(
+            self.max_agent_iterations <= 100,
+            "max_agent_iterations",
+            format!(
+                "should not exceed 100 (allowed: 1 to 100; got {})",
+                self.max_agent_iterations
+            ),
+        );
+        check(
+            self.max_parallel_tool_calls >= 1,
+            "max_parallel_tool_calls",
+            format!(
+                "must be at least 1 (allowed: 1 to 10; got {})",
+                self.max_parallel_tool_calls
+            ),
+        );
+        check(
+            self.max_parallel_tool_calls <= 10,
+            "max_parallel_tool_calls",
+            format!(
+                "should not exceed 10 (allowed: 1 to 10; got {})",
+                self.max_parallel_tool_calls
+            ),
+        );
+        check(
+            self.tool_execution_timeout_ms >= 5_000,
+            "tool_execution_timeout_ms",
+            format!(
+                "must be at least 5 seconds (allowed: 5000 ms or more; got {})",
+                self.tool_execution_timeout_ms
+            ),
+        );
+        check(
+            self.agent_request_timeout_ms >= self.tool_execution_timeout_ms,
+            "agent_request_timeout_ms",
+            format!(
+                "must be >= tool_execution_timeout_ms (allowed: {} ms or more; got {})",
+                self.tool_execution_timeout_ms, self.agent_request_timeout_ms
+            ),
+        );
+        check(
+            self.max_tool_result_tokens >= 100,
+            "max_tool_result_tokens",
+            format!(
+                "must be at least 100 (allowed: 100 or more; got {})",
+                self.max_tool_result_tokens
+            ),
+        );
+        check(
+            !self.tool_use_system_prompt.trim().is_empty(),
+            "tool_use_system_prompt",
+            "cannot be empty (allowed: any non-blank text)".to_string(),
+        );
+        let budget = &self.budget;
+        if let Some(tokens) = budget.max_total_tokens {
+            check(
+                tokens >= 1,
+                "budget.max_total_tokens",
+                format!("must be at least 1 when set (got {tokens})"),
+            );
+        }
+        if let Some(ms) = budget.max_wall_time_ms {
+            check(
+                ms >= 1,
+                "budget.max_wall_time_ms",
+                format!("must be at least 1 when set (got {ms})"),
+            );
+        }
+        if let Some(cost) = budget.max_cost {
+            check(
+                cost.is_finite() && cost > 0.0,
+                "budget.max_cost",
+                format!("must be a positive number when set (got {cost})"),
+            );
+        }
+        for (field, price) in [
+            (
+                "budget.prompt_cost_per_1k_tokens",
+                budget.prompt_cost_per_1k_tokens,
+            ),
+            (
+                "budget.completion_cost_per_1k_tokens",
+                budget.completion_cost_per_1k_tokens,
+            ),
+        ] {
+            check(
+                price.is_finite() && price >= 0.0,
+                field,
+                format!("must be zero or a positive number (got {price})"),
+            );
+        }
+        if budget.max_cost.is_some() {
+            check(
+                budget.prompt_cost_per_1k_tokens > 0.0
+                    || budget.completion_cost_per_1k_tokens > 0.0,
+                "budget.max_cost",
+                "needs a positive prompt or completion price per 1k tokens".to_string(),
+            );
+        }
+        check(
+            self.approval_timeout_ms >= 1,
+            "approval_timeout_ms",
+            format!("must be at least 1 (got {})", self.approval_timeout_ms),
+        );
+        errors
+    }
+
+    /// Validate.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] listing every broken rule.
+    pub fn validate(&self) -> Result<()> {
+        let errors = self.validation_errors();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::InvalidConfig(errors))
+        }
+    }
+}
+
+/// Builds an [`AgentConfig`] from its layers.
+#[derive(Debug, Clone)]
+pub struct ConfigLoader {
+    files: Vec<(PathBuf, bool)>,
+    env_prefix: String,
+    env_source: Option<HashMap<String, String>>,
+    overrides: Vec<(String, config::Value)>,
+}
+
+impl Default for ConfigLoader {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ConfigLoader {
+    /// Defaults, then the process environment with prefix `AINTERN`.
+    pub fn new() -> Self {
+        ConfigLoader {
+            files: Vec::new(),
+            env_prefix: "AINTERN".to_string(),
+            env_source: None,
+            overrides: Vec::new(),
+        }
+    }
+
+    /// Add a TOML file that must exist. Later files win over earlier ones.
+    pub fn file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.files.push((path.into(), true));
+        self
+    }
+
+    /// Add a TOML file that is read only if it exists.
+    pub fn optional_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.files.push((path.into(), false));
+        self
+    }
+
+    /// Use another environment-variable prefix.
+    pub fn env_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.env_prefix = prefix.into();
+        self
+    }
+
+    /// Read environment variables from `vars` instead of the process environment.
+    pub fn env_source(mut self, vars: HashMap<String, String>) -> Self {
+        self.env_source = Some(vars);
+        self
+    }
+
+    /// Set `key` (dotted for nested keys: `"budget.max_cost"`) above every other layer.
+    pub fn set(mut self, key: impl Into<String>, value: impl Into<config::Value>) -> Self {
+        self.overrides.push((key.into(), value.into()));
+        self
+    }
+
+    /// Merge the layers without validating.
+    ///
+    /// # Errors
+    /// [`Error::ConfigLoad`] when a file is missing or malformed or a value has the wrong
+    /// type.
+    pub fn load_unvalidated(self) -> Result<AgentConfig> {
+        let defaults = config::Config::try_from(&AgentConfig::default())?;
+        let mut builder = config::Config::builder().add_source(defaults);
+        for (path, required) in &self.files {
+            builder = builder.add_source(
+                config::File::from(path.as_path())
+                    .format(config::FileFormat::Toml)
+                    .required(*required),
+            );
+        }
+        let env = config::Environment::with_prefix(&self.env_prefix)
+            .prefix_separator("_")
+            .separator("__")
+            .try_parsing(true)
+            .source(self.env_source);
+        builder = builder.add_source(env);
+        for (key, value) in self.overrides {
+            builder = builder.set_override(key, value)?;
+        }
+        Ok(builder.build()?.try_deserialize()?)
+    }
+
+    /// Merge the layers and validate.
+    ///
+    /// # Errors
+    /// [`Error::ConfigLoad`] as for [`ConfigLoader::load_unvalidated`];
+    /// [`Error::InvalidConfig`] listing every broken rule.
+    pub fn load(self) -> Result<AgentConfig> {
+        let config = self.load_unvalidated()?;
+        config.validate()?;
+        Ok(config)
+    }
+}

@@ -1,0 +1,1 @@
+//! Intentionally empty: this package only holds the `it` integration-test binary.
