@@ -1,1 +1,23 @@
-//! test-support
+//! # test-support
+//!
+//! Test doubles for every AIntern port, so that the agent can be tested without a model,
+//! a filesystem or a person:
+//!
+//! * [`mocks`] — mockall mocks of every port (`MockToolPort`, `MockToolRegistry`,
+//!   `MockToolExecutionService`, `MockLlmService`, `MockPermissionManager`,
+//!   `MockPermissionStore`, `MockAgentService`), for strict expectations;
+//! * [`MockTool`] — seed 001's configurable tool (risk, availability, execute and
+//!   validate handlers), which also records what it was called with;
+//! * [`ScriptedLlm`] — a model that streams prepared responses chunk by chunk, with an
+//!   optional delay per chunk, records what it received and fails on demand;
+//! * [`fixtures`] — small ready-made values.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+pub mod fixtures;
+mod mock_tool;
+pub mod mocks;
+mod scripted_llm;
+
+pub use mock_tool::MockTool;
+pub use scripted_llm::{Script, ScriptedLlm, ScriptedResponse};

@@ -1,0 +1,152 @@
+//! The seed's `MockTool`: a tool whose behaviour a test sets.
+
+use async_trait::async_trait;
+use core_models::{
+    RiskLevel, Tool, ToolAvailabilityContext, ToolCategory, ToolDefinition, ToolExecutionContext,
+    ToolResult, ToolValidationResult,
+};
+use futures::future::BoxFuture;
+use serde_json::Value;
+use std::fmt;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+type ExecuteHandler =
+    Arc<dyn Fn(ToolExecutionContext) -> BoxFuture<'static, ToolResult> + Send + Sync>;
+type ValidateHandler = Arc<dyn Fn(&Value) -> ToolValidationResult + Send + Sync>;
+
+/// A tool for tests: id `mock-tool`, name "Mock Tool", `Custom`, `Safe` by default.
+/// Execution returns `ToolResult::success("Mock success")` unless a handler is set.
+pub struct MockTool {
+    definition: ToolDefinition,
+    available: AtomicBool,
+    execute_handler: Option<ExecuteHandler>,
+    validate_handler: Option<ValidateHandler>,
+    executions: AtomicUsize,
+    received: Mutex<Vec<Value>>,
+}
+
+impl fmt::Debug for MockTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MockTool")
+            .field("id", &self.definition.id)
+            .field("risk", &self.definition.default_risk_level)
+            .field("executions", &self.executions())
+            .finish()
+    }
+}
+
+impl Default for MockTool {
+    fn default() -> Self {
+        Self::new("mock-tool")
+    }
+}
+
+impl MockTool {
+    /// A mock tool with this id.
+    pub fn new(id: &str) -> Self {
+        let name = if id == "mock-tool" {
+            "Mock Tool".to_string()
+        } else {
+            id.to_string()
+        };
+        MockTool {
+            definition: ToolDefinition::new(id, name, "A mock tool for testing")
+                .with_category(ToolCategory::Custom)
+                .with_risk(RiskLevel::Safe)
+                .with_schema(serde_json::json!({"type": "object"})),
+            available: AtomicBool::new(true),
+            execute_handler: None,
+            validate_handler: None,
+            executions: AtomicUsize::new(0),
+            received: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Set the risk of every call.
+    pub fn with_risk(mut self, risk: RiskLevel) -> Self {
+        self.definition.default_risk_level = risk;
+        self
+    }
+
+    /// Set the category.
+    pub fn with_category(mut self, category: ToolCategory) -> Self {
+        self.definition.category = category;
+        self
+    }
+
+    /// Replace the whole definition (its id included).
+    pub fn with_definition(mut self, definition: ToolDefinition) -> Self {
+        self.definition = definition;
+        self
+    }
+
+    /// Run `handler` on execution.
+    pub fn with_execute<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(ToolExecutionContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ToolResult> + Send + 'static,
+    {
+        self.execute_handler = Some(Arc::new(move |ctx| Box::pin(handler(ctx))));
+        self
+    }
+
+    /// Run `handler` on validation.
+    pub fn with_validate(
+        mut self,
+        handler: impl Fn(&Value) -> ToolValidationResult + Send + Sync + 'static,
+    ) -> Self {
+        self.validate_handler = Some(Arc::new(handler));
+        self
+    }
+
+    /// Set availability (may be changed while shared).
+    pub fn set_available(&self, available: bool) {
+        self.available.store(available, Ordering::SeqCst);
+    }
+
+    /// How many times the tool ran.
+    pub fn executions(&self) -> usize {
+        self.executions.load(Ordering::SeqCst)
+    }
+
+    /// The parameters of every run, in order.
+    pub fn received_parameters(&self) -> Vec<Value> {
+        self.received.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl Tool for MockTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn is_available(&self, _context: &ToolAvailabilityContext) -> bool {
+        self.available.load(Ordering::SeqCst)
+    }
+
+    fn validate(&self, parameters: &Value) -> ToolValidationResult {
+        match &self.validate_handler {
+            Some(h) => h(parameters),
+            None => ToolValidationResult::valid(),
+        }
+    }
+
+    fn execution_summary(&self, _parameters: &Value) -> String {
+        "Execute mock tool".to_string()
+    }
+
+    async fn execute(&self, context: ToolExecutionContext) -> ToolResult {
+        self.executions.fetch_add(1, Ordering::SeqCst);
+        self.received
+            .lock()
+            .unwrap()
+            .push(context.parameters.clone());
+        match &self.execute_handler {
+            Some(h) => h(context).await,
+            None => ToolResult::success("Mock success"),
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! A language model that plays back prepared responses.
+
+use async_trait::async_trait;
+use core_models::{Error, LlmChunk, LlmRequest, LlmService, LlmStream, LlmUsage};
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// One prepared response: the chunks it streams, the delay before each chunk, and an
+/// optional failure.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ScriptedResponse {
+    /// Text pieces, streamed in order.
+    #[serde(default)]
+    pub chunks: Vec<String>,
+    /// Wait this long before each chunk, in milliseconds.
+    #[serde(default)]
+    pub delay_ms: u64,
+    /// Fail instead of starting the generation.
+    #[serde(default)]
+    pub fail: Option<String>,
+    /// Fail with this message after the chunks instead of finishing.
+    #[serde(default)]
+    pub fail_after_chunks: Option<String>,
+}
+
+impl ScriptedResponse {
+    /// A response streaming these chunks.
+    pub fn chunks<I, S>(chunks: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        ScriptedResponse {
+            chunks: chunks.into_iter().map(Into::into).collect(),
+            ..Default::default()
+        }
+    }
+
+    /// A response streaming `text` split into pieces of at most `size` characters.
+    pub fn split(text: &str, size: usize) -> Self {
+        let chars: Vec<char> = text.chars().collect();
+        Self::chunks(
+            chars
+                .chunks(size.max(1))
+                .map(|c| c.iter().collect::<String>()),
+        )
+    }
+
+    /// A call that fails to start with `message`.
+    pub fn failure(message: impl Into<String>) -> Self {
+        ScriptedResponse {
+            fail: Some(message.into()),
+            ..Default::default()
+        }
+    }
+
+    /// Wait `delay` before each chunk.
+    pub fn with_delay(mut self, delay: Duration) -> Self {
+        self.delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        self
+    }
+
+    /// Fail with `message` after the last chunk.
+    pub fn then_fail(mut self, message: impl Into<String>) -> Self {
+        self.fail_after_chunks = Some(message.into());
+        self
+    }
+}
+
+/// The `--backend script:FILE` format: `{"responses": [{"chunks": [...], "delay_ms": 0}]}`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Script {
+    /// The responses, one per LLM call.
+    pub responses: Vec<ScriptedResponse>,
+}
+
+/// A model that answers each call with the next [`ScriptedResponse`]. When the responses
+/// run out, the call fails with a clear LLM error. Every request it receives is recorded.
+#[derive(Debug, Default)]
+pub struct ScriptedLlm {
+    responses: Mutex<VecDeque<ScriptedResponse>>,
+    received: Mutex<Vec<LlmRequest>>,
+}
+
+impl ScriptedLlm {
+    /// A model answering with `responses`, in order.
+    pub fn new(responses: impl IntoIterator<Item = ScriptedResponse>) -> Self {
+        ScriptedLlm {
+            responses: Mutex::new(responses.into_iter().collect()),
+            received: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A model answering each call with one text, as a single chunk.
+    pub fn from_texts<I, S>(texts: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self::new(texts.into_iter().map(|t| ScriptedResponse::chunks([t])))
+    }
+
+    /// A model from the JSON script format.
+    ///
+    /// # Errors
+    /// The JSON error when `json` is not a valid script.
+    pub fn from_json(json: &str) -> Result<Self, serde_json::Error> {
+        let script: Script = serde_json::from_str(json)?;
+        Ok(Self::new(script.responses))
+    }
+
+    /// Add a response at the end.
+    pub fn push(&self, response: ScriptedResponse) {
+        self.responses.lock().unwrap().push_back(response);
+    }
+
+    /// Make the next call fail with `message`.
+    pub fn fail_next(&self, message: impl Into<String>) {
+        self.responses
+            .lock()
+            .unwrap()
+            .push_front(ScriptedResponse::failure(message));
+    }
+
+    /// Every request received, in order.
+    pub fn requests(&self) -> Vec<LlmRequest> {
+        self.received.lock().unwrap().clone()
+    }
+
+    /// How many calls were made.
+    pub fn calls(&self) -> usize {
+        self.received.lock().unwrap().len()
+    }
+
+    /// How many responses are left.
+    pub fn remaining(&self) -> usize {
+        self.responses.lock().unwrap().len()
+    }
+}
+
+#[async_trait]
+impl LlmService for ScriptedLlm {
+    fn model_name(&self) -> String {
+        "scripted".to_string()
+    }
+
+    async fn generate(&self, request: LlmRequest) -> Result<LlmStream, Error> {
+        let prompt_chars: usize = request.messages.iter().map(|m| m.content.len()).sum();
+        let call = {
+            let mut received = self.received.lock().unwrap();
+            received.push(request);
+            received.len()
+        };
+        let Some(response) = self.responses.lock().unwrap().pop_front() else {
+            return Err(Error::llm(format!(
+                "the script has no response left for LLM call {call}"
+            )));
+        };
+        if let Some(message) = response.fail {
+            return Err(Error::llm(message));
+        }
+        let started = Instant::now();
+        let delay = Duration::from_millis(response.delay_ms);
+        let generated = response.chunks.len() as u64;
+        let prompt_tokens = (prompt_chars as u64).div_ceil(4);
+        let fail_after = response.fail_after_chunks;
+        let stream = futures::stream::unfold(
+            (
+                response.chunks.into_iter(),
+                Some(fail_after),
+                None::<Duration>,
+            ),
+            move |(mut chunks, tail, mut first)| async move {
+                if let Some(chunk) = chunks.next() {
+                    if !delay.is_zero() {
+                        tokio::time::sleep(delay).await;
+                    }
+                    first.get_or_insert_with(|| started.elapsed());
+                    return Some((Ok(LlmChunk::text(chunk)), (chunks, tail, first)));
+                }
+                match tail {
+                    Some(Some(message)) => Some((Err(Error::llm(message)), (chunks, None, first))),
+                    Some(None) => {
+                        let usage = LlmUsage {
+                            prompt_tokens,
+                            prompt_tokens_evaluated: prompt_tokens,
+                            generated_tokens: generated,
+                            time_to_first_token: first.unwrap_or_default(),
+                            prompt_time: Duration::ZERO,
+                            generation_time: started.elapsed(),
+                        };
+                        Some((Ok(LlmChunk::Usage(usage)), (chunks, None, first)))
+                    }
+                    None => None,
+                }
+            },
+        );
+        Ok(Box::pin(stream))
+    }
+}

@@ -1,0 +1,263 @@
+//! Configuration: the seed's defaults, layering, and every validation rule.
+
+use services_ai::{AgentConfig, ConfigLoader, Error};
+use std::collections::HashMap;
+use std::io::Write;
+use std::time::Duration;
+
+fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn toml_file(text: &str) -> tempfile::NamedTempFile {
+    let mut f = tempfile::Builder::new().suffix(".toml").tempfile().unwrap();
+    f.write_all(text.as_bytes()).unwrap();
+    f
+}
+
+#[test]
+fn defaults_are_the_seeds() {
+    let c = AgentConfig::default();
+    assert!(c.enabled);
+    assert_eq!(c.max_agent_iterations, 10);
+    assert_eq!(c.max_parallel_tool_calls, 3);
+    assert_eq!(c.tool_execution_timeout(), Duration::from_secs(120));
+    assert_eq!(c.agent_request_timeout(), Duration::from_secs(600));
+    assert_eq!(c.iteration_delay(), Duration::from_millis(100));
+    assert_eq!(c.approval_timeout(), Duration::from_secs(300));
+    assert!(c.include_tool_results_in_history);
+    assert_eq!(c.max_tool_result_tokens, 4096);
+    assert!(!c.auto_retry_failed_tools);
+    assert!(c
+        .tool_use_system_prompt
+        .starts_with("You are an AI assistant with access to tools"));
+    assert!(
+        c.tool_definition_format.contains("{name}")
+            && c.tool_definition_format.contains("{parameters}")
+    );
+    assert!(c.tool_call_format.contains("```tool_call"));
+    assert!(c.enable_streaming);
+    assert_eq!(c.streaming_buffer_size, 1);
+    assert_eq!(c.budget.max_total_tokens, None);
+    assert!(c.validate().is_ok());
+    // Loading with nothing set gives the defaults.
+    assert_eq!(
+        ConfigLoader::new()
+            .env_source(HashMap::new())
+            .load()
+            .unwrap(),
+        c
+    );
+}
+
+#[test]
+fn layers_file_then_environment_then_overrides() {
+    let base = toml_file("max_agent_iterations = 20\nmax_parallel_tool_calls = 5\n[budget]\nmax_cost = 1.5\nprompt_cost_per_1k_tokens = 0.01\n");
+    let top = toml_file("max_parallel_tool_calls = 6\n");
+    let c = ConfigLoader::new()
+        .file(base.path())
+        .file(top.path())
+        .env_source(env(&[
+            ("AINTERN_MAX_AGENT_ITERATIONS", "30"),
+            ("AINTERN_BUDGET__MAX_TOTAL_TOKENS", "20000"),
+            ("AINTERN_AUTO_RETRY_FAILED_TOOLS", "true"),
+            ("OTHER_MAX_AGENT_ITERATIONS", "99"),
+        ]))
+        .set("iteration_delay_ms", 0)
+        .load()
+        .unwrap();
+    assert_eq!(c.max_agent_iterations, 30, "environment wins over the file");
+    assert_eq!(
+        c.max_parallel_tool_calls, 6,
+        "a later file wins over an earlier one"
+    );
+    assert_eq!(c.budget.max_cost, Some(1.5), "nested file keys");
+    assert_eq!(
+        c.budget.max_total_tokens,
+        Some(20000),
+        "nested environment keys"
+    );
+    assert!(c.auto_retry_failed_tools);
+    assert_eq!(c.iteration_delay_ms, 0, "overrides win over everything");
+    assert_eq!(
+        c.tool_execution_timeout_ms, 120_000,
+        "untouched keys keep their defaults"
+    );
+}
+
+#[test]
+fn missing_optional_file_is_fine_missing_required_file_is_an_error() {
+    let c = ConfigLoader::new()
+        .optional_file("/nonexistent/aintern.toml")
+        .env_source(HashMap::new())
+        .load()
+        .unwrap();
+    assert_eq!(c, AgentConfig::default());
+    let err = ConfigLoader::new()
+        .file("/nonexistent/aintern.toml")
+        .env_source(HashMap::new())
+        .load()
+        .unwrap_err();
+    assert!(matches!(err, Error::ConfigLoad(_)), "{err}");
+}
+
+#[test]
+fn malformed_or_mistyped_values_are_load_errors() {
+    for text in [
+        "max_agent_iterations = [",
+        "max_agent_iterations = \"many\"",
+        "max_agent_iterations = -3",
+    ] {
+        let f = toml_file(text);
+        let err = ConfigLoader::new()
+            .file(f.path())
+            .env_source(HashMap::new())
+            .load()
+            .unwrap_err();
+        assert!(matches!(err, Error::ConfigLoad(_)), "{text}: {err}");
+    }
+    let err = ConfigLoader::new()
+        .env_source(env(&[("AINTERN_MAX_PARALLEL_TOOL_CALLS", "lots")]))
+        .load()
+        .unwrap_err();
+    assert!(err.to_string().contains("max_parallel_tool_calls"), "{err}");
+}
+
+/// Apply `change` to the defaults and expect exactly the rule on `field` to break, with
+/// a message that contains `mentions`.
+fn check_rule(change: impl FnOnce(&mut AgentConfig), field: &str, mentions: &str) {
+    let mut c = AgentConfig::default();
+    change(&mut c);
+    let errors = c.validation_errors();
+    assert_eq!(errors.len(), 1, "{field}: {errors:?}");
+    assert_eq!(errors[0].field, field);
+    assert!(errors[0].message.contains(mentions), "{}", errors[0]);
+}
+
+#[test]
+fn each_of_the_seeds_eight_rules() {
+    check_rule(
+        |c| c.max_agent_iterations = 0,
+        "max_agent_iterations",
+        "at least 1",
+    );
+    check_rule(
+        |c| c.max_agent_iterations = 101,
+        "max_agent_iterations",
+        "1 to 100",
+    );
+    check_rule(
+        |c| c.max_parallel_tool_calls = 0,
+        "max_parallel_tool_calls",
+        "at least 1",
+    );
+    check_rule(
+        |c| c.max_parallel_tool_calls = 11,
+        "max_parallel_tool_calls",
+        "1 to 10",
+    );
+    check_rule(
+        |c| c.tool_execution_timeout_ms = 4_999,
+        "tool_execution_timeout_ms",
+        "5 seconds",
+    );
+    check_rule(
+        |c| c.agent_request_timeout_ms = 119_999,
+        "agent_request_timeout_ms",
+        ">= tool_execution_timeout_ms",
+    );
+    check_rule(
+        |c| c.max_tool_result_tokens = 99,
+        "max_tool_result_tokens",
+        "at least 100",
+    );
+    check_rule(
+        |c| c.tool_use_system_prompt = "  \n".into(),
+        "tool_use_system_prompt",
+        "cannot be empty",
+    );
+    // Boundaries are allowed.
+    let c = AgentConfig {
+        max_agent_iterations: 100,
+        max_parallel_tool_calls: 10,
+        tool_execution_timeout_ms: 5_000,
+        agent_request_timeout_ms: 5_000,
+        max_tool_result_tokens: 100,
+        ..AgentConfig::default()
+    };
+    assert!(c.validate().is_ok());
+}
+
+#[test]
+fn budget_rules() {
+    check_rule(
+        |c| c.budget.max_total_tokens = Some(0),
+        "budget.max_total_tokens",
+        "at least 1",
+    );
+    check_rule(
+        |c| c.budget.max_wall_time_ms = Some(0),
+        "budget.max_wall_time_ms",
+        "at least 1",
+    );
+    check_rule(
+        |c| {
+            c.budget.max_cost = Some(-1.0);
+            c.budget.prompt_cost_per_1k_tokens = 1.0;
+        },
+        "budget.max_cost",
+        "positive",
+    );
+    check_rule(
+        |c| c.budget.max_cost = Some(2.0),
+        "budget.max_cost",
+        "price",
+    );
+    check_rule(
+        |c| c.budget.completion_cost_per_1k_tokens = f64::NAN,
+        "budget.completion_cost_per_1k_tokens",
+        "zero or a positive",
+    );
+    let mut c = AgentConfig::default();
+    c.budget.prompt_cost_per_1k_tokens = 0.5;
+    c.budget.completion_cost_per_1k_tokens = 1.5;
+    assert!((c.budget.cost(2000, 1000) - 2.5).abs() < 1e-9);
+}
+
+#[test]
+fn every_failure_is_reported_at_once() {
+    let f = toml_file("max_agent_iterations = 0\nmax_parallel_tool_calls = 50\ntool_execution_timeout_ms = 1000\nmax_tool_result_tokens = 5\ntool_use_system_prompt = \"\"\n");
+    let err = ConfigLoader::new()
+        .file(f.path())
+        .env_source(HashMap::new())
+        .load()
+        .unwrap_err();
+    let Error::InvalidConfig(errors) = &err else {
+        panic!("{err}")
+    };
+    let fields: Vec<&str> = errors.iter().map(|e| e.field).collect();
+    assert_eq!(
+        fields,
+        [
+            "max_agent_iterations",
+            "max_parallel_tool_calls",
+            "tool_execution_timeout_ms",
+            "max_tool_result_tokens",
+            "tool_use_system_prompt"
+        ]
+    );
+    let text = err.to_string();
+    for field in fields {
+        assert!(text.contains(field), "{text}");
+    }
+    // Unvalidated loading still returns the values.
+    let c = ConfigLoader::new()
+        .file(f.path())
+        .env_source(HashMap::new())
+        .load_unvalidated()
+        .unwrap();
+    assert_eq!(c.max_agent_iterations, 0);
+}
