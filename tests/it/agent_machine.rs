@@ -28,6 +28,14 @@ const EXPECTED_EDGES: [(S, T, S); 11] = [
 
 const TERMINAL: [S; 3] = [S::Completed, S::Cancelled, S::Error];
 
+/// One tool round trip, from Thinking back to Thinking.
+const TOOL_CYCLE: [T; 4] = [
+    T::DetectToolCall,
+    T::ApprovalGranted,
+    T::ToolComplete,
+    T::BeginThinking,
+];
+
 fn expected_next(from: S, t: T) -> Option<S> {
     match t {
         T::Cancel if !TERMINAL.contains(&from) => Some(S::Cancelled),
@@ -208,13 +216,16 @@ fn duration_tracks_time_in_previous_state() {
     let m = AgentStateMachine::new();
     let first = m.transition(T::Start, None).unwrap();
     assert_eq!(first.duration, None, "leaving Idle has no duration");
-    std::thread::sleep(Duration::from_millis(30));
-    assert!(m.time_in_current_state() >= Duration::from_millis(30));
+    std::thread::sleep(Duration::from_millis(60));
+    assert!(m.time_in_current_state() >= Duration::from_millis(60));
     let second = m.transition(T::BeginThinking, None).unwrap();
     let d = second.duration.unwrap();
-    assert!(d >= Duration::from_millis(30), "{d:?}");
+    assert!(d >= Duration::from_millis(60), "{d:?}");
     assert!(d < Duration::from_secs(5), "{d:?}");
-    assert!(m.time_in_current_state() < Duration::from_millis(30));
+    assert!(
+        m.time_in_current_state() < d,
+        "the clock restarted in the new state"
+    );
 }
 
 #[test]
@@ -366,12 +377,7 @@ fn history_keeps_the_last_hundred_transitions() {
     let m = machine_in(S::Thinking);
     let loops = 60;
     for _ in 0..loops {
-        for t in [
-            T::DetectToolCall,
-            T::ApprovalGranted,
-            T::ToolComplete,
-            T::BeginThinking,
-        ] {
+        for t in TOOL_CYCLE {
             m.transition(t, None).unwrap();
         }
     }
@@ -384,12 +390,7 @@ fn history_keeps_the_last_hundred_transitions() {
     assert_eq!(last.iteration_number, 1 + loops as u32);
     // The oldest kept is transition number total - 99 (1-based).
     let oldest_index = total - HISTORY_CAPACITY; // 0-based index of the oldest kept
-    let expected_oldest = [
-        T::DetectToolCall,
-        T::ApprovalGranted,
-        T::ToolComplete,
-        T::BeginThinking,
-    ][(oldest_index - 2) % 4];
+    let expected_oldest = TOOL_CYCLE[(oldest_index - 2) % 4];
     assert_eq!(history[0].transition, expected_oldest);
     for pair in history.windows(2) {
         assert_eq!(pair[0].current_state, pair[1].previous_state);
@@ -401,12 +402,7 @@ fn history_keeps_the_last_hundred_transitions() {
 fn time_per_state_accumulates() {
     let m = machine_in(S::Thinking);
     std::thread::sleep(Duration::from_millis(20));
-    for t in [
-        T::DetectToolCall,
-        T::ApprovalGranted,
-        T::ToolComplete,
-        T::BeginThinking,
-    ] {
+    for t in TOOL_CYCLE {
         m.transition(t, None).unwrap();
     }
     std::thread::sleep(Duration::from_millis(20));
@@ -416,7 +412,7 @@ fn time_per_state_accumulates() {
         totals[&S::Thinking] >= Duration::from_millis(40),
         "{totals:?}"
     );
-    assert!(totals[&S::Responding] < Duration::from_millis(20));
+    assert!(totals[&S::Responding] < totals[&S::Thinking]);
     assert!(!totals.contains_key(&S::Completed));
 }
 
@@ -449,12 +445,7 @@ fn concurrent_transitions_never_tear_state() {
             std::thread::spawn(move || {
                 let mut taken = 0u32;
                 for _ in 0..2_000 {
-                    for t in [
-                        T::DetectToolCall,
-                        T::ApprovalGranted,
-                        T::ToolComplete,
-                        T::BeginThinking,
-                    ] {
+                    for t in TOOL_CYCLE {
                         if m.try_transition(t, None) {
                             taken += 1;
                         }

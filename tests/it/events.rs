@@ -117,14 +117,14 @@ async fn approval_request_cancel_and_closed_cases() {
 #[test]
 fn approval_request_is_expired_after_timeout() {
     let (event, _rx) =
-        ApprovalRequestEvent::create(Uuid::new_v4(), call("x"), Duration::from_millis(30), 1);
+        ApprovalRequestEvent::create(Uuid::new_v4(), call("x"), Duration::from_millis(300), 1);
     assert!(!event.is_expired());
     assert!(event.time_remaining() > Duration::ZERO);
     assert_eq!(
         event.expires_at() - event.header.timestamp,
-        chrono::Duration::milliseconds(30)
+        chrono::Duration::milliseconds(300)
     );
-    std::thread::sleep(Duration::from_millis(40));
+    std::thread::sleep(Duration::from_millis(350));
     assert!(event.is_expired());
     assert_eq!(event.time_remaining(), Duration::ZERO);
 }

@@ -21,6 +21,32 @@
 //! Its only tokio dependency is the `sync` feature (channels and the cancellation token);
 //! `scripts/test` checks that no other tokio feature creeps in.
 //!
+//! ## Example: answering an approval request
+//!
+//! The agent sends an [`ApprovalRequestEvent`] and waits on the receiver; whoever holds the
+//! event (or a clone of it) answers.
+//!
+//! ```
+//! use core_models::{ApprovalAnswer, ApprovalRequestEvent, RememberScope, ToolCallRequest};
+//! use serde_json::json;
+//! use std::time::Duration;
+//! use uuid::Uuid;
+//!
+//! let call = ToolCallRequest::new("write_file", json!({"path": "notes.txt"}));
+//! let (event, mut answer) =
+//!     ApprovalRequestEvent::create(Uuid::new_v4(), call, Duration::from_secs(300), 1);
+//! // A UI shows `event.summary` and `event.risk_level`, then answers:
+//! event.approve_with(RememberScope::Session, None)?;
+//! match answer.try_recv() {
+//!     Ok(ApprovalAnswer::Decided(d)) => assert!(d.approved && d.remember_for_session),
+//!     other => panic!("unexpected {other:?}"),
+//! }
+//! // Events serialize with a "type" tag; the answer handle is not serialized.
+//! let json = serde_json::to_value(core_models::AgentEvent::ApprovalRequest(event))?;
+//! assert_eq!(json["type"], "approval_request");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! ## Conventions
 //! Everything serializes with snake_case field names and enum values; durations are
 //! integer milliseconds in fields ending in `_ms`; ids are UUIDs; times are UTC.

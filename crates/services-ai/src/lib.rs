@@ -9,6 +9,36 @@
 //! * [`permissions`] — [`DefaultPermissionManager`] with [`FilePermissionStore`];
 //! * [`registry`] — [`InMemoryToolRegistry`] and [`DirectToolExecutor`].
 //!
+//! ## Example: the agent machine
+//!
+//! ```
+//! use core_models::{AgentState, AgentStateTransition as T};
+//! use services_ai::AgentStateMachine;
+//!
+//! let machine = AgentStateMachine::new();
+//! let mut changes = machine.subscribe();
+//! machine.start(uuid::Uuid::new_v4())?;
+//! machine.transition(T::BeginThinking, None)?;
+//! assert_eq!(machine.iteration_number(), 1);
+//! // Not allowed from Thinking: an error, and the state is unchanged.
+//! let err = machine.transition(T::Complete, None).unwrap_err();
+//! assert_eq!(err.to_string(), "Invalid transition 'Complete' from state 'Thinking'");
+//! assert_eq!(machine.current_state(), AgentState::Thinking);
+//! assert_eq!(changes.try_recv()?.current_state, AgentState::Initializing);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## Example: configuration
+//!
+//! ```
+//! use services_ai::ConfigLoader;
+//! use std::collections::HashMap;
+//!
+//! let env = HashMap::from([("AINTERN_MAX_AGENT_ITERATIONS".to_string(), "0".to_string())]);
+//! let err = ConfigLoader::new().env_source(env).load().unwrap_err();
+//! assert!(err.to_string().contains("max_agent_iterations: must be at least 1"));
+//! ```
+//!
 //! ## Invariant
 //! This crate depends on `core-models` and on no backend: never on `llm-llama` or the
 //! CLI. Everything it talks to arrives as an `Arc<dyn Port>` at construction.
