@@ -312,3 +312,151 @@ fn every_model_roundtrips() {
         "sending_to_llm"
     );
 }
+
+/// `value` serializes to `expected` and back.
+fn check_str<T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug>(
+    value: T,
+    expected: &str,
+) {
+    assert_eq!(serde_json::to_value(&value).unwrap(), expected, "{value:?}");
+    assert_eq!(serde_json::from_value::<T>(json!(expected)).unwrap(), value);
+}
+
+#[test]
+fn every_enum_value_is_snake_case() {
+    use AgentStateTransition as T;
+    let transitions = [
+        (T::Start, "start"),
+        (T::BeginThinking, "begin_thinking"),
+        (T::DetectToolCall, "detect_tool_call"),
+        (T::RequestApproval, "request_approval"),
+        (T::ApprovalGranted, "approval_granted"),
+        (T::ApprovalDenied, "approval_denied"),
+        (T::ToolComplete, "tool_complete"),
+        (T::NoToolCalls, "no_tool_calls"),
+        (T::Complete, "complete"),
+        (T::Cancel, "cancel"),
+        (T::Fail, "fail"),
+    ];
+    for (v, s) in transitions {
+        check_str(v, s);
+    }
+    let states = [
+        "idle",
+        "initializing",
+        "thinking",
+        "parsing_tool_call",
+        "waiting_for_approval",
+        "executing_tool",
+        "processing_result",
+        "responding",
+        "cancelled",
+        "error",
+        "completed",
+    ];
+    for (v, s) in AgentState::ALL.into_iter().zip(states) {
+        check_str(v, s);
+    }
+    let turn = [
+        "ready",
+        "waiting_for_user_input",
+        "sending_to_llm",
+        "processing_llm_response",
+        "end_of_turn",
+        "tool_use_requested",
+        "checking_for_cancellation",
+        "running_tool",
+        "checking_git_commits",
+        "running_autoformatters",
+        "checking_budget",
+        "gathering_additional_messages",
+        "sending_tool_results",
+        "cancelled",
+        "budget_exceeded",
+        "error",
+    ];
+    for (v, s) in TurnState::ALL.into_iter().zip(turn) {
+        check_str(v, s);
+    }
+    let statuses = [
+        "parsed",
+        "validating",
+        "validation_failed",
+        "awaiting_approval",
+        "approved",
+        "denied",
+        "executing",
+        "completed",
+        "failed",
+        "cancelled",
+        "timed_out",
+    ];
+    for (v, s) in ToolCallStatus::ALL.into_iter().zip(statuses) {
+        check_str(v, s);
+    }
+    for (v, s) in RiskLevel::ALL
+        .into_iter()
+        .zip(["safe", "low", "medium", "high", "critical"])
+    {
+        check_str(v, s);
+    }
+    for (v, s) in [
+        (ToolExecutionStatus::Starting, "starting"),
+        (ToolExecutionStatus::InProgress, "in_progress"),
+        (ToolExecutionStatus::Completed, "completed"),
+        (ToolExecutionStatus::Failed, "failed"),
+        (ToolExecutionStatus::Cancelled, "cancelled"),
+        (ToolExecutionStatus::TimedOut, "timed_out"),
+    ] {
+        check_str(v, s);
+    }
+    for (v, s) in [
+        (AgentErrorCategory::LlmError, "llm_error"),
+        (AgentErrorCategory::ToolError, "tool_error"),
+        (AgentErrorCategory::ParsingError, "parsing_error"),
+        (AgentErrorCategory::PermissionError, "permission_error"),
+        (AgentErrorCategory::TimeoutError, "timeout_error"),
+        (AgentErrorCategory::CancellationError, "cancellation_error"),
+        (AgentErrorCategory::Unknown, "unknown"),
+    ] {
+        check_str(v, s);
+    }
+    for (v, s) in [
+        (CompletionReason::Finished, "finished"),
+        (CompletionReason::MaxIterations, "max_iterations"),
+        (CompletionReason::Cancelled, "cancelled"),
+        (CompletionReason::Error, "error"),
+        (CompletionReason::Timeout, "timeout"),
+        (CompletionReason::BudgetExceeded, "budget_exceeded"),
+    ] {
+        check_str(v, s);
+    }
+    for (v, s) in [
+        (ToolCategory::FileSystem, "file_system"),
+        (ToolCategory::Search, "search"),
+        (ToolCategory::Terminal, "terminal"),
+        (ToolCategory::Network, "network"),
+        (ToolCategory::VersionControl, "version_control"),
+        (ToolCategory::Code, "code"),
+        (ToolCategory::Custom, "custom"),
+    ] {
+        check_str(v, s);
+    }
+    for (v, s) in [
+        (MessageRole::System, "system"),
+        (MessageRole::User, "user"),
+        (MessageRole::Assistant, "assistant"),
+        (MessageRole::Tool, "tool"),
+    ] {
+        check_str(v, s);
+    }
+    for (v, s) in [
+        (RememberScope::None, "none"),
+        (RememberScope::Session, "session"),
+        (RememberScope::Tool, "tool"),
+    ] {
+        check_str(v, s);
+    }
+    check_str(MachineKind::Agent, "agent");
+    check_str(MachineKind::Turn, "turn");
+}
