@@ -13,6 +13,7 @@ mod config;
 mod emitter;
 mod events;
 mod models;
+mod parser;
 mod permissions;
 mod serde_roundtrip;
 mod test_support;

@@ -46,6 +46,7 @@
 pub mod config;
 pub mod emitter;
 pub mod error;
+pub mod parser;
 pub mod permissions;
 pub mod registry;
 pub mod state_machine;
@@ -53,6 +54,10 @@ pub mod state_machine;
 pub use config::{AgentConfig, BudgetConfig, ConfigLoader, ValidationError};
 pub use emitter::{AgentEventEmitter, EventStream, Subscription};
 pub use error::{Error, Result};
+pub use parser::{
+    FunctionCallParser, ParseEvent, ParsedOutput, ParserOptions, StreamingFunctionCallParser,
+    ToolCallFormat, ToolCatalog,
+};
 pub use permissions::{DefaultPermissionManager, FilePermissionStore, MemoryPermissionStore};
 pub use registry::{DirectToolExecutor, InMemoryToolRegistry};
 pub use state_machine::{

@@ -1,0 +1,279 @@
+//! Turning parsed JSON or XML into [`ToolCallRequest`]s.
+
+use super::json;
+use core_models::{ToolCallRequest, ToolDefinition, ToolRegistry};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+/// Where the parser looks tools up: to fill in names, risk and summaries, and to type
+/// XML parameters by the tool's JSON schema.
+#[derive(Clone, Default)]
+pub enum ToolCatalog {
+    /// No tools known: every call gets its id as name, medium risk, "Execute {id}".
+    #[default]
+    Empty,
+    /// Live tools: per-invocation risk and summary come from the tool.
+    Registry(Arc<dyn ToolRegistry>),
+    /// Definitions only (for example from `aintern parse --tools FILE`): name and default
+    /// risk come from the definition.
+    Definitions(Arc<BTreeMap<String, ToolDefinition>>),
+}
+
+impl fmt::Debug for ToolCatalog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToolCatalog::Empty => f.write_str("ToolCatalog::Empty"),
+            ToolCatalog::Registry(_) => f.write_str("ToolCatalog::Registry(..)"),
+            ToolCatalog::Definitions(d) => f
+                .debug_tuple("ToolCatalog::Definitions")
+                .field(&d.keys().collect::<Vec<_>>())
+                .finish(),
+        }
+    }
+}
+
+impl ToolCatalog {
+    /// A catalog of these definitions.
+    pub fn from_definitions(definitions: impl IntoIterator<Item = ToolDefinition>) -> Self {
+        ToolCatalog::Definitions(Arc::new(
+            definitions.into_iter().map(|d| (d.id.clone(), d)).collect(),
+        ))
+    }
+
+    /// The JSON schema of the tool's parameters, when known.
+    pub fn schema(&self, id: &str) -> Option<Value> {
+        match self {
+            ToolCatalog::Empty => None,
+            ToolCatalog::Registry(r) => r.get_tool(id).map(|t| t.definition().input_schema.clone()),
+            ToolCatalog::Definitions(d) => d.get(id).map(|d| d.input_schema.clone()),
+        }
+    }
+
+    /// A request for `id` with `parameters`, filled from the catalog.
+    pub fn request(&self, id: &str, parameters: Value, raw: &str) -> ToolCallRequest {
+        let mut call = ToolCallRequest::new(id, parameters);
+        call.raw_json = Some(raw.to_string());
+        match self {
+            ToolCatalog::Empty => {}
+            ToolCatalog::Registry(r) => {
+                if let Some(tool) = r.get_tool(id) {
+                    call.tool_name = tool.definition().name.clone();
+                    call.risk_level = tool.effective_risk_level(&call.parameters);
+                    call.execution_summary = tool.execution_summary(&call.parameters);
+                }
+            }
+            ToolCatalog::Definitions(d) => {
+                if let Some(def) = d.get(id) {
+                    call.tool_name = def.name.clone();
+                    call.risk_level = def.default_risk_level;
+                }
+            }
+        }
+        call
+    }
+}
+
+/// How strictly an object must look like a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// Inside a marker: any id key ("tool", "name", "function"), arguments optional.
+    Marked,
+    /// A reply that is a bare JSON call (Llama 3.x): an id key and an arguments key (or
+    /// `"type": "function"`).
+    Bare,
+    /// An object inside prose (the seed's alternative): "tool" and an arguments key.
+    Inline,
+}
+
+const ID_KEYS: [&str; 3] = ["tool", "name", "function"];
+const ARG_KEYS: [&str; 3] = ["parameters", "arguments", "args"];
+
+/// The tool id and arguments of one JSON call object.
+/// `Ok(None)`: not call-shaped (unmarked text stays text). `Err`: a marked call that is
+/// broken (becomes a diagnostic).
+pub(crate) fn call_parts(
+    object: &Map<String, Value>,
+    shape: Shape,
+) -> Result<Option<(String, Value)>, String> {
+    // OpenAI style: {"type": "function", "function": {"name": …, "arguments": …}}.
+    if let Some(Value::Object(inner)) = object.get("function") {
+        if inner.contains_key("name") {
+            return call_parts(inner, Shape::Marked)
+                .map(|parts| parts.filter(|_| shape != Shape::Inline));
+        }
+    }
+    let id_keys: &[&str] = if shape == Shape::Inline {
+        &ID_KEYS[..1]
+    } else {
+        &ID_KEYS
+    };
+    let Some((key, id)) = id_keys.iter().find_map(|k| object.get(*k).map(|v| (*k, v))) else {
+        return if shape == Shape::Marked {
+            Err(
+                "the tool call names no tool (expected a \"tool\", \"name\" or \"function\" key)"
+                    .into(),
+            )
+        } else {
+            Ok(None)
+        };
+    };
+    let id = match id {
+        Value::String(s) if !s.trim().is_empty() => s.trim().to_string(),
+        _ if shape != Shape::Marked => return Ok(None),
+        _ => {
+            return Err(format!(
+                "the tool call's \"{key}\" must be a non-empty string"
+            ))
+        }
+    };
+    let args = ARG_KEYS
+        .iter()
+        .find_map(|k| object.get(*k).map(|v| (*k, v)));
+    let args = match args {
+        None => {
+            let typed_function = object.get("type").and_then(Value::as_str) == Some("function");
+            if shape == Shape::Marked || (shape == Shape::Bare && typed_function) {
+                Value::Object(Map::new())
+            } else {
+                return Ok(None);
+            }
+        }
+        Some((_, Value::Null)) => Value::Object(Map::new()),
+        Some((_, Value::Object(o))) => Value::Object(o.clone()),
+        Some((key, Value::String(s))) => match json::parse(s) {
+            Ok(Value::Object(o)) => Value::Object(o),
+            Ok(_) if shape != Shape::Marked => return Ok(None),
+            Ok(_) => {
+                return Err(format!(
+                    "the arguments of {id} (\"{key}\") are not a JSON object"
+                ))
+            }
+            Err(_) if s.trim().is_empty() => Value::Object(Map::new()),
+            Err(e) if shape == Shape::Marked => {
+                return Err(format!(
+                    "the arguments of {id} (\"{key}\") are not valid JSON: {e}"
+                ))
+            }
+            Err(_) => return Ok(None),
+        },
+        Some(_) if shape != Shape::Marked => return Ok(None),
+        Some((key, _)) => {
+            return Err(format!(
+                "the arguments of {id} (\"{key}\") must be a JSON object"
+            ))
+        }
+    };
+    Ok(Some((id, args)))
+}
+
+/// Calls in a JSON value: one object, or an array of objects.
+pub(crate) fn calls_from_value(
+    value: &Value,
+    shape: Shape,
+    raw: &str,
+    catalog: &ToolCatalog,
+) -> Result<Option<Vec<ToolCallRequest>>, String> {
+    match value {
+        Value::Object(o) => {
+            Ok(call_parts(o, shape)?.map(|(id, args)| vec![catalog.request(&id, args, raw)]))
+        }
+        Value::Array(items) if !items.is_empty() => {
+            let mut calls = Vec::with_capacity(items.len());
+            for item in items {
+                let Value::Object(o) = item else {
+                    return if shape == Shape::Marked {
+                        Err("a tool-call array holds something that is not an object".into())
+                    } else {
+                        Ok(None)
+                    };
+                };
+                match call_parts(o, shape)? {
+                    Some((id, args)) => calls.push(catalog.request(&id, args, &item.to_string())),
+                    None => return Ok(None),
+                }
+            }
+            Ok(Some(calls))
+        }
+        _ if shape == Shape::Marked => Err("the tool call is not a JSON object".into()),
+        _ => Ok(None),
+    }
+}
+
+/// Parse a Qwen3-Coder XML call body (what stands between `<tool_call>` and
+/// `</tool_call>`): `<function=NAME><parameter=KEY>value</parameter>…</function>`.
+pub(crate) fn xml_call(body: &str, catalog: &ToolCatalog) -> Result<ToolCallRequest, String> {
+    let rest = body.trim_start();
+    let rest = rest
+        .strip_prefix("<function=")
+        .ok_or("expected <function=NAME> in the XML tool call")?;
+    let (name, mut rest) = rest
+        .split_once('>')
+        .ok_or("unterminated <function=NAME> tag")?;
+    let name = name.trim();
+    if name.is_empty() {
+        return Err("the XML tool call names no function".into());
+    }
+    let schema = catalog.schema(name);
+    let mut params = Map::new();
+    loop {
+        rest = rest.trim_start();
+        if rest.starts_with("</function>") {
+            break;
+        }
+        let Some(after) = rest.strip_prefix("<parameter=") else {
+            return Err(format!("unexpected text in the XML call of {name}: expected <parameter=KEY> or </function>"));
+        };
+        let (key, after) = after
+            .split_once('>')
+            .ok_or("unterminated <parameter=KEY> tag")?;
+        let (value, after) = after.split_once("</parameter>").ok_or_else(|| {
+            format!(
+                "parameter {} of {name} is not closed with </parameter>",
+                key.trim()
+            )
+        })?;
+        let value = value.strip_prefix('\n').unwrap_or(value);
+        let value = value.strip_suffix('\n').unwrap_or(value);
+        let key = key.trim().to_string();
+        let typed = typed_value(value, schema.as_ref().and_then(|s| property_type(s, &key)));
+        params.insert(key, typed);
+        rest = after;
+    }
+    Ok(catalog.request(name, Value::Object(params), body.trim()))
+}
+
+/// The declared type of property `key` in a JSON schema (the first non-null one of a list).
+fn property_type<'a>(schema: &'a Value, key: &str) -> Option<&'a str> {
+    match schema.get("properties")?.get(key)?.get("type")? {
+        Value::String(t) => Some(t.as_str()),
+        Value::Array(types) => types
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|t| *t != "null"),
+        _ => None,
+    }
+}
+
+/// `text` as a value of JSON-schema type `ty`; a string when untyped or not convertible.
+fn typed_value(text: &str, ty: Option<&str>) -> Value {
+    let trimmed = text.trim();
+    let converted = match ty {
+        Some("integer") => trimmed.parse::<i64>().ok().map(Value::from),
+        Some("number") => trimmed
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map(Value::Number),
+        Some("boolean") => match trimmed.to_ascii_lowercase().as_str() {
+            "true" => Some(Value::Bool(true)),
+            "false" => Some(Value::Bool(false)),
+            _ => None,
+        },
+        Some("null") => (trimmed == "null").then_some(Value::Null),
+        Some("array") | Some("object") => json::parse(trimmed).ok(),
+        _ => None,
+    };
+    converted.unwrap_or_else(|| Value::String(text.to_string()))
+}

@@ -1,0 +1,203 @@
+//! The tool-call parser (seed 001 part g, and well beyond it): finds tool calls in a
+//! model's output, in every common local-model format, in one pass.
+//!
+//! Formats (all detected automatically; [`ParserOptions`] selects a subset):
+//!
+//! | format | looks like |
+//! | --- | --- |
+//! | [`ToolCallFormat::FencedJson`] | ```` ```tool_call ```` fence around `{"tool": ID, "parameters": {…}}` |
+//! | [`ToolCallFormat::InlineJson`] | `{"tool": ID, "parameters": {…}}` inside prose; a ```` ```json ```` fence holding a call |
+//! | [`ToolCallFormat::Hermes`] | `<tool_call>{"name": …, "arguments": {…}}</tool_call>` (Hermes, Qwen 2.5/3), also an array |
+//! | [`ToolCallFormat::QwenXml`] | `<tool_call><function=NAME><parameter=KEY>value</parameter></function></tool_call>` |
+//! | [`ToolCallFormat::Llama`] | a reply that is `{"name": …, "parameters": {…}}`, optionally after `<|python_tag|>`, several joined by `;` |
+//! | [`ToolCallFormat::Mistral`] | `[TOOL_CALLS][{"name": …, "arguments": …}]` and `[TOOL_CALLS]NAME[ARGS]{…}` |
+//! | [`ToolCallFormat::Reasoning`] | `<think>…</think>` is thinking text; calls drafted there are not calls |
+//!
+//! In JSON calls, `"tool"`, `"name"` or `"function"` give the tool id; `"parameters"`,
+//! `"arguments"` or `"args"` the arguments, which may be a JSON-encoded string; no
+//! arguments means `{}`. Malformed calls inside a marker become diagnostics and are never
+//! returned as calls.
+//!
+//! [`StreamingFunctionCallParser`] is a single state machine fed piece by piece;
+//! [`FunctionCallParser`] feeds it a whole output. For every way of cutting an output
+//! into pieces the two produce the same text, thinking and calls, in time linear in the
+//! output's length.
+
+mod calls;
+mod json;
+mod stream;
+
+pub use calls::ToolCatalog;
+pub use stream::StreamingFunctionCallParser;
+
+use core_models::ToolCallRequest;
+use std::collections::BTreeSet;
+
+/// A tool-call format the parser can recognize.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ToolCallFormat {
+    /// The seed's primary format: a ```` ```tool_call ```` fenced JSON block.
+    FencedJson,
+    /// The seed's alternative: a JSON call object inside prose (or a ```` ```json ```` fence).
+    InlineJson,
+    /// Hermes / Qwen 2.5 / Qwen 3: JSON inside `<tool_call>…</tool_call>`.
+    Hermes,
+    /// Qwen3-Coder: XML inside `<tool_call>…</tool_call>`.
+    QwenXml,
+    /// Llama 3.x: a reply that is a JSON call, optionally after `<|python_tag|>`.
+    Llama,
+    /// Mistral: `[TOOL_CALLS]…`.
+    Mistral,
+    /// `<think>…</think>` reasoning.
+    Reasoning,
+}
+
+impl ToolCallFormat {
+    /// Every format.
+    pub const ALL: [ToolCallFormat; 7] = [
+        ToolCallFormat::FencedJson,
+        ToolCallFormat::InlineJson,
+        ToolCallFormat::Hermes,
+        ToolCallFormat::QwenXml,
+        ToolCallFormat::Llama,
+        ToolCallFormat::Mistral,
+        ToolCallFormat::Reasoning,
+    ];
+}
+
+/// Which formats to recognize, and whether the output starts inside reasoning.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParserOptions {
+    formats: BTreeSet<ToolCallFormat>,
+    /// The prompt opened `<think>`, so the output starts as thinking text until `</think>`.
+    pub starts_in_thinking: bool,
+}
+
+impl Default for ParserOptions {
+    fn default() -> Self {
+        ParserOptions {
+            formats: ToolCallFormat::ALL.into_iter().collect(),
+            starts_in_thinking: false,
+        }
+    }
+}
+
+impl ParserOptions {
+    /// Every format (the default).
+    pub fn auto() -> Self {
+        Self::default()
+    }
+
+    /// Only these formats (when the model's format is known).
+    pub fn only(formats: impl IntoIterator<Item = ToolCallFormat>) -> Self {
+        ParserOptions {
+            formats: formats.into_iter().collect(),
+            starts_in_thinking: false,
+        }
+    }
+
+    /// Start inside reasoning.
+    pub fn starting_in_thinking(mut self) -> Self {
+        self.starts_in_thinking = true;
+        self
+    }
+
+    /// Whether `format` is recognized.
+    pub fn has(&self, format: ToolCallFormat) -> bool {
+        self.formats.contains(&format)
+    }
+}
+
+/// What became known while parsing.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ParseEvent {
+    /// Visible text (never part of a call).
+    Text(String),
+    /// Reasoning text.
+    Thinking(String),
+    /// A complete tool call.
+    ToolCall(ToolCallRequest),
+    /// Something that looked like a call but could not be used.
+    Diagnostic(String),
+}
+
+/// Everything found in one output.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ParsedOutput {
+    /// Visible text, every call removed.
+    pub text: String,
+    /// Reasoning text.
+    pub thinking: String,
+    /// The calls, in order.
+    pub tool_calls: Vec<ToolCallRequest>,
+    /// Problems found.
+    pub diagnostics: Vec<String>,
+}
+
+impl ParsedOutput {
+    /// Add what a parser reported.
+    pub fn extend(&mut self, events: impl IntoIterator<Item = ParseEvent>) {
+        for event in events {
+            match event {
+                ParseEvent::Text(t) => self.text.push_str(&t),
+                ParseEvent::Thinking(t) => self.thinking.push_str(&t),
+                ParseEvent::ToolCall(c) => self.tool_calls.push(c),
+                ParseEvent::Diagnostic(d) => self.diagnostics.push(d),
+            }
+        }
+    }
+
+    /// The same, with text and thinking trimmed.
+    pub fn trimmed(mut self) -> Self {
+        self.text = self.text.trim().to_string();
+        self.thinking = self.thinking.trim().to_string();
+        self
+    }
+}
+
+/// Parses complete outputs (seed 001 part g's `FunctionCallParser`).
+#[derive(Debug, Clone, Default)]
+pub struct FunctionCallParser {
+    catalog: ToolCatalog,
+    options: ParserOptions,
+}
+
+impl FunctionCallParser {
+    /// A parser looking tools up in `catalog`, recognizing every format.
+    pub fn new(catalog: ToolCatalog) -> Self {
+        FunctionCallParser {
+            catalog,
+            options: ParserOptions::default(),
+        }
+    }
+
+    /// Recognize only what `options` says.
+    pub fn with_options(mut self, options: ParserOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// A streaming parser with the same catalog and options.
+    pub fn streaming(&self) -> StreamingFunctionCallParser {
+        StreamingFunctionCallParser::new(self.catalog.clone(), self.options.clone())
+    }
+
+    /// Everything in `content`: visible text, thinking, calls and diagnostics (untrimmed).
+    pub fn parse_all(&self, content: &str) -> ParsedOutput {
+        let mut parser = self.streaming();
+        let mut out = ParsedOutput::default();
+        out.extend(parser.process_token(content));
+        out.extend(parser.flush());
+        out
+    }
+
+    /// The tool calls in `content`.
+    pub fn parse(&self, content: &str) -> Vec<ToolCallRequest> {
+        self.parse_all(content).tool_calls
+    }
+
+    /// The visible text of `content`, calls and thinking removed, trimmed.
+    pub fn extract_text(&self, content: &str) -> String {
+        self.parse_all(content).text.trim().to_string()
+    }
+}

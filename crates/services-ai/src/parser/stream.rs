@@ -1,0 +1,880 @@
+//! The streaming parser: one character-driven state machine. The batch parser feeds it
+//! the whole output at once, so both agree for every way of cutting the output into
+//! tokens: every decision depends only on the characters seen, never on token bounds.
+//!
+//! Text is held back only while it could still be the start of a marker (at most the
+//! longest marker, 14 characters) or of a JSON call (an incremental JSON scanner rejects
+//! non-JSON at its first impossible character). Each character is examined a bounded
+//! number of times: held-back text that turns out to be prose is released without being
+//! scanned again, and a finished JSON value is parsed once.
+
+use super::calls::{calls_from_value, xml_call, Shape, ToolCatalog};
+use super::json::{self, JsonScanner, Scan};
+use super::{ParseEvent, ParserOptions, ToolCallFormat};
+use core_models::ToolCallRequest;
+
+const FENCE: &str = "```";
+const TOOL_CALL_OPEN: &str = "<tool_call>";
+const TOOL_CALL_CLOSE: &str = "</tool_call>";
+const THINK_OPEN: &str = "<think>";
+const THINK_CLOSE: &str = "</think>";
+const PYTHON_TAG: &str = "<|python_tag|>";
+const MISTRAL_CALLS: &str = "[TOOL_CALLS]";
+const MISTRAL_ARGS: &str = "[ARGS]";
+/// Most characters allowed between a Mistral tool name and `[ARGS]` (`[CALL_ID]…`).
+const MISTRAL_GAP: usize = 128;
+/// Longest fence info string considered.
+const MAX_FENCE_INFO: usize = 64;
+
+/// What a marker in prose opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Opener {
+    Fence,
+    ToolCall,
+    Think,
+    PythonTag,
+    Mistral,
+    Brace,
+}
+
+/// Holds back characters that could still become one of a set of markers.
+#[derive(Debug, Clone, Default)]
+struct Matcher {
+    pending: String,
+}
+
+impl Matcher {
+    /// Feed `c`. Characters proven not to begin a marker are appended to `out`; returns the
+    /// index of a marker that just completed. No marker is a prefix of another.
+    fn feed(&mut self, c: char, markers: &[&str], out: &mut String) -> Option<usize> {
+        self.pending.push(c);
+        loop {
+            if let Some(i) = markers.iter().position(|m| *m == self.pending) {
+                self.pending.clear();
+                return Some(i);
+            }
+            if markers.iter().any(|m| m.starts_with(self.pending.as_str())) {
+                return None;
+            }
+            let first = self.pending.remove(0);
+            out.push(first);
+            if self.pending.is_empty() {
+                return None;
+            }
+        }
+    }
+
+    fn take(&mut self) -> String {
+        std::mem::take(&mut self.pending)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+}
+
+/// An unmarked `{` that may be a JSON call.
+#[derive(Debug)]
+struct Candidate {
+    buf: String,
+    scanner: JsonScanner,
+    /// Nothing visible came before it (or it follows a bare call and `;`): a bare JSON
+    /// reply (Llama 3.x) is accepted, not only the seed's inline `"tool"` form.
+    bare: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BlockKind {
+    /// ```` ```tool_call ````
+    ToolCallFence,
+    /// ```` ```json ```` — a call only if its content is call-shaped; otherwise code.
+    JsonFence,
+    /// `<tool_call>` (Hermes / Qwen JSON, or Qwen3-Coder XML)
+    ToolCall,
+    /// `<|python_tag|>`
+    PythonTag,
+    /// `[TOOL_CALLS]`
+    Mistral,
+}
+
+impl BlockKind {
+    fn closer(self) -> Option<&'static str> {
+        match self {
+            BlockKind::ToolCallFence | BlockKind::JsonFence => Some(FENCE),
+            BlockKind::ToolCall => Some(TOOL_CALL_CLOSE),
+            BlockKind::PythonTag | BlockKind::Mistral => None,
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            BlockKind::ToolCallFence => "```tool_call block",
+            BlockKind::JsonFence => "```json block",
+            BlockKind::ToolCall => "<tool_call> block",
+            BlockKind::PythonTag => "<|python_tag|> call",
+            BlockKind::Mistral => "[TOOL_CALLS] call",
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Body {
+    /// Whitespace before the content.
+    Pre,
+    /// Scanning a JSON value that starts at `start` in `raw`.
+    Json { start: usize, scanner: JsonScanner },
+    /// The JSON value ended; waiting for the closing marker.
+    Post {
+        json: (usize, usize),
+        closer: Matcher,
+    },
+    /// Qwen3-Coder XML from `start`, until `</tool_call>`.
+    Xml { start: usize, closer: Matcher },
+    /// A Mistral tool name, then `[ARGS]`.
+    MistralName { gap: usize, matcher: Matcher },
+    /// Broken content: skipping to the closing marker, then reporting `reason`.
+    Raw { reason: String, closer: Matcher },
+}
+
+#[derive(Debug)]
+struct Block {
+    kind: BlockKind,
+    /// Everything consumed since the opening marker, the marker included: released as
+    /// text when the block turns out not to be a call.
+    raw: String,
+    body: Body,
+    /// The tool name of a `[TOOL_CALLS]NAME[ARGS]{…}` call.
+    mistral_name: Option<String>,
+}
+
+#[derive(Debug)]
+enum Mode {
+    Text,
+    Thinking,
+    FenceInfo { info: String },
+    CodeFence,
+    Candidate(Box<Candidate>),
+    AfterBareCall { held: String, semicolon: bool },
+    Block(Box<Block>),
+}
+
+fn is_ws(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\r')
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '+')
+}
+
+/// Parses a model's output as it streams in. See the module docs.
+#[derive(Debug)]
+pub struct StreamingFunctionCallParser {
+    catalog: ToolCatalog,
+    options: ParserOptions,
+    markers: Vec<&'static str>,
+    openers: Vec<Opener>,
+    /// First bytes of the markers in `markers`: the fast path skips everything else.
+    starts: [bool; 128],
+    mode: Mode,
+    matcher: Matcher,
+    events: Vec<ParseEvent>,
+    /// Newlines at the end of the visible text emitted so far (capped at 2).
+    trailing_newlines: u8,
+    /// After a removed call: the newlines between the text before and after it collapse
+    /// to `max(before, min(after, 2))`, so a call on its own line leaves no blank line.
+    suppress_newlines: bool,
+    /// Newlines that ended the visible text when the last call was removed.
+    newlines_before_call: u8,
+    /// Newlines seen since then.
+    newlines_after_call: u8,
+    /// Whether any non-whitespace visible text was emitted.
+    seen_visible: bool,
+}
+
+impl StreamingFunctionCallParser {
+    /// A parser looking tools up in `catalog`, recognizing the formats in `options`.
+    pub fn new(catalog: ToolCatalog, options: ParserOptions) -> Self {
+        let table: [(&'static str, Opener, bool); 6] = [
+            (FENCE, Opener::Fence, true),
+            (
+                TOOL_CALL_OPEN,
+                Opener::ToolCall,
+                options.has(ToolCallFormat::Hermes) || options.has(ToolCallFormat::QwenXml),
+            ),
+            (
+                THINK_OPEN,
+                Opener::Think,
+                options.has(ToolCallFormat::Reasoning),
+            ),
+            (
+                PYTHON_TAG,
+                Opener::PythonTag,
+                options.has(ToolCallFormat::Llama),
+            ),
+            (
+                MISTRAL_CALLS,
+                Opener::Mistral,
+                options.has(ToolCallFormat::Mistral),
+            ),
+            (
+                "{",
+                Opener::Brace,
+                options.has(ToolCallFormat::InlineJson) || options.has(ToolCallFormat::Llama),
+            ),
+        ];
+        let mut markers = Vec::new();
+        let mut openers = Vec::new();
+        let mut starts = [false; 128];
+        for (marker, opener, enabled) in table {
+            if enabled {
+                markers.push(marker);
+                openers.push(opener);
+                starts[usize::from(marker.as_bytes()[0])] = true;
+            }
+        }
+        let mode = if options.starts_in_thinking {
+            Mode::Thinking
+        } else {
+            Mode::Text
+        };
+        StreamingFunctionCallParser {
+            catalog,
+            options,
+            markers,
+            openers,
+            starts,
+            mode,
+            matcher: Matcher::default(),
+            events: Vec::new(),
+            trailing_newlines: 2,
+            suppress_newlines: false,
+            newlines_before_call: 0,
+            newlines_after_call: 0,
+            seen_visible: false,
+        }
+    }
+
+    /// Feed the next piece of output; returns what became known (in order). Empty while
+    /// the parser holds back a possible marker or call.
+    pub fn process_token(&mut self, token: &str) -> Vec<ParseEvent> {
+        let mut i = 0;
+        while i < token.len() {
+            // Fast paths: long runs that cannot change the state.
+            if let Some(run) = self.plain_run(&token[i..]) {
+                if run > 0 {
+                    self.consume_run(&token[i..i + run]);
+                    i += run;
+                    continue;
+                }
+            }
+            let c = match token[i..].chars().next() {
+                Some(c) => c,
+                None => break,
+            };
+            self.step(c);
+            i += c.len_utf8();
+        }
+        std::mem::take(&mut self.events)
+    }
+
+    /// The end of the output: release or settle whatever is held back.
+    pub fn flush(&mut self) -> Vec<ParseEvent> {
+        let pending = self.matcher.take();
+        match std::mem::replace(&mut self.mode, Mode::Text) {
+            Mode::Text | Mode::CodeFence => self.emit_text(&pending),
+            Mode::Thinking => self.emit_thinking(&pending),
+            Mode::FenceInfo { info } => {
+                if info.eq_ignore_ascii_case("tool_call")
+                    && self.options.has(ToolCallFormat::FencedJson)
+                {
+                    self.diagnostic(format!(
+                        "incomplete {} at the end of the output",
+                        BlockKind::ToolCallFence.describe()
+                    ));
+                }
+                self.emit_text(&format!("{FENCE}{info}"));
+            }
+            Mode::AfterBareCall { held, .. } => self.emit_text(&held),
+            Mode::Candidate(cand) => {
+                let looks_like_call = cand.buf.contains("\"tool\"")
+                    || (cand.bare
+                        && (cand.buf.contains("\"name\"") || cand.buf.contains("\"function\"")));
+                if looks_like_call {
+                    self.diagnostic("incomplete tool call at the end of the output (the JSON object is not closed)".into());
+                }
+                self.emit_text(&cand.buf);
+            }
+            Mode::Block(block) => self.flush_block(*block),
+        }
+        self.mode = if self.options.starts_in_thinking {
+            Mode::Thinking
+        } else {
+            Mode::Text
+        };
+        std::mem::take(&mut self.events)
+    }
+
+    /// Forget everything, ready for a new output.
+    pub fn reset(&mut self) {
+        *self = StreamingFunctionCallParser::new(self.catalog.clone(), self.options.clone());
+    }
+
+    // --- fast paths --------------------------------------------------------------------
+
+    /// Length of a leading run of `s` that the current mode passes through unchanged.
+    fn plain_run(&self, s: &str) -> Option<usize> {
+        let b = s.as_bytes();
+        let until = |stop: &dyn Fn(u8) -> bool| b.iter().position(|&x| stop(x)).unwrap_or(b.len());
+        match &self.mode {
+            Mode::Text if self.matcher.is_empty() => {
+                Some(until(&|x| x < 128 && self.starts[usize::from(x)]))
+            }
+            Mode::Thinking if self.matcher.is_empty() => Some(until(&|x| x == b'<')),
+            Mode::CodeFence if self.matcher.is_empty() => Some(until(&|x| x == b'`')),
+            Mode::Candidate(c) if c.scanner.in_string() => {
+                Some(until(&|x| x == b'"' || x == b'\\'))
+            }
+            Mode::Block(block) => match &block.body {
+                Body::Json { scanner, .. } if scanner.in_string() => {
+                    Some(until(&|x| x == b'"' || x == b'\\'))
+                }
+                Body::Xml { closer, .. } | Body::Raw { closer, .. } if closer.is_empty() => {
+                    let first = block.kind.closer().map_or(b'<', |c| c.as_bytes()[0]);
+                    Some(until(&|x| x == first))
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+        // Runs end on a character boundary: every stop byte is ASCII.
+    }
+
+    fn consume_run(&mut self, run: &str) {
+        match &mut self.mode {
+            Mode::Text | Mode::CodeFence => self.emit_text(run),
+            Mode::Thinking => self.emit_thinking(run),
+            Mode::Candidate(c) => c.buf.push_str(run),
+            Mode::Block(block) => block.raw.push_str(run),
+            _ => {}
+        }
+    }
+
+    // --- the state machine ---------------------------------------------------------------
+
+    fn step(&mut self, c: char) {
+        match std::mem::replace(&mut self.mode, Mode::Text) {
+            Mode::Text => self.step_text(c),
+            Mode::Thinking => {
+                let mut out = String::new();
+                let closed = self.matcher.feed(c, &[THINK_CLOSE], &mut out).is_some();
+                self.emit_thinking(&out);
+                self.mode = if closed { Mode::Text } else { Mode::Thinking };
+            }
+            Mode::FenceInfo { mut info } => {
+                if is_ident(c) && info.len() < MAX_FENCE_INFO {
+                    info.push(c);
+                    self.mode = Mode::FenceInfo { info };
+                } else {
+                    self.open_fence(&info);
+                    self.step(c);
+                }
+            }
+            Mode::CodeFence => {
+                let mut out = String::new();
+                let closed = self.matcher.feed(c, &[FENCE], &mut out).is_some();
+                self.emit_text(&out);
+                if closed {
+                    self.emit_text(FENCE);
+                    self.mode = Mode::Text;
+                } else {
+                    self.mode = Mode::CodeFence;
+                }
+            }
+            Mode::Candidate(mut cand) => {
+                cand.buf.push(c);
+                match cand.scanner.push(c) {
+                    Scan::More => self.mode = Mode::Candidate(cand),
+                    Scan::Done => self.finish_candidate(*cand),
+                    Scan::Invalid => {
+                        cand.buf.pop();
+                        self.emit_text(&cand.buf);
+                        self.step(c);
+                    }
+                }
+            }
+            Mode::AfterBareCall {
+                mut held,
+                semicolon,
+            } => {
+                if is_ws(c) {
+                    held.push(c);
+                    self.mode = Mode::AfterBareCall { held, semicolon };
+                } else if c == ';' && !semicolon {
+                    held.push(c);
+                    self.mode = Mode::AfterBareCall {
+                        held,
+                        semicolon: true,
+                    };
+                } else if c == '{' && semicolon {
+                    self.mode = Mode::Candidate(Box::new(Candidate::open(true)));
+                } else {
+                    self.emit_text(&held);
+                    self.step(c);
+                }
+            }
+            Mode::Block(block) => self.step_block(*block, c),
+        }
+    }
+
+    fn step_text(&mut self, c: char) {
+        let mut out = String::new();
+        let matched = self.matcher.feed(c, &self.markers, &mut out);
+        self.emit_text(&out);
+        let Some(i) = matched else { return };
+        self.mode = match self.openers[i] {
+            Opener::Fence => Mode::FenceInfo {
+                info: String::new(),
+            },
+            Opener::Think => Mode::Thinking,
+            Opener::ToolCall => Block::open(BlockKind::ToolCall, TOOL_CALL_OPEN),
+            Opener::PythonTag => Block::open(BlockKind::PythonTag, PYTHON_TAG),
+            Opener::Mistral => Block::open(BlockKind::Mistral, MISTRAL_CALLS),
+            Opener::Brace => Mode::Candidate(Box::new(Candidate::open(!self.seen_visible))),
+        };
+    }
+
+    fn open_fence(&mut self, info: &str) {
+        let lowered = info.to_ascii_lowercase();
+        self.mode = if lowered == "tool_call" && self.options.has(ToolCallFormat::FencedJson) {
+            Block::open(BlockKind::ToolCallFence, &format!("{FENCE}{info}"))
+        } else if lowered == "json" && self.options.has(ToolCallFormat::InlineJson) {
+            Block::open(BlockKind::JsonFence, &format!("{FENCE}{info}"))
+        } else {
+            self.emit_text(&format!("{FENCE}{info}"));
+            Mode::CodeFence
+        };
+    }
+
+    fn finish_candidate(&mut self, cand: Candidate) {
+        let shape = if cand.bare && self.options.has(ToolCallFormat::Llama) {
+            Shape::Bare
+        } else if self.options.has(ToolCallFormat::InlineJson) {
+            Shape::Inline
+        } else {
+            self.emit_text(&cand.buf);
+            return;
+        };
+        let calls = json::parse(&cand.buf).ok().and_then(|v| {
+            calls_from_value(&v, shape, &cand.buf, &self.catalog)
+                .ok()
+                .flatten()
+        });
+        match calls {
+            Some(calls) => {
+                self.emit_calls(calls);
+                if shape == Shape::Bare {
+                    self.mode = Mode::AfterBareCall {
+                        held: String::new(),
+                        semicolon: false,
+                    };
+                }
+            }
+            None => self.emit_text(&cand.buf),
+        }
+    }
+
+    fn step_block(&mut self, mut block: Block, c: char) {
+        block.raw.push(c);
+        let kind = block.kind;
+        match std::mem::replace(&mut block.body, Body::Pre) {
+            Body::Pre => {
+                if is_ws(c) {
+                    // stay
+                } else if (c == '{' || c == '[')
+                    && self.json_allowed(kind, block.mistral_name.is_some(), c)
+                {
+                    let mut scanner = JsonScanner::new();
+                    scanner.push(c);
+                    block.body = Body::Json {
+                        start: block.raw.len() - c.len_utf8(),
+                        scanner,
+                    };
+                } else if c == '<'
+                    && kind == BlockKind::ToolCall
+                    && self.options.has(ToolCallFormat::QwenXml)
+                {
+                    let mut closer = Matcher::default();
+                    closer.feed(c, &[TOOL_CALL_CLOSE], &mut String::new());
+                    block.body = Body::Xml {
+                        start: block.raw.len() - 1,
+                        closer,
+                    };
+                } else if kind == BlockKind::Mistral && block.mistral_name.is_none() && is_ident(c)
+                {
+                    block.mistral_name = Some(c.to_string());
+                    block.body = Body::MistralName {
+                        gap: 0,
+                        matcher: Matcher::default(),
+                    };
+                } else {
+                    return self.malformed(
+                        block,
+                        c,
+                        format!("the {} does not hold a tool call", kind.describe()),
+                    );
+                }
+            }
+            Body::Json { start, mut scanner } => match scanner.push(c) {
+                Scan::More => block.body = Body::Json { start, scanner },
+                Scan::Done => {
+                    let end = block.raw.len();
+                    return self.json_done(block, (start, end));
+                }
+                Scan::Invalid => {
+                    return self.malformed(
+                        block,
+                        c,
+                        format!("malformed JSON in the {}", kind.describe()),
+                    );
+                }
+            },
+            Body::Post { json, mut closer } => {
+                // Only blocks with a closing marker wait in Post (see `json_done`).
+                let close = kind.closer().unwrap_or(FENCE);
+                if is_ws(c) && closer.is_empty() {
+                    block.body = Body::Post { json, closer };
+                } else {
+                    let mut out = String::new();
+                    let closed = closer.feed(c, &[close], &mut out).is_some();
+                    if !out.trim().is_empty() {
+                        return self.malformed(
+                            block,
+                            c,
+                            format!("unexpected text after the JSON in the {}", kind.describe()),
+                        );
+                    }
+                    if closed {
+                        return self.close_json_block(block, json);
+                    }
+                    block.body = Body::Post { json, closer };
+                }
+            }
+            Body::Xml { start, mut closer } => {
+                if closer
+                    .feed(c, &[TOOL_CALL_CLOSE], &mut String::new())
+                    .is_some()
+                {
+                    let end = block.raw.len() - TOOL_CALL_CLOSE.len();
+                    let body = block.raw[start..end].to_string();
+                    return self.finish_xml(&body);
+                }
+                block.body = Body::Xml { start, closer };
+            }
+            Body::MistralName {
+                mut gap,
+                mut matcher,
+            } => {
+                let naming = matcher.is_empty() && gap == 0;
+                if naming && is_ident(c) {
+                    if let Some(name) = block.mistral_name.as_mut() {
+                        name.push(c);
+                    }
+                    block.body = Body::MistralName { gap, matcher };
+                } else {
+                    let mut out = String::new();
+                    let matched = matcher.feed(c, &[MISTRAL_ARGS], &mut out).is_some();
+                    gap += out.chars().count();
+                    if out.contains('\n') || gap > MISTRAL_GAP {
+                        return self.malformed(
+                            block,
+                            c,
+                            "a [TOOL_CALLS] name is not followed by [ARGS]".into(),
+                        );
+                    }
+                    block.body = if matched {
+                        Body::Pre
+                    } else {
+                        Body::MistralName { gap, matcher }
+                    };
+                }
+            }
+            Body::Raw { reason, mut closer } => {
+                let close = kind.closer().unwrap_or(FENCE);
+                if closer.feed(c, &[close], &mut String::new()).is_some() {
+                    self.diagnostic(reason);
+                    self.call_removed();
+                    return;
+                }
+                block.body = Body::Raw { reason, closer };
+            }
+        }
+        self.mode = Mode::Block(Box::new(block));
+    }
+
+    fn json_allowed(&self, kind: BlockKind, named: bool, c: char) -> bool {
+        match kind {
+            BlockKind::ToolCall => self.options.has(ToolCallFormat::Hermes),
+            BlockKind::PythonTag => c == '{',
+            BlockKind::Mistral if named => c == '{',
+            _ => true,
+        }
+    }
+
+    /// The block's content is not a call. Blocks with a closing marker swallow everything
+    /// up to it and report `reason`; a ```` ```json ```` block becomes an ordinary code
+    /// fence; blocks without a closer are released as text with a diagnostic.
+    fn malformed(&mut self, mut block: Block, c: char, reason: String) {
+        match block.kind {
+            BlockKind::JsonFence => {
+                block.raw.truncate(block.raw.len() - c.len_utf8());
+                self.emit_text(&block.raw);
+                self.matcher = Matcher::default();
+                self.mode = Mode::CodeFence;
+                self.step(c);
+            }
+            BlockKind::ToolCallFence | BlockKind::ToolCall => {
+                let mut closer = Matcher::default();
+                let close = block.kind.closer().unwrap_or(FENCE);
+                if closer.feed(c, &[close], &mut String::new()).is_some() {
+                    self.diagnostic(reason);
+                    self.call_removed();
+                    return;
+                }
+                block.body = Body::Raw { reason, closer };
+                self.mode = Mode::Block(Box::new(block));
+            }
+            BlockKind::PythonTag | BlockKind::Mistral => {
+                block.raw.truncate(block.raw.len() - c.len_utf8());
+                self.diagnostic(reason);
+                self.emit_text(&block.raw);
+                self.step(c);
+            }
+        }
+    }
+
+    fn json_done(&mut self, mut block: Block, json: (usize, usize)) {
+        match block.kind {
+            BlockKind::ToolCallFence | BlockKind::JsonFence | BlockKind::ToolCall => {
+                block.body = Body::Post {
+                    json,
+                    closer: Matcher::default(),
+                };
+                self.mode = Mode::Block(Box::new(block));
+            }
+            BlockKind::PythonTag => {
+                let text = &block.raw[json.0..json.1];
+                match self.marked_calls(text) {
+                    Ok(calls) => {
+                        self.emit_calls(calls);
+                        self.mode = Mode::AfterBareCall {
+                            held: String::new(),
+                            semicolon: false,
+                        };
+                    }
+                    Err(e) => {
+                        self.diagnostic(format!("{}: {e}", BlockKind::PythonTag.describe()));
+                        self.emit_text(&block.raw);
+                    }
+                }
+            }
+            BlockKind::Mistral => {
+                let text = &block.raw[json.0..json.1];
+                let result = match &block.mistral_name {
+                    Some(name) => match json::parse(text) {
+                        Ok(args @ serde_json::Value::Object(_)) => {
+                            Ok(vec![self.catalog.request(name, args, text)])
+                        }
+                        Ok(_) => Err(format!("the arguments of {name} are not a JSON object")),
+                        Err(e) => Err(format!("the arguments of {name} are not valid JSON: {e}")),
+                    },
+                    None => self.marked_calls(text),
+                };
+                match result {
+                    Ok(calls) => self.emit_calls(calls),
+                    Err(e) => {
+                        self.diagnostic(format!("{}: {e}", BlockKind::Mistral.describe()));
+                        self.emit_text(&block.raw);
+                    }
+                }
+            }
+        }
+    }
+
+    fn marked_calls(&self, text: &str) -> Result<Vec<ToolCallRequest>, String> {
+        let value = json::parse(text).map_err(|e| format!("malformed JSON: {e}"))?;
+        calls_from_value(&value, Shape::Marked, text, &self.catalog)?
+            .ok_or_else(|| "not a tool call".to_string())
+    }
+
+    /// The closing marker of a JSON block arrived (or the output ended after its JSON).
+    fn close_json_block(&mut self, block: Block, json: (usize, usize)) {
+        let text = &block.raw[json.0..json.1];
+        if block.kind == BlockKind::JsonFence {
+            let calls = json::parse(text).ok().and_then(|v| {
+                calls_from_value(&v, Shape::Bare, text, &self.catalog)
+                    .ok()
+                    .flatten()
+            });
+            match calls {
+                Some(calls) => self.emit_calls(calls),
+                None => self.emit_text(&block.raw),
+            }
+            return;
+        }
+        match self.marked_calls(text) {
+            Ok(calls) => self.emit_calls(calls),
+            Err(e) => {
+                self.diagnostic(format!("{}: {e}", block.kind.describe()));
+                self.call_removed();
+            }
+        }
+    }
+
+    fn finish_xml(&mut self, body: &str) {
+        match xml_call(body, &self.catalog) {
+            Ok(call) => self.emit_calls(vec![call]),
+            Err(e) => {
+                self.diagnostic(format!("{}: {e}", BlockKind::ToolCall.describe()));
+                self.call_removed();
+            }
+        }
+    }
+
+    fn flush_block(&mut self, block: Block) {
+        match block.body {
+            Body::Post { json, .. } => self.close_json_block(block, json),
+            Body::Xml { start, .. } if block.raw[start..].contains("</function>") => {
+                let body = block.raw[start..].to_string();
+                self.finish_xml(&body);
+            }
+            _ => {
+                if block.kind != BlockKind::JsonFence {
+                    self.diagnostic(format!(
+                        "incomplete {} at the end of the output",
+                        block.kind.describe()
+                    ));
+                }
+                self.emit_text(&block.raw);
+            }
+        }
+    }
+
+    // --- output ---------------------------------------------------------------------------
+
+    /// A call (or a broken call block) was removed from the visible text.
+    fn call_removed(&mut self) {
+        if !self.suppress_newlines {
+            self.newlines_before_call = self.trailing_newlines;
+            self.newlines_after_call = 0;
+        }
+        self.suppress_newlines = true;
+    }
+
+    fn emit_calls(&mut self, calls: Vec<ToolCallRequest>) {
+        for call in calls {
+            self.events.push(ParseEvent::ToolCall(call));
+        }
+        self.call_removed();
+    }
+
+    fn diagnostic(&mut self, message: String) {
+        tracing::debug!(%message, "tool-call parser diagnostic");
+        self.events.push(ParseEvent::Diagnostic(message));
+    }
+
+    fn emit_thinking(&mut self, s: &str) {
+        if s.is_empty() {
+            return;
+        }
+        if let Some(ParseEvent::Thinking(t)) = self.events.last_mut() {
+            t.push_str(s);
+        } else {
+            self.events.push(ParseEvent::Thinking(s.to_string()));
+        }
+    }
+
+    /// Emit visible text. Right after a removed call, newlines are collapsed (see
+    /// `suppress_newlines`) and carriage returns among them dropped.
+    fn emit_text(&mut self, s: &str) {
+        let mut s = s;
+        if self.suppress_newlines {
+            let mut kept = String::new();
+            let mut rest = s.len();
+            for (i, c) in s.char_indices() {
+                match c {
+                    '\r' => {}
+                    '\n' => {
+                        self.newlines_after_call = self.newlines_after_call.saturating_add(1);
+                        if self.newlines_after_call > self.newlines_before_call
+                            && self.trailing_newlines < 2
+                        {
+                            kept.push('\n');
+                            self.trailing_newlines += 1;
+                        }
+                    }
+                    _ => {
+                        self.suppress_newlines = false;
+                        rest = i;
+                        break;
+                    }
+                }
+            }
+            self.push_text(&kept);
+            s = &s[rest..];
+        }
+        if s.is_empty() {
+            return;
+        }
+        let tail = s
+            .chars()
+            .rev()
+            .take_while(|c| *c == '\n' || *c == '\r')
+            .filter(|c| *c == '\n')
+            .count();
+        let only_newlines = s.chars().all(|c| c == '\n' || c == '\r');
+        let base = if only_newlines {
+            usize::from(self.trailing_newlines)
+        } else {
+            0
+        };
+        self.trailing_newlines = u8::try_from((base + tail).min(2)).unwrap_or(2);
+        if !self.seen_visible && !s.trim().is_empty() {
+            self.seen_visible = true;
+        }
+        self.push_text(s);
+    }
+
+    fn push_text(&mut self, s: &str) {
+        if s.is_empty() {
+            return;
+        }
+        if let Some(ParseEvent::Text(t)) = self.events.last_mut() {
+            t.push_str(s);
+        } else {
+            self.events.push(ParseEvent::Text(s.to_string()));
+        }
+    }
+}
+
+impl Candidate {
+    fn open(bare: bool) -> Self {
+        let mut scanner = JsonScanner::new();
+        scanner.push('{');
+        Candidate {
+            buf: "{".to_string(),
+            scanner,
+            bare,
+        }
+    }
+}
+
+impl Block {
+    fn open(kind: BlockKind, marker: &str) -> Mode {
+        Mode::Block(Box::new(Block {
+            kind,
+            raw: marker.to_string(),
+            body: Body::Pre,
+            mistral_name: None,
+        }))
+    }
+}
