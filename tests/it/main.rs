@@ -14,6 +14,7 @@ mod emitter;
 mod events;
 mod models;
 mod parser;
+mod parser_props;
 mod permissions;
 mod serde_roundtrip;
 mod test_support;
