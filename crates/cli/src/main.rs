@@ -1,7 +1,9 @@
 //! `aintern` — AIntern's terminal agent.
 //!
-//! This first version inspects configuration; the agent commands (`run`, `chat`, `parse`,
-//! `permissions`) arrive with later issues.
+//! Commands so far: `parse` (the tool-call parser over stdin) and `config`. The agent
+//! commands (`run`, `chat`, `permissions`) arrive with later issues.
+
+mod parse;
 
 use clap::{Parser, Subcommand};
 use services_ai::{ConfigLoader, Error};
@@ -19,6 +21,20 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Parse one model output from stdin and print its text, thinking, tool calls and
+    /// diagnostics as one JSON object. Exits 0 for any input.
+    Parse {
+        /// A JSON array of tool definitions (id, name, description, risk_level, schema),
+        /// used to type XML parameters and to fill in names and risk.
+        #[arg(long, value_name = "FILE")]
+        tools: Option<PathBuf>,
+        /// Feed the streaming parser instead of the batch parser.
+        #[arg(long)]
+        stream: bool,
+        /// With --stream: piece size in bytes (extended to whole characters).
+        #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+        chunk: u64,
+    },
     /// Inspect the configuration.
     Config {
         #[command(subcommand)]
@@ -55,6 +71,22 @@ fn loader(config: Option<PathBuf>) -> ConfigLoader {
 fn run(cli: Cli) -> Result<(), String> {
     let mut out = std::io::stdout().lock();
     match cli.command {
+        Command::Parse {
+            tools,
+            stream,
+            chunk,
+        } => {
+            let catalog = match tools {
+                Some(path) => parse::load_tools(&path)?,
+                None => services_ai::ToolCatalog::Empty,
+            };
+            let parser = services_ai::FunctionCallParser::new(catalog);
+            let (input, diagnostics) = parse::read_stdin()?;
+            let size = usize::try_from(chunk).unwrap_or(usize::MAX);
+            let parsed = parse::run(&parser, &input, stream.then_some(size));
+            let json = parse::to_json(parsed, diagnostics);
+            writeln!(out, "{json}").map_err(|e| e.to_string())
+        }
         Command::Config { action } => match action {
             ConfigAction::Show { config, json } => {
                 let config = loader(config).load().map_err(describe)?;

@@ -99,13 +99,19 @@ pub struct ToolDefinition {
     pub name: String,
     /// What the tool does, for the model.
     pub description: String,
-    /// What kind of tool it is.
+    /// What kind of tool it is (`custom` when not given).
+    #[serde(default = "custom_category")]
     pub category: ToolCategory,
-    /// Risk when nothing about the parameters makes it riskier or safer.
-    #[serde(default)]
+    /// Risk when nothing about the parameters makes it riskier or safer (also read as
+    /// `risk_level`).
+    #[serde(default, alias = "risk_level")]
     pub default_risk_level: RiskLevel,
-    /// JSON Schema of the parameters object.
-    #[serde(default = "empty_object_schema")]
+    /// JSON Schema of the parameters object (also read as `schema` or `parameters`).
+    #[serde(
+        default = "empty_object_schema",
+        alias = "schema",
+        alias = "parameters"
+    )]
     pub input_schema: Value,
     /// Free-form tags.
     #[serde(default)]
@@ -116,6 +122,10 @@ pub struct ToolDefinition {
     /// Whether the tool writes files (switched off by `allow_file_writes = false`).
     #[serde(default)]
     pub modifies_files: bool,
+}
+
+fn custom_category() -> ToolCategory {
+    ToolCategory::Custom
 }
 
 fn empty_object_schema() -> Value {
