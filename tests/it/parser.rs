@@ -598,3 +598,52 @@ fn streaming_emits_text_early_and_calls_when_complete() {
     );
     assert!(s.flush().is_empty());
 }
+
+/// Adversarial inputs cost linear time: 4× the input stays well under the 16× a quadratic
+/// parser would need (best of three runs, to be robust on a busy machine).
+#[test]
+fn adversarial_inputs_cost_linear_time() {
+    fn best_time(p: &FunctionCallParser, input: &str) -> std::time::Duration {
+        (0..3)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                let mut s = p.streaming();
+                for piece in pieces(input, 3) {
+                    std::hint::black_box(s.process_token(&piece));
+                }
+                std::hint::black_box(s.flush());
+                start.elapsed()
+            })
+            .min()
+            .unwrap()
+    }
+    let makers: [(&str, fn(usize) -> String); 8] = [
+        ("deep nesting", |n| "{\"a\":".repeat(n / 5)),
+        ("marker prefixes", |n| "<tool_ca".repeat(n / 8)),
+        ("unterminated string", |n| format!("{{\"{}", "x".repeat(n))),
+        ("backticks", |n| "`".repeat(n)),
+        ("mistral name without args", |n| {
+            format!("[TOOL_CALLS]a{}", "x".repeat(n))
+        }),
+        ("nesting inside a block", |n| {
+            format!("<tool_call>{}", "[".repeat(n))
+        }),
+        ("many inline calls", |n| {
+            "{\"tool\": \"t\", \"parameters\": {}} ".repeat(n / 32)
+        }),
+        ("thinking close prefixes", |n| {
+            format!("<think>{}", "</thin".repeat(n / 6))
+        }),
+    ];
+    let p = parser();
+    for (name, make) in makers {
+        let small = make(16 * 1024);
+        let large = make(64 * 1024);
+        let (t1, t4) = (best_time(&p, &small), best_time(&p, &large));
+        let ratio = t4.as_secs_f64() / t1.as_secs_f64().max(1e-6);
+        assert!(
+            ratio < 8.0,
+            "{name}: 4× input took {ratio:.1}× the time ({t1:?} → {t4:?})"
+        );
+    }
+}
