@@ -647,3 +647,56 @@ fn adversarial_inputs_cost_linear_time() {
         );
     }
 }
+
+/// Seed 001 part j's first parser test, with a mocked registry: name, per-invocation risk
+/// and summary come from the tool itself.
+#[test]
+fn registry_fills_name_risk_and_summary_per_invocation() {
+    use core_models::{Tool, ToolRegistry};
+    use std::sync::Arc;
+    use test_support::mocks::{MockToolPort, MockToolRegistry};
+
+    let mut tool = MockToolPort::new();
+    tool.expect_definition()
+        .return_const(ToolDefinition::new("file-read", "Read File", "read"));
+    tool.expect_effective_risk_level().returning(|p| {
+        if p["path"].as_str().is_some_and(|s| s.starts_with("/etc")) {
+            RiskLevel::High
+        } else {
+            RiskLevel::Safe
+        }
+    });
+    tool.expect_execution_summary()
+        .returning(|p| format!("Read file '{}'", p["path"].as_str().unwrap_or("?")));
+    let tool: Arc<dyn Tool> = Arc::new(tool);
+    let mut registry = MockToolRegistry::new();
+    registry
+        .expect_get_tool()
+        .returning(move |id| (id == "file-read").then(|| Arc::clone(&tool)));
+    let registry: Arc<dyn ToolRegistry> = Arc::new(registry);
+    let p = FunctionCallParser::new(ToolCatalog::Registry(registry));
+
+    let calls = p.parse(
+        "```tool_call\n{\"tool\": \"file-read\", \"parameters\": {\"path\": \"src/Program.cs\"}}\n```\n\
+         <tool_call>{\"name\": \"file-read\", \"arguments\": {\"path\": \"/etc/shadow\"}}</tool_call>\n\
+         <tool_call>{\"name\": \"other\", \"arguments\": {}}</tool_call>",
+    );
+    let got: Vec<_> = calls
+        .iter()
+        .map(|c| {
+            (
+                c.tool_name.as_str(),
+                c.risk_level,
+                c.execution_summary.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("Read File", RiskLevel::Safe, "Read file 'src/Program.cs'"),
+            ("Read File", RiskLevel::High, "Read file '/etc/shadow'"),
+            ("other", RiskLevel::Medium, "Execute other"),
+        ]
+    );
+}
