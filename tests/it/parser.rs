@@ -617,7 +617,8 @@ fn adversarial_inputs_cost_linear_time() {
             .min()
             .unwrap()
     }
-    let makers: [(&str, fn(usize) -> String); 8] = [
+    type Maker = fn(usize) -> String;
+    let makers: [(&str, Maker); 8] = [
         ("deep nesting", |n| "{\"a\":".repeat(n / 5)),
         ("marker prefixes", |n| "<tool_ca".repeat(n / 8)),
         ("unterminated string", |n| format!("{{\"{}", "x".repeat(n))),
