@@ -8,6 +8,7 @@
     clippy::print_stdout
 )]
 
+mod agent;
 mod agent_machine;
 mod config;
 mod emitter;

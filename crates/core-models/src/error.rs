@@ -29,6 +29,20 @@ pub enum Error {
     #[error("no request is running")]
     NotProcessing,
 
+    /// The call needs a Tokio runtime and none is running on this thread.
+    #[error("no async runtime: call this from within a Tokio runtime")]
+    NoRuntime,
+
+    /// A port failed (git, a formatter, a tool host…).
+    #[error("{message}")]
+    Port {
+        /// What went wrong, in words.
+        message: String,
+        /// The underlying error, if any.
+        #[source]
+        source: Option<BoxError>,
+    },
+
     /// The language model failed.
     #[error("LLM error: {message}")]
     Llm {
@@ -70,6 +84,14 @@ impl Error {
     /// An LLM error with a message and no source.
     pub fn llm(message: impl Into<String>) -> Self {
         Error::Llm {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// A port error with a message and no source.
+    pub fn port(message: impl Into<String>) -> Self {
+        Error::Port {
             message: message.into(),
             source: None,
         }

@@ -8,7 +8,8 @@
 //! * [`events`] — [`AgentEvent`], one closed enum serialized with a `"type"` tag.
 //! * [`request`], [`tool`], [`tool_call`], [`permission`], [`llm`] — the models.
 //! * [`ports`] — [`Tool`], [`ToolRegistry`], [`ToolExecutionService`], [`LlmService`],
-//!   [`PermissionManager`], [`PermissionStore`], [`AgentService`].
+//!   [`PermissionManager`], [`PermissionStore`], [`AgentService`], and seed 004's
+//!   [`GitInspector`] and [`Formatter`].
 //!
 //! ## Why a separate crate
 //! Downstream applications (a terminal UI, an editor plugin, a server) link against these
@@ -73,8 +74,8 @@ pub use events::{
 pub use llm::{LlmChunk, LlmRequest, LlmStream, LlmUsage};
 pub use permission::{PermissionCheckResult, ToolPermissionSettings};
 pub use ports::{
-    AgentService, EventStream, LlmService, PermissionManager, PermissionStore, Tool,
-    ToolExecutionService, ToolRegistry,
+    AgentService, EventStream, Formatter, GitInspector, LlmService, PermissionManager,
+    PermissionStore, Tool, ToolExecutionService, ToolRegistry,
 };
 pub use request::{
     AgentRequest, ChatMessage, FileContext, InferenceOptions, MessageRole, TextSelection,

@@ -2,7 +2,7 @@
 //! object-safe traits injected as `Arc<dyn …>`.
 
 use crate::error::Error;
-use crate::events::AgentEvent;
+use crate::events::{AgentEvent, GitCommit};
 use crate::llm::{LlmRequest, LlmStream};
 use crate::permission::{PermissionCheckResult, ToolPermissionSettings};
 use crate::request::{AgentRequest, ToolAvailabilityContext};
@@ -15,6 +15,7 @@ use async_trait::async_trait;
 use futures_core::stream::BoxStream;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -143,6 +144,31 @@ pub trait PermissionStore: Send + Sync {
 
     /// Replace everything stored with `settings`.
     async fn save(&self, settings: &BTreeMap<String, ToolPermissionSettings>) -> Result<(), Error>;
+}
+
+/// Looks at the workspace's git history (seed 004's "checking git commits" after a tool).
+#[async_trait]
+pub trait GitInspector: Send + Sync {
+    /// The commit HEAD points at, or `None` when `workspace` is not a git repository (or
+    /// has no commit yet).
+    async fn head(&self, workspace: &Path) -> Result<Option<String>, Error>;
+
+    /// The commits after `since` up to HEAD, oldest first, with the files each touched
+    /// (relative to the workspace).
+    async fn commits_since(&self, workspace: &Path, since: &str) -> Result<Vec<GitCommit>, Error>;
+}
+
+/// Formats files after a tool changed them (seed 004's autoformatters).
+#[async_trait]
+pub trait Formatter: Send + Sync {
+    /// The formatter's name for events (`"rustfmt"`).
+    fn name(&self) -> String;
+
+    /// Whether it formats this file (a workspace-relative path), usually by extension.
+    fn handles(&self, path: &str) -> bool;
+
+    /// Format `files` (workspace-relative) and return those whose content changed.
+    async fn format(&self, workspace: &Path, files: &[String]) -> Result<Vec<String>, Error>;
 }
 
 /// A stream of agent events.

@@ -43,6 +43,7 @@
 //! This crate depends on `core-models` and on no backend: never on `llm-llama` or the
 //! CLI. Everything it talks to arrives as an `Arc<dyn Port>` at construction.
 
+pub mod agent;
 pub mod config;
 pub mod emitter;
 pub mod error;
@@ -51,6 +52,7 @@ pub mod permissions;
 pub mod registry;
 pub mod state_machine;
 
+pub use agent::{AgentService, AgentServiceBuilder};
 pub use config::{AgentConfig, BudgetConfig, ConfigLoader, ValidationError};
 pub use emitter::{AgentEventEmitter, EventStream, Subscription};
 pub use error::{Error, Result};

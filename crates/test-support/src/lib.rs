@@ -5,7 +5,8 @@
 //!
 //! * [`mocks`] — mockall mocks of every port (`MockToolPort`, `MockToolRegistry`,
 //!   `MockToolExecutionService`, `MockLlmService`, `MockPermissionManager`,
-//!   `MockPermissionStore`, `MockAgentService`), for strict expectations;
+//!   `MockPermissionStore`, `MockAgentService`, `MockGitInspector`, `MockFormatter`), for
+//!   strict expectations;
 //! * [`MockTool`] — seed 001's configurable tool (risk, availability, execute and
 //!   validate handlers), which also records what it was called with;
 //! * [`ScriptedLlm`] — a model that streams prepared responses chunk by chunk, with an

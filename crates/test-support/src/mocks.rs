@@ -5,15 +5,16 @@
 
 use core_models::{
     AgentRequest, AgentService, AgentState, AgentStateChange, ApprovalDecision, Error, EventStream,
-    LlmRequest, LlmService, LlmStream, PermissionCheckResult, PermissionManager, PermissionStore,
-    RiskLevel, Tool, ToolAvailabilityContext, ToolCallRequest, ToolDefinition,
-    ToolExecutionContext, ToolExecutionService, ToolPermissionSettings, ToolRegistry, ToolResult,
-    ToolValidationResult,
+    Formatter, GitCommit, GitInspector, LlmRequest, LlmService, LlmStream, PermissionCheckResult,
+    PermissionManager, PermissionStore, RiskLevel, Tool, ToolAvailabilityContext, ToolCallRequest,
+    ToolDefinition, ToolExecutionContext, ToolExecutionService, ToolPermissionSettings,
+    ToolRegistry, ToolResult, ToolValidationResult,
 };
 use futures::stream::BoxStream;
 use mockall::mock;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -107,5 +108,26 @@ mock! {
         fn subscribe_state_changes(&self) -> BoxStream<'static, AgentStateChange>;
         fn provide_approval(&self, call_id: Uuid, decision: ApprovalDecision) -> Result<(), Error>;
         fn send_user_message(&self, text: String) -> Result<(), Error>;
+    }
+}
+
+mock! {
+    pub GitInspector {}
+
+    #[async_trait::async_trait]
+    impl GitInspector for GitInspector {
+        async fn head(&self, workspace: &Path) -> Result<Option<String>, Error>;
+        async fn commits_since(&self, workspace: &Path, since: &str) -> Result<Vec<GitCommit>, Error>;
+    }
+}
+
+mock! {
+    pub Formatter {}
+
+    #[async_trait::async_trait]
+    impl Formatter for Formatter {
+        fn name(&self) -> String;
+        fn handles(&self, path: &str) -> bool;
+        async fn format(&self, workspace: &Path, files: &[String]) -> Result<Vec<String>, Error>;
     }
 }

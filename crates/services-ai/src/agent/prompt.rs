@@ -1,0 +1,170 @@
+//! Prompt building (seed 001 part i): the system prompt, the tool descriptions and
+//! instructions, tool results as history messages, and the seed's plain-text rendering
+//! for backends without a chat template.
+
+use crate::config::AgentConfig;
+use core_models::{
+    ChatMessage, FileContext, MessageRole, ToolCallRequest, ToolDefinition, ToolResult,
+};
+
+/// Bytes per token assumed when a token budget is turned into a byte budget.
+pub const BYTES_PER_TOKEN: usize = 4;
+
+/// One tool described with `config.tool_definition_format`: `{name}` is the id the model
+/// must write, `{title}` the human-readable name, `{description}` and `{parameters}` (the
+/// JSON schema, pretty-printed).
+pub fn format_tool_definition(config: &AgentConfig, tool: &ToolDefinition) -> String {
+    let schema = serde_json::to_string_pretty(&tool.input_schema).unwrap_or_else(|_| "{}".into());
+    config
+        .tool_definition_format
+        .replace("{name}", &tool.id)
+        .replace("{title}", &tool.name)
+        .replace("{description}", &tool.description)
+        .replace("{parameters}", &schema)
+}
+
+/// The system message: the request's own prompt, then (when tools are offered) the
+/// tool-use prompt, every tool's description and the call-format instructions.
+pub fn system_prompt(
+    config: &AgentConfig,
+    custom: Option<&str>,
+    tools: &[ToolDefinition],
+) -> Option<String> {
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(custom) = custom.filter(|c| !c.trim().is_empty()) {
+        parts.push(custom.trim_end().to_string());
+    }
+    if !tools.is_empty() {
+        parts.push(config.tool_use_system_prompt.trim_end().to_string());
+        let mut listing = String::from("Available tools:");
+        for tool in tools {
+            listing.push_str("\n\n");
+            listing.push_str(format_tool_definition(config, tool).trim_end());
+        }
+        parts.push(listing);
+        parts.push(config.tool_call_format.trim_end().to_string());
+    }
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
+}
+
+/// The user's message with the attached files appended.
+pub fn user_message(message: &str, files: &[FileContext]) -> ChatMessage {
+    let mut content = message.to_string();
+    for file in files {
+        let range = match (file.start_line, file.end_line) {
+            (Some(a), Some(b)) => format!(" (lines {a}-{b})"),
+            _ => String::new(),
+        };
+        let cut = if file.is_truncated {
+            " (truncated)"
+        } else {
+            ""
+        };
+        content.push_str(&format!(
+            "\n\nAttached file `{}`{range}{cut}:\n```{}\n{}\n```",
+            file.path,
+            file.language.as_deref().unwrap_or(""),
+            file.content.trim_end()
+        ));
+    }
+    ChatMessage::user(content)
+}
+
+/// Cut `content` to at most about `max_bytes`, keeping its head and its tail and saying
+/// how much was cut; never inside a UTF-8 character.
+pub fn truncate_middle(content: &str, max_bytes: usize) -> String {
+    if content.len() <= max_bytes {
+        return content.to_string();
+    }
+    let keep = max_bytes.saturating_sub(80);
+    let mut head = keep * 2 / 3;
+    while !content.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = content.len() - (keep - head).min(content.len() - head);
+    while !content.is_char_boundary(tail) {
+        tail += 1;
+    }
+    let cut = &content[head..tail];
+    format!(
+        "{}\n[... {} bytes ({} lines) cut ...]\n{}",
+        &content[..head],
+        cut.len(),
+        cut.lines().count(),
+        &content[tail..]
+    )
+}
+
+/// The history message for a tool's result (seed's `FormatToolResultForHistory`), cut
+/// to `max_tokens`.
+pub fn tool_result_message(
+    call: &ToolCallRequest,
+    result: &ToolResult,
+    max_tokens: u32,
+) -> ChatMessage {
+    let body = if result.success {
+        if result.content.is_empty() {
+            match &result.data {
+                Some(data) => data.to_string(),
+                None => "(no output)".to_string(),
+            }
+        } else {
+            result.content.clone()
+        }
+    } else {
+        format!(
+            "Error: {}",
+            result.error_message.as_deref().unwrap_or("unknown error")
+        )
+    };
+    let max_bytes = usize::try_from(max_tokens)
+        .unwrap_or(usize::MAX)
+        .saturating_mul(BYTES_PER_TOKEN);
+    let body = truncate_middle(&body, max_bytes);
+    ChatMessage::tool(
+        &call.tool_id,
+        call.id.to_string(),
+        format!("[{}]\n{body}", call.tool_name),
+    )
+}
+
+/// The seed's plain-text rendering of a conversation ("User: …", "Assistant: …", "Tool
+/// Result: …"), for backends that have no chat template.
+pub fn render_plain(messages: &[ChatMessage]) -> String {
+    let mut out = String::new();
+    for message in messages {
+        let role = match message.role {
+            MessageRole::System => {
+                out.push_str(&message.content);
+                out.push_str("\n\n");
+                continue;
+            }
+            MessageRole::User => "User",
+            MessageRole::Assistant => "Assistant",
+            MessageRole::Tool => "Tool Result",
+        };
+        out.push_str(&format!("{role}: {}\n\n", message.content));
+    }
+    out.push_str("Assistant:");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_keeps_head_and_tail_on_char_boundaries() {
+        let text = "é".repeat(1000); // 2000 bytes
+        let cut = truncate_middle(&text, 500);
+        assert!(cut.len() < 600, "{}", cut.len());
+        assert!(cut.starts_with('é') && cut.ends_with('é'));
+        assert!(cut.contains("bytes (1 lines) cut"));
+        assert_eq!(truncate_middle("short", 500), "short");
+        let emoji = "🎉".repeat(300);
+        for max in [100, 101, 102, 103, 250, 1199] {
+            let cut = truncate_middle(&emoji, max);
+            assert!(cut.starts_with('🎉') && cut.ends_with('🎉'), "{max}");
+        }
+    }
+}
