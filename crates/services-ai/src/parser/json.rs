@@ -324,7 +324,7 @@ mod tests {
             (
                 r#"{"a": "}{\"", "b": [1, 2.5e-3, true, null, {}]} tail"#,
                 Scan::Done,
-                45,
+                46,
             ),
             (r#"[{"x": false}]"#, Scan::Done, 13),
             ("{}", Scan::Done, 1),
