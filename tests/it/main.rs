@@ -19,4 +19,5 @@ mod parser_props;
 mod permissions;
 mod serde_roundtrip;
 mod test_support;
+mod tools;
 mod turn_machine;

@@ -1,0 +1,343 @@
+//! `read_file` and `list_dir`: safe, read-only, confined to the workspace.
+
+use crate::workspace::Workspace;
+use async_trait::async_trait;
+use core_models::{
+    RiskLevel, Tool, ToolCategory, ToolDefinition, ToolExecutionContext, ToolResult,
+    ToolValidationResult,
+};
+use serde_json::{json, Value};
+use std::io::{BufRead, Read};
+
+/// Largest file `read_file` returns whole (a line range may read past it).
+pub const READ_FILE_CAP: u64 = 256 * 1024;
+/// Most entries `list_dir` lists.
+pub const LIST_DIR_CAP: usize = 2_000;
+/// Deepest `list_dir` recursion.
+pub const LIST_DIR_MAX_DEPTH: u64 = 10;
+
+fn workspace_of(context: &ToolExecutionContext) -> Result<Workspace, String> {
+    let root = context
+        .workspace_path
+        .as_ref()
+        .ok_or("no workspace is open")?;
+    Workspace::new(root).map_err(|e| e.to_string())
+}
+
+/// Run blocking file work off the async runtime, unless cancelled first.
+async fn blocking<F>(context: &ToolExecutionContext, work: F) -> ToolResult
+where
+    F: FnOnce() -> ToolResult + Send + 'static,
+{
+    if context.cancellation.is_cancelled() {
+        return ToolResult::failed("Cancelled");
+    }
+    let task = tokio::task::spawn_blocking(work);
+    tokio::select! {
+        r = task => r.unwrap_or_else(|e| ToolResult::failed(format!("the tool stopped unexpectedly: {e}"))),
+        _ = context.cancellation.cancelled() => ToolResult::failed("Cancelled"),
+    }
+}
+
+fn positive(params: &Value, key: &str, errors: &mut Vec<String>) -> Option<u64> {
+    match params.get(key) {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_u64().filter(|n| *n >= 1) {
+            Some(n) => Some(n),
+            None => {
+                errors.push(format!("{key} must be a whole number of at least 1"));
+                None
+            }
+        },
+    }
+}
+
+/// Reads a text file, whole or a range of lines.
+#[derive(Debug)]
+pub struct ReadFile {
+    definition: ToolDefinition,
+}
+
+impl Default for ReadFile {
+    fn default() -> Self {
+        ReadFile {
+            definition: ToolDefinition::new(
+                "read_file",
+                "Read File",
+                "Read a text file in the workspace. Optionally only lines start_line..end_line (1-based, inclusive).",
+            )
+            .with_category(ToolCategory::FileSystem)
+            .with_risk(RiskLevel::Safe)
+            .with_schema(json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File path relative to the workspace"},
+                    "start_line": {"type": "integer", "minimum": 1},
+                    "end_line": {"type": "integer", "minimum": 1}
+                },
+                "required": ["path"]
+            }))
+            .requiring_workspace(),
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for ReadFile {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn validate(&self, params: &Value) -> ToolValidationResult {
+        let mut errors = Vec::new();
+        let path_ok = params
+            .get("path")
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.trim().is_empty());
+        if !path_ok {
+            errors.push("path is required (a non-empty string)".to_string());
+        }
+        let start = positive(params, "start_line", &mut errors);
+        let end = positive(params, "end_line", &mut errors);
+        if let (Some(s), Some(e)) = (start, end) {
+            if e < s {
+                errors.push(format!("end_line ({e}) is before start_line ({s})"));
+            }
+        }
+        if errors.is_empty() {
+            ToolValidationResult::valid()
+        } else {
+            ToolValidationResult::invalid(errors)
+        }
+    }
+
+    fn execution_summary(&self, params: &Value) -> String {
+        let path = params.get("path").and_then(Value::as_str).unwrap_or("?");
+        match (
+            params.get("start_line").and_then(Value::as_u64),
+            params.get("end_line").and_then(Value::as_u64),
+        ) {
+            (Some(s), Some(e)) => format!("Read lines {s}-{e} of {path}"),
+            (Some(s), None) => format!("Read {path} from line {s}"),
+            _ => format!("Read {path}"),
+        }
+    }
+
+    async fn execute(&self, context: ToolExecutionContext) -> ToolResult {
+        let workspace = match workspace_of(&context) {
+            Ok(w) => w,
+            Err(e) => return ToolResult::failed(e),
+        };
+        let params = context.parameters.clone();
+        blocking(&context, move || read(&workspace, &params)).await
+    }
+}
+
+fn read(workspace: &Workspace, params: &Value) -> ToolResult {
+    let path = params
+        .get("path")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let file = match workspace.resolve_existing(path) {
+        Ok(f) => f,
+        Err(e) => return ToolResult::failed(e.to_string()),
+    };
+    if file.is_dir() {
+        return ToolResult::failed(format!("'{path}' is a folder; use list_dir"));
+    }
+    let size = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+    let start = params.get("start_line").and_then(Value::as_u64);
+    let end = params.get("end_line").and_then(Value::as_u64);
+    let opened = match std::fs::File::open(&file) {
+        Ok(f) => f,
+        Err(e) => return ToolResult::failed(format!("cannot read '{path}': {e}")),
+    };
+    if start.is_none() && end.is_none() {
+        if size > READ_FILE_CAP {
+            return ToolResult::failed(format!(
+                "'{path}' is {size} bytes, more than the {} KiB cap; read a range of lines with start_line and end_line",
+                READ_FILE_CAP / 1024
+            ));
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        if let Err(e) = opened.take(READ_FILE_CAP + 1).read_to_end(&mut bytes) {
+            return ToolResult::failed(format!("cannot read '{path}': {e}"));
+        }
+        if bytes.iter().take(8192).any(|b| *b == 0) {
+            return ToolResult::failed(format!("'{path}' is a binary file"));
+        }
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let lines = text.lines().count();
+        return ToolResult::success_with_data(
+            text,
+            json!({"path": path, "bytes": size, "lines": lines}),
+        );
+    }
+    let (first, last) = (start.unwrap_or(1), end.unwrap_or(u64::MAX));
+    let mut out = String::new();
+    let mut total = 0u64;
+    for line in std::io::BufReader::new(opened).split(b'\n') {
+        let line = match line {
+            Ok(l) => l,
+            Err(e) => return ToolResult::failed(format!("cannot read '{path}': {e}")),
+        };
+        total += 1;
+        if total >= first && total <= last {
+            if line.contains(&0) {
+                return ToolResult::failed(format!("'{path}' is a binary file"));
+            }
+            out.push_str(String::from_utf8_lossy(&line).trim_end_matches('\r'));
+            out.push('\n');
+            if out.len() as u64 > READ_FILE_CAP {
+                return ToolResult::failed(format!(
+                    "lines {first}-{last} of '{path}' are more than the {} KiB cap; read fewer lines",
+                    READ_FILE_CAP / 1024
+                ));
+            }
+        }
+    }
+    if first > total {
+        return ToolResult::failed(format!(
+            "'{path}' has only {total} lines; start_line {first} is past its end"
+        ));
+    }
+    let shown_last = last.min(total);
+    ToolResult::success_with_data(
+        out,
+        json!({"path": path, "start_line": first, "end_line": shown_last, "total_lines": total}),
+    )
+}
+
+/// Lists a folder, recursively to a depth, honouring `.gitignore`.
+#[derive(Debug)]
+pub struct ListDir {
+    definition: ToolDefinition,
+}
+
+impl Default for ListDir {
+    fn default() -> Self {
+        ListDir {
+            definition: ToolDefinition::new(
+                "list_dir",
+                "List Directory",
+                "List the files and folders in a workspace folder (default: the workspace itself), to a depth (default 1). Files ignored by .gitignore are left out.",
+            )
+            .with_category(ToolCategory::FileSystem)
+            .with_risk(RiskLevel::Safe)
+            .with_schema(json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "Folder relative to the workspace (default \".\")"},
+                    "depth": {"type": "integer", "minimum": 1, "maximum": LIST_DIR_MAX_DEPTH}
+                }
+            }))
+            .requiring_workspace(),
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for ListDir {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn validate(&self, params: &Value) -> ToolValidationResult {
+        let mut errors = Vec::new();
+        if let Some(p) = params.get("path") {
+            if !p.is_string() && !p.is_null() {
+                errors.push("path must be a string".to_string());
+            }
+        }
+        if let Some(d) = positive(params, "depth", &mut errors) {
+            if d > LIST_DIR_MAX_DEPTH {
+                errors.push(format!("depth must be at most {LIST_DIR_MAX_DEPTH}"));
+            }
+        }
+        if errors.is_empty() {
+            ToolValidationResult::valid()
+        } else {
+            ToolValidationResult::invalid(errors)
+        }
+    }
+
+    fn execution_summary(&self, params: &Value) -> String {
+        let path = params.get("path").and_then(Value::as_str).unwrap_or(".");
+        match params.get("depth").and_then(Value::as_u64) {
+            Some(d) if d > 1 => format!("List {path} (depth {d})"),
+            _ => format!("List {path}"),
+        }
+    }
+
+    async fn execute(&self, context: ToolExecutionContext) -> ToolResult {
+        let workspace = match workspace_of(&context) {
+            Ok(w) => w,
+            Err(e) => return ToolResult::failed(e),
+        };
+        let params = context.parameters.clone();
+        blocking(&context, move || list(&workspace, &params)).await
+    }
+}
+
+fn list(workspace: &Workspace, params: &Value) -> ToolResult {
+    let path = params.get("path").and_then(Value::as_str).unwrap_or(".");
+    let depth = params
+        .get("depth")
+        .and_then(Value::as_u64)
+        .unwrap_or(1)
+        .clamp(1, LIST_DIR_MAX_DEPTH);
+    let dir = match workspace.resolve_existing(path) {
+        Ok(d) => d,
+        Err(e) => return ToolResult::failed(e.to_string()),
+    };
+    if !dir.is_dir() {
+        return ToolResult::failed(format!("'{path}' is a file; use read_file"));
+    }
+    let walker = ignore::WalkBuilder::new(&dir)
+        .max_depth(usize::try_from(depth).ok())
+        .hidden(false)
+        .git_ignore(true)
+        .git_exclude(true)
+        .require_git(false)
+        .follow_links(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(|e| e.file_name() != ".git")
+        .build();
+    let mut entries = Vec::new();
+    let mut truncated = false;
+    for entry in walker {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                tracing::debug!(error = %e, "list_dir skipped an entry");
+                continue;
+            }
+        };
+        if entry.depth() == 0 {
+            continue;
+        }
+        if entries.len() >= LIST_DIR_CAP {
+            truncated = true;
+            break;
+        }
+        let rel = workspace.relative(entry.path());
+        if entry.file_type().is_some_and(|t| t.is_dir()) {
+            entries.push(format!("{rel}/"));
+        } else {
+            entries.push(rel);
+        }
+    }
+    let mut text = entries.join("\n");
+    if entries.is_empty() {
+        text = format!("'{path}' is empty");
+    }
+    if truncated {
+        text.push_str(&format!(
+            "\n(only the first {LIST_DIR_CAP} entries are shown)"
+        ));
+    }
+    ToolResult::success_with_data(
+        text,
+        json!({"path": path, "entries": entries.len(), "truncated": truncated}),
+    )
+}

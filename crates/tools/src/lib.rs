@@ -1,0 +1,30 @@
+//! # tools
+//!
+//! AIntern's built-in tools and the command-backed ports of seed 004's checks.
+//!
+//! * [`ReadFile`] and [`ListDir`] — safe, read-only tools confined to a [`Workspace`]:
+//!   every path is canonicalized, and absolute paths, `..` that climbs out and symlinks
+//!   leading out are refused with a clear error.
+//! * [`GitCommandInspector`] — the [`core_models::GitInspector`] port over `git`.
+//! * [`CommandFormatter`] — the [`core_models::Formatter`] port over a formatter program.
+//!
+//! These live apart from `services-ai`, which knows tools only through the
+//! [`core_models::Tool`] trait.
+
+mod error;
+mod fs_tools;
+mod git;
+mod workspace;
+
+pub use error::Error;
+pub use fs_tools::{ListDir, ReadFile, LIST_DIR_CAP, LIST_DIR_MAX_DEPTH, READ_FILE_CAP};
+pub use git::{CommandFormatter, GitCommandInspector};
+pub use workspace::Workspace;
+
+use core_models::Tool;
+use std::sync::Arc;
+
+/// Every built-in tool.
+pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
+    vec![Arc::new(ReadFile::default()), Arc::new(ListDir::default())]
+}

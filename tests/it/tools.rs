@@ -1,0 +1,359 @@
+//! The built-in tools, and the git and formatter ports over real commands.
+
+use core_models::{Formatter, GitInspector, Tool, ToolExecutionContext, ToolResult};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::Command;
+use tools::{CommandFormatter, GitCommandInspector, ListDir, ReadFile, Workspace};
+
+fn ws() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("notes.txt"),
+        "line one\nline two\nline three\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join("src/deep/er")).unwrap();
+    std::fs::write(dir.path().join("src/main.rs"), "fn main() {}\n").unwrap();
+    std::fs::write(dir.path().join("src/deep/er/x.txt"), "x").unwrap();
+    std::fs::write(dir.path().join(".gitignore"), "target/\n*.log\n").unwrap();
+    std::fs::create_dir_all(dir.path().join("target")).unwrap();
+    std::fs::write(dir.path().join("target/out.bin"), "bin").unwrap();
+    std::fs::write(dir.path().join("debug.log"), "log").unwrap();
+    dir
+}
+
+async fn exec(tool: &dyn Tool, root: &Path, params: Value) -> ToolResult {
+    assert!(tool.validate(&params).is_valid, "{params}");
+    let mut ctx = ToolExecutionContext::new(params);
+    ctx.workspace_path = Some(root.to_path_buf());
+    tool.execute(ctx).await
+}
+
+fn error(result: &ToolResult) -> &str {
+    assert!(!result.success, "expected a failure, got {result:?}");
+    result.error_message.as_deref().unwrap()
+}
+
+#[tokio::test]
+async fn read_file_whole_and_by_lines() {
+    let dir = ws();
+    let read = ReadFile::default();
+    let r = exec(&read, dir.path(), json!({"path": "notes.txt"})).await;
+    assert_eq!(r.content, "line one\nline two\nline three\n");
+    let r = exec(
+        &read,
+        dir.path(),
+        json!({"path": "notes.txt", "start_line": 2, "end_line": 3}),
+    )
+    .await;
+    assert_eq!(r.content, "line two\nline three\n");
+    assert_eq!(r.data.unwrap()["total_lines"], 3);
+    let r = exec(
+        &read,
+        dir.path(),
+        json!({"path": "./src/../notes.txt", "start_line": 3}),
+    )
+    .await;
+    assert_eq!(r.content, "line three\n");
+    assert!(error(
+        &exec(
+            &read,
+            dir.path(),
+            json!({"path": "notes.txt", "start_line": 9})
+        )
+        .await
+    )
+    .contains("only 3 lines"));
+    assert!(
+        error(&exec(&read, dir.path(), json!({"path": "missing.txt"})).await)
+            .contains("does not exist")
+    );
+    assert!(error(&exec(&read, dir.path(), json!({"path": "src"})).await).contains("is a folder"));
+    std::fs::write(dir.path().join("big.txt"), "x".repeat(300 * 1024)).unwrap();
+    assert!(error(&exec(&read, dir.path(), json!({"path": "big.txt"})).await).contains("cap"));
+    std::fs::write(dir.path().join("bin.dat"), b"ab\0cd").unwrap();
+    assert!(error(&exec(&read, dir.path(), json!({"path": "bin.dat"})).await).contains("binary"));
+    let v = read.validate(&json!({"start_line": 0, "end_line": 1}));
+    assert_eq!(
+        v.errors,
+        [
+            "path is required (a non-empty string)",
+            "start_line must be a whole number of at least 1"
+        ]
+    );
+    assert!(
+        !read
+            .validate(&json!({"path": "a", "start_line": 5, "end_line": 2}))
+            .is_valid
+    );
+    assert_eq!(
+        read.execution_summary(&json!({"path": "a", "start_line": 1, "end_line": 2})),
+        "Read lines 1-2 of a"
+    );
+}
+
+#[tokio::test]
+async fn paths_cannot_leave_the_workspace() {
+    let dir = ws();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "secret").unwrap();
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(
+            outside.path().join("secret.txt"),
+            dir.path().join("link.txt"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("linkdir")).unwrap();
+    }
+    let read = ReadFile::default();
+    let absolute = outside
+        .path()
+        .join("secret.txt")
+        .to_string_lossy()
+        .into_owned();
+    let cases = [
+        ("../secret.txt", "leads outside the workspace"),
+        ("src/../../x", "leads outside the workspace"),
+        (absolute.as_str(), "is absolute"),
+        ("link.txt", "through a symbolic link"),
+        ("linkdir/secret.txt", "through a symbolic link"),
+    ];
+    for (path, why) in cases {
+        let r = exec(&read, dir.path(), json!({"path": path})).await;
+        let message = error(&r);
+        assert!(message.contains(why), "{path}: {message}");
+        assert!(!r.content.contains("secret"));
+    }
+    let list = ListDir::default();
+    assert!(error(&exec(&list, dir.path(), json!({"path": ".."})).await).contains("outside"));
+    assert!(
+        error(&exec(&list, dir.path(), json!({"path": "linkdir"})).await).contains("symbolic link")
+    );
+    // A new file's path is checked too.
+    let w = Workspace::new(dir.path()).unwrap();
+    assert!(w.resolve_new("src/new.rs").is_ok());
+    assert!(w
+        .resolve_new("nofolder/new.rs")
+        .unwrap_err()
+        .to_string()
+        .contains("folder that does not exist"));
+    assert!(w
+        .resolve_new("linkdir/new.rs")
+        .unwrap_err()
+        .to_string()
+        .contains("outside"));
+    assert!(Workspace::new(dir.path().join("notes.txt"))
+        .unwrap_err()
+        .to_string()
+        .contains("not a folder"));
+}
+
+#[tokio::test]
+async fn list_dir_honours_gitignore_and_depth() {
+    let dir = ws();
+    let list = ListDir::default();
+    let r = exec(&list, dir.path(), json!({})).await;
+    assert_eq!(r.content, ".gitignore\nnotes.txt\nsrc/");
+    let r = exec(&list, dir.path(), json!({"path": "src", "depth": 3})).await;
+    assert_eq!(
+        r.content,
+        "src/deep/\nsrc/deep/er/\nsrc/deep/er/x.txt\nsrc/main.rs"
+    );
+    let r = exec(&list, dir.path(), json!({"depth": 10})).await;
+    assert!(
+        !r.content.contains("target") && !r.content.contains("debug.log"),
+        "{}",
+        r.content
+    );
+    assert!(!list.validate(&json!({"depth": 11})).is_valid);
+    assert!(
+        error(&exec(&list, dir.path(), json!({"path": "notes.txt"})).await).contains("is a file")
+    );
+}
+
+#[tokio::test]
+async fn tools_need_a_workspace_and_stop_when_cancelled() {
+    let read = ReadFile::default();
+    let r = read
+        .execute(ToolExecutionContext::new(json!({"path": "a"})))
+        .await;
+    assert_eq!(error(&r), "no workspace is open");
+    let dir = ws();
+    let mut ctx = ToolExecutionContext::new(json!({"path": "notes.txt"}));
+    ctx.workspace_path = Some(dir.path().to_path_buf());
+    ctx.cancellation.cancel();
+    assert_eq!(error(&read.execute(ctx).await), "Cancelled");
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let status = Command::new("git")
+        .args([
+            "-c",
+            "user.name=Test",
+            "-c",
+            "user.email=test@example.com",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+#[tokio::test]
+async fn git_inspector_on_a_real_repository() {
+    let dir = tempfile::tempdir().unwrap();
+    let inspector = GitCommandInspector;
+    assert_eq!(
+        inspector.head(dir.path()).await.unwrap(),
+        None,
+        "not a repository"
+    );
+    git(dir.path(), &["init", "-q"]);
+    assert_eq!(
+        inspector.head(dir.path()).await.unwrap(),
+        None,
+        "no commit yet"
+    );
+    std::fs::write(dir.path().join("a.txt"), "a").unwrap();
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-q", "-m", "first"]);
+    let first = inspector.head(dir.path()).await.unwrap().unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/b.rs"), "fn b() {}").unwrap();
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-q", "-m", "second: add b"]);
+    std::fs::write(dir.path().join("a.txt"), "aa").unwrap();
+    git(dir.path(), &["commit", "-q", "-am", "third"]);
+    let commits = inspector.commits_since(dir.path(), &first).await.unwrap();
+    let summary: Vec<(&str, Vec<&str>)> = commits
+        .iter()
+        .map(|c| {
+            (
+                c.subject.as_str(),
+                c.files.iter().map(String::as_str).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("second: add b", vec!["src/b.rs"]),
+            ("third", vec!["a.txt"])
+        ]
+    );
+    assert_eq!(
+        commits[1].hash,
+        inspector.head(dir.path()).await.unwrap().unwrap()
+    );
+    assert!(inspector
+        .commits_since(dir.path(), "no-such-rev")
+        .await
+        .is_err());
+}
+
+#[tokio::test]
+async fn command_formatter_reports_changed_files() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "messy").unwrap();
+    std::fs::write(dir.path().join("b.txt"), "clean").unwrap();
+    let f = CommandFormatter::new("tidy", [".txt"], ["sed", "-i", "s/messy/clean/"]);
+    assert!(f.handles("x/a.txt") && !f.handles("a.rs"));
+    let changed = f
+        .format(
+            dir.path(),
+            &["a.txt".into(), "b.txt".into(), "gone.txt".into()],
+        )
+        .await
+        .unwrap();
+    assert_eq!(changed, ["a.txt"]);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+        "clean"
+    );
+    let broken = CommandFormatter::new("nope", ["txt"], ["definitely-not-a-program-xyz"]);
+    assert!(broken
+        .format(dir.path(), &["a.txt".into()])
+        .await
+        .unwrap_err()
+        .to_string()
+        .contains("not installed"));
+}
+
+/// The whole seed-004 check on a real repository: a tool commits, the loop notices, the
+/// formatter runs on the committed files, and the model is told.
+#[tokio::test]
+async fn agent_detects_commits_made_by_a_tool() {
+    use core_models::AgentService as _;
+    use futures::StreamExt;
+    use std::sync::Arc;
+    use test_support::{MockTool, ScriptedLlm, ScriptedResponse};
+
+    let dir = tempfile::tempdir().unwrap();
+    git(dir.path(), &["init", "-q"]);
+    std::fs::write(dir.path().join("README.md"), "hi").unwrap();
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-q", "-m", "start"]);
+    let root = dir.path().to_path_buf();
+    let committer = Arc::new(MockTool::new("commit").with_execute(move |_| {
+        let root = root.clone();
+        async move {
+            std::fs::write(root.join("style.txt"), "messy").unwrap();
+            git(&root, &["add", "."]);
+            git(&root, &["commit", "-q", "-m", "Add style"]);
+            ToolResult::success("committed")
+        }
+    }));
+    let llm = Arc::new(ScriptedLlm::new([
+        ScriptedResponse::chunks([
+            "<tool_call>{\"name\": \"commit\", \"arguments\": {}}</tool_call>",
+        ]),
+        ScriptedResponse::chunks(["Committed."]),
+    ]));
+    let registry: Arc<dyn core_models::ToolRegistry> = Arc::new(
+        [committer as Arc<dyn Tool>]
+            .into_iter()
+            .collect::<services_ai::InMemoryToolRegistry>(),
+    );
+    let agent = services_ai::AgentService::builder(llm.clone(), registry)
+        .config(services_ai::AgentConfig {
+            iteration_delay_ms: 0,
+            ..Default::default()
+        })
+        .git_inspector(Arc::new(GitCommandInspector))
+        .formatter(Arc::new(CommandFormatter::new(
+            "tidy",
+            ["txt"],
+            ["sed", "-i", "s/messy/clean/"],
+        )))
+        .build();
+    let request = core_models::AgentRequest::new("commit it").with_tool_context(
+        core_models::ToolAvailabilityContext::for_workspace(dir.path()),
+    );
+    let events: Vec<_> = agent.process_message(request).unwrap().collect().await;
+    let commits = events
+        .iter()
+        .find_map(|e| match e {
+            core_models::AgentEvent::GitCommitsDetected(g) => Some(g.commits.clone()),
+            _ => None,
+        })
+        .expect("commit detected");
+    assert_eq!(commits.len(), 1);
+    assert_eq!(
+        (commits[0].subject.as_str(), commits[0].files.clone()),
+        ("Add style", vec!["style.txt".to_string()])
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("style.txt")).unwrap(),
+        "clean"
+    );
+    let note = llm.requests()[1].messages.last().unwrap().content.clone();
+    assert!(
+        note.contains("Add style") && note.contains("tidy reformatted: style.txt"),
+        "{note}"
+    );
+}
