@@ -357,3 +357,69 @@ async fn agent_detects_commits_made_by_a_tool() {
         "{note}"
     );
 }
+
+#[tokio::test]
+async fn write_file_is_atomic_and_confined() {
+    let dir = ws();
+    let write = tools::WriteFile::default();
+    let r = exec(
+        &write,
+        dir.path(),
+        json!({"path": "out/new.txt", "content": "héllo"}),
+    )
+    .await;
+    assert!(r.success, "{r:?}");
+    assert_eq!(r.content, "Created out/new.txt (6 bytes)");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("out/new.txt")).unwrap(),
+        "héllo"
+    );
+    let r = exec(
+        &write,
+        dir.path(),
+        json!({"path": "notes.txt", "content": "new"}),
+    )
+    .await;
+    assert_eq!(r.content, "Replaced notes.txt (3 bytes)");
+    assert!(error(
+        &exec(
+            &write,
+            dir.path(),
+            json!({"path": "../evil.txt", "content": "x"})
+        )
+        .await
+    )
+    .contains("outside"));
+    assert!(
+        error(&exec(&write, dir.path(), json!({"path": "src", "content": "x"})).await)
+            .contains("is a folder")
+    );
+    assert_eq!(
+        write.effective_risk_level(&json!({"path": "src/a.rs"})),
+        core_models::RiskLevel::Medium
+    );
+    assert_eq!(
+        write.effective_risk_level(&json!({"path": "./.git/config"})),
+        core_models::RiskLevel::High
+    );
+    assert_eq!(
+        write.effective_risk_level(&json!({"path": "sub/.env"})),
+        core_models::RiskLevel::High
+    );
+    assert!(!write.validate(&json!({"path": "a"})).is_valid);
+    // A cancelled write leaves the old file as it was and no temporary file behind.
+    let mut ctx = ToolExecutionContext::new(json!({"path": "notes.txt", "content": "half"}));
+    ctx.workspace_path = Some(dir.path().to_path_buf());
+    ctx.cancellation.cancel();
+    assert_eq!(error(&write.execute(ctx).await), "Cancelled");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
+        "new"
+    );
+    let stray: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".tmp"))
+        .collect();
+    assert!(stray.is_empty());
+}

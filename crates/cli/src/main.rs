@@ -1,9 +1,10 @@
 //! `aintern` — AIntern's terminal agent.
 //!
-//! Commands so far: `parse` (the tool-call parser over stdin) and `config`. The agent
-//! commands (`run`, `chat`, `permissions`) arrive with later issues.
+//! Commands so far: `run` (one request to the agent), `parse` (the tool-call parser over
+//! stdin) and `config`. `chat` and `permissions` arrive with a later issue.
 
 mod parse;
+mod run;
 
 use clap::{Parser, Subcommand};
 use services_ai::{ConfigLoader, Error};
@@ -21,6 +22,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Send one request to the agent and show what happens.
+    Run(run::RunArgs),
     /// Parse one model output from stdin and print its text, thinking, tool calls and
     /// diagnostics as one JSON object. Exits 0 for any input.
     Parse {
@@ -71,6 +74,22 @@ fn loader(config: Option<PathBuf>) -> ConfigLoader {
 fn run(cli: Cli) -> Result<(), String> {
     let mut out = std::io::stdout().lock();
     match cli.command {
+        Command::Run(args) => {
+            drop(out);
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+            let result = runtime.block_on(run::run(args));
+            // The stdin reader is a blocking read that may never end: do not wait for it.
+            runtime.shutdown_background();
+            if result? {
+                Ok(())
+            } else {
+                Err("the request failed (see the error above)".into())
+            }
+        }
         Command::Parse {
             tools,
             stream,

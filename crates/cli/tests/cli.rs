@@ -163,3 +163,324 @@ fn config_check_lists_every_problem() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["max_agent_iterations"], 7);
 }
+
+// --- aintern run ----------------------------------------------------------------------------
+
+use core_models::AgentEvent;
+use std::io::{BufRead, BufReader};
+
+struct Workspace {
+    dir: tempfile::TempDir,
+}
+
+impl Workspace {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "Buy milk. Call Bob.\n").unwrap();
+        Workspace { dir }
+    }
+
+    fn path(&self) -> &str {
+        self.dir.path().to_str().unwrap()
+    }
+
+    /// Write a script whose responses are these texts (each one chunk).
+    fn script(&self, responses: &[&str]) -> String {
+        let file = self.dir.path().join("script.json");
+        let responses: Vec<Value> = responses
+            .iter()
+            .map(|r| json!({"chunks": [r], "delay_ms": 0}))
+            .collect();
+        std::fs::write(&file, json!({"responses": responses}).to_string()).unwrap();
+        format!("script:{}", file.display())
+    }
+}
+
+fn call(tool: &str, args: Value) -> String {
+    format!(
+        "<tool_call>{}</tool_call>",
+        json!({"name": tool, "arguments": args})
+    )
+}
+
+fn events(stdout: &[u8]) -> Vec<AgentEvent> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not an event ({e}): {l}")))
+        .collect()
+}
+
+fn results(events: &[AgentEvent]) -> Vec<core_models::ToolResultEvent> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolResult(r) => Some(r.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn run_json(
+    ws: &Workspace,
+    script: &str,
+    extra: &[&str],
+    stdin: &[u8],
+) -> (Output, Vec<AgentEvent>) {
+    let mut args = vec![
+        "run",
+        "--json",
+        "--workspace",
+        ws.path(),
+        "--backend",
+        script,
+    ];
+    args.extend_from_slice(extra);
+    args.push("do it");
+    let out = aintern(&args, stdin);
+    let ev = events(&out.stdout);
+    (out, ev)
+}
+
+#[test]
+fn run_json_prints_every_event_and_reads_files() {
+    let ws = Workspace::new();
+    let script = ws.script(&[
+        &call("read_file", json!({"path": "notes.txt"})),
+        "It says to buy milk.",
+    ]);
+    let (out, events) = run_json(&ws, &script, &[], b"");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let last = events.last().unwrap();
+    assert_eq!(last.event_type(), "agent_complete");
+    let AgentEvent::AgentComplete(done) = last else {
+        unreachable!()
+    };
+    assert_eq!(done.final_response, "It says to buy milk.");
+    assert_eq!(results(&events)[0].result.content, "Buy milk. Call Bob.\n");
+    // The raw JSON lines have the agreed shape.
+    let first: Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+    assert_eq!(first["type"], "agent_complete");
+    assert_eq!(first["reason"], "finished");
+    assert!(first["total_duration_ms"].is_u64());
+}
+
+#[test]
+fn run_refuses_paths_outside_the_workspace() {
+    let ws = Workspace::new();
+    let script = ws.script(&[
+        &call("read_file", json!({"path": "../../etc/passwd"})),
+        "Refused.",
+    ]);
+    let (out, events) = run_json(&ws, &script, &[], b"");
+    assert!(out.status.success());
+    let r = &results(&events)[0];
+    assert!(!r.result.success);
+    assert!(r
+        .result
+        .error_message
+        .as_deref()
+        .unwrap()
+        .contains("leads outside the workspace"));
+}
+
+#[test]
+fn run_approvals_over_stdin() {
+    let ws = Workspace::new();
+    let script = ws.script(&[
+        &call("write_file", json!({"path": "out.txt", "content": "hi"})),
+        "Written.",
+    ]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_aintern"))
+        .args([
+            "run",
+            "--json",
+            "--workspace",
+            ws.path(),
+            "--backend",
+            &script,
+            "write it",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut events = Vec::new();
+    for line in stdout.lines() {
+        let event: AgentEvent = serde_json::from_str(&line.unwrap()).unwrap();
+        if let AgentEvent::ApprovalRequest(a) = &event {
+            assert_eq!(a.request.tool_id, "write_file");
+            let command = json!({"op": "approve", "call_id": a.request.id, "remember": "none"});
+            writeln!(stdin, "not a command").unwrap();
+            writeln!(stdin, "{command}").unwrap();
+        }
+        events.push(event);
+    }
+    assert!(child.wait().unwrap().success());
+    assert_eq!(
+        std::fs::read_to_string(ws.dir.path().join("out.txt")).unwrap(),
+        "hi"
+    );
+    assert!(results(&events)[0].success());
+}
+
+#[test]
+fn run_deny_over_stdin_and_approve_modes() {
+    let ws = Workspace::new();
+    let write = call("write_file", json!({"path": "out.txt", "content": "hi"}));
+    let script = ws.script(&[&write, "Not written."]);
+    let (out, events) = run_json(&ws, &script, &["--approve", "none"], b"");
+    assert!(out.status.success());
+    assert!(results(&events)[0]
+        .result
+        .error_message
+        .as_deref()
+        .unwrap()
+        .contains("Denied by the user"));
+    assert!(!ws.dir.path().join("out.txt").exists());
+
+    let (_, events) = run_json(&ws, &script, &["--approve", "safe"], b"");
+    assert!(
+        !results(&events)[0].success(),
+        "medium risk is denied by --approve safe"
+    );
+
+    let (out, events) = run_json(&ws, &script, &["--approve", "all"], b"");
+    assert!(out.status.success());
+    assert!(results(&events)[0].success());
+    assert!(ws.dir.path().join("out.txt").exists());
+}
+
+#[test]
+fn run_cancel_over_stdin() {
+    let ws = Workspace::new();
+    let file = ws.dir.path().join("slow.json");
+    std::fs::write(
+        &file,
+        json!({"responses": [{"chunks": vec!["tok "; 300], "delay_ms": 20}]}).to_string(),
+    )
+    .unwrap();
+    let script = format!("script:{}", file.display());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_aintern"))
+        .args([
+            "run",
+            "--json",
+            "--workspace",
+            ws.path(),
+            "--backend",
+            &script,
+            "slow",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut last = None;
+    let mut sent = false;
+    for line in stdout.lines() {
+        let event: AgentEvent = serde_json::from_str(&line.unwrap()).unwrap();
+        if !sent && matches!(&event, AgentEvent::TextGeneration(_)) {
+            writeln!(stdin, "{}", json!({"op": "cancel"})).unwrap();
+            sent = true;
+        }
+        last = Some(event);
+    }
+    assert!(
+        child.wait().unwrap().success(),
+        "a cancelled request exits 0"
+    );
+    let Some(AgentEvent::AgentComplete(done)) = last else {
+        panic!("{last:?}")
+    };
+    assert!(done.was_cancelled);
+}
+
+#[test]
+fn run_reports_model_failures_and_usage_errors() {
+    let ws = Workspace::new();
+    let script = ws.script(&[&call("read_file", json!({"path": "notes.txt"}))]);
+    let (out, events) = run_json(&ws, &script, &[], b"");
+    assert!(
+        !out.status.success(),
+        "the script ran out: the request failed"
+    );
+    let Some(AgentEvent::AgentError(e)) = events.last() else {
+        panic!()
+    };
+    assert!(e.error.contains("no response left"), "{}", e.error);
+
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["run", "--backend", "script:/nonexistent.json", "x"],
+            "cannot read the script",
+        ),
+        (&["run", "--backend", "gpt:4", "x"], "unknown backend"),
+        (
+            &["run", "--backend", "llama:model.gguf", "x"],
+            "llama.cpp backend",
+        ),
+        (
+            &["run", "--timeout", "1", "--backend", "script:x", "x"],
+            "--timeout",
+        ),
+        (&["run", "--tool-choice", "", "x"], "tool choice"),
+    ];
+    for (args, message) in cases {
+        let out = aintern(args, b"");
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(message), "{args:?}: {err}");
+    }
+    let bad = ws.dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"responses\": 3}").unwrap();
+    let out = aintern(
+        &[
+            "run",
+            "--workspace",
+            ws.path(),
+            "--backend",
+            &format!("script:{}", bad.display()),
+            "x",
+        ],
+        b"",
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not valid"));
+}
+
+#[test]
+fn run_timeout_lowers_the_tool_timeout() {
+    let ws = Workspace::new();
+    std::fs::write(
+        ws.dir.path().join("aintern.toml"),
+        "tool_execution_timeout_ms = 60000\n",
+    )
+    .unwrap();
+    let script = ws.script(&["fine"]);
+    let (out, events) = run_json(&ws, &script, &["--timeout", "5"], b"");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(events.last().unwrap().event_type(), "agent_complete");
+    std::fs::write(
+        ws.dir.path().join("aintern.toml"),
+        "max_agent_iterations = 0\n",
+    )
+    .unwrap();
+    let out = aintern(
+        &["run", "--workspace", ws.path(), "--backend", &script, "x"],
+        b"",
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("max_agent_iterations"));
+}

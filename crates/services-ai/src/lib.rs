@@ -7,7 +7,10 @@
 //! * [`emitter`] — [`AgentEventEmitter`], typed publish/subscribe for agent events;
 //! * [`config`] — [`AgentConfig`] and its layered [`ConfigLoader`];
 //! * [`permissions`] — [`DefaultPermissionManager`] with [`FilePermissionStore`];
-//! * [`registry`] — [`InMemoryToolRegistry`] and [`DirectToolExecutor`].
+//! * [`registry`] — [`InMemoryToolRegistry`] and [`DirectToolExecutor`];
+//! * [`parser`] — the tool-call parser, batch and streaming;
+//! * [`agent`] — [`AgentService`], the agent loop;
+//! * [`scripted`] — a model that plays back prepared responses (the `script:` backend).
 //!
 //! ## Example: the agent machine
 //!
@@ -50,6 +53,7 @@ pub mod error;
 pub mod parser;
 pub mod permissions;
 pub mod registry;
+pub mod scripted;
 pub mod state_machine;
 
 pub use agent::{AgentService, AgentServiceBuilder};

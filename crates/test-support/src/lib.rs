@@ -18,7 +18,7 @@
 pub mod fixtures;
 mod mock_tool;
 pub mod mocks;
-mod scripted_llm;
 
 pub use mock_tool::MockTool;
-pub use scripted_llm::{Script, ScriptedLlm, ScriptedResponse};
+/// The scripted model lives in `services-ai` (it is also the `script:FILE` backend).
+pub use services_ai::scripted::{Script, ScriptedLlm, ScriptedResponse};

@@ -2,9 +2,9 @@
 //!
 //! AIntern's built-in tools and the command-backed ports of seed 004's checks.
 //!
-//! * [`ReadFile`] and [`ListDir`] — safe, read-only tools confined to a [`Workspace`]:
-//!   every path is canonicalized, and absolute paths, `..` that climbs out and symlinks
-//!   leading out are refused with a clear error.
+//! * [`ReadFile`] and [`ListDir`] (safe, read-only) and [`WriteFile`] (atomic), confined
+//!   to a [`Workspace`]: every path is canonicalized, and absolute paths, `..` that climbs
+//!   out and symlinks leading out are refused with a clear error.
 //! * [`GitCommandInspector`] — the [`core_models::GitInspector`] port over `git`.
 //! * [`CommandFormatter`] — the [`core_models::Formatter`] port over a formatter program.
 //!
@@ -15,16 +15,22 @@ mod error;
 mod fs_tools;
 mod git;
 mod workspace;
+mod write_file;
 
 pub use error::Error;
 pub use fs_tools::{ListDir, ReadFile, LIST_DIR_CAP, LIST_DIR_MAX_DEPTH, READ_FILE_CAP};
 pub use git::{CommandFormatter, GitCommandInspector};
 pub use workspace::Workspace;
+pub use write_file::WriteFile;
 
 use core_models::Tool;
 use std::sync::Arc;
 
 /// Every built-in tool.
 pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
-    vec![Arc::new(ReadFile::default()), Arc::new(ListDir::default())]
+    vec![
+        Arc::new(ReadFile::default()),
+        Arc::new(ListDir::default()),
+        Arc::new(WriteFile::default()),
+    ]
 }

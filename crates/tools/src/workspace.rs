@@ -113,6 +113,31 @@ impl Workspace {
         self.inside(path, parent.join(name))
     }
 
+    /// Like [`Workspace::resolve_new`], but first creates the missing folders of `path`
+    /// (only ever inside the workspace).
+    ///
+    /// # Errors
+    /// As for [`Workspace::resolve_existing`]; or the folders cannot be created.
+    pub fn resolve_new_creating(&self, path: &str) -> Result<PathBuf, Error> {
+        let joined = self.lexical(path)?;
+        if let Some(parent) = joined.parent() {
+            let mut existing = parent;
+            while existing.symlink_metadata().is_err() {
+                existing = existing.parent().unwrap_or(&self.root);
+            }
+            let existing = existing.canonicalize().map_err(|e| Error::Path {
+                path: path.into(),
+                message: format!("cannot be opened: {e}"),
+            })?;
+            self.inside(path, existing)?;
+            std::fs::create_dir_all(parent).map_err(|e| Error::Path {
+                path: path.into(),
+                message: format!("needs folders that cannot be created: {e}"),
+            })?;
+        }
+        self.resolve_new(path)
+    }
+
     fn inside(&self, path: &str, canonical: PathBuf) -> Result<PathBuf, Error> {
         if canonical.starts_with(&self.root) {
             Ok(canonical)

@@ -1,4 +1,6 @@
-//! A language model that plays back prepared responses.
+//! A language model that plays back prepared responses: the `--backend script:FILE`
+//! backend, which makes every loop behaviour reproducible without a model, and the
+//! workhorse of the tests.
 
 use async_trait::async_trait;
 use core_models::{Error, LlmChunk, LlmRequest, LlmService, LlmStream, LlmUsage};
@@ -113,30 +115,42 @@ impl ScriptedLlm {
 
     /// Add a response at the end.
     pub fn push(&self, response: ScriptedResponse) {
-        self.responses.lock().unwrap().push_back(response);
+        self.responses
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back(response);
     }
 
     /// Make the next call fail with `message`.
     pub fn fail_next(&self, message: impl Into<String>) {
         self.responses
             .lock()
-            .unwrap()
+            .unwrap_or_else(|e| e.into_inner())
             .push_front(ScriptedResponse::failure(message));
     }
 
     /// Every request received, in order.
     pub fn requests(&self) -> Vec<LlmRequest> {
-        self.received.lock().unwrap().clone()
+        self.received
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// How many calls were made.
     pub fn calls(&self) -> usize {
-        self.received.lock().unwrap().len()
+        self.received
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
     }
 
     /// How many responses are left.
     pub fn remaining(&self) -> usize {
-        self.responses.lock().unwrap().len()
+        self.responses
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
     }
 }
 
@@ -149,11 +163,16 @@ impl LlmService for ScriptedLlm {
     async fn generate(&self, request: LlmRequest) -> Result<LlmStream, Error> {
         let prompt_chars: usize = request.messages.iter().map(|m| m.content.len()).sum();
         let call = {
-            let mut received = self.received.lock().unwrap();
+            let mut received = self.received.lock().unwrap_or_else(|e| e.into_inner());
             received.push(request);
             received.len()
         };
-        let Some(response) = self.responses.lock().unwrap().pop_front() else {
+        let Some(response) = self
+            .responses
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop_front()
+        else {
             return Err(Error::llm(format!(
                 "the script has no response left for LLM call {call}"
             )));

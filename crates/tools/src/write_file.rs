@@ -1,0 +1,165 @@
+//! `write_file`: create or replace a file, atomically.
+
+use crate::workspace::Workspace;
+use async_trait::async_trait;
+use core_models::{
+    RiskLevel, Tool, ToolCategory, ToolDefinition, ToolExecutionContext, ToolResult,
+    ToolValidationResult,
+};
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::Path;
+
+/// Paths whose change is riskier than ordinary source files.
+const SENSITIVE: [&str; 6] = [
+    ".git/",
+    ".github/",
+    ".env",
+    ".ssh/",
+    "Cargo.lock",
+    ".gitignore",
+];
+
+/// Writes a whole file. The new content goes to a temporary file in the same folder,
+/// which is flushed and then renamed over the old file: a failed or cancelled write never
+/// leaves half a file.
+#[derive(Debug)]
+pub struct WriteFile {
+    definition: ToolDefinition,
+}
+
+impl Default for WriteFile {
+    fn default() -> Self {
+        WriteFile {
+            definition: ToolDefinition::new(
+                "write_file",
+                "Write File",
+                "Create a file or replace its whole content. Missing folders are created.",
+            )
+            .with_category(ToolCategory::FileSystem)
+            .with_risk(RiskLevel::Medium)
+            .with_schema(json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File path relative to the workspace"},
+                    "content": {"type": "string", "description": "The complete new content"}
+                },
+                "required": ["path", "content"]
+            }))
+            .requiring_workspace()
+            .modifying_files(),
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for WriteFile {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn validate(&self, params: &Value) -> ToolValidationResult {
+        let mut errors = Vec::new();
+        let path_ok = params
+            .get("path")
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.trim().is_empty());
+        if !path_ok {
+            errors.push("path is required (a non-empty string)".to_string());
+        }
+        if !params.get("content").is_some_and(Value::is_string) {
+            errors.push("content is required (a string)".to_string());
+        }
+        if errors.is_empty() {
+            ToolValidationResult::valid()
+        } else {
+            ToolValidationResult::invalid(errors)
+        }
+    }
+
+    fn execution_summary(&self, params: &Value) -> String {
+        let path = params.get("path").and_then(Value::as_str).unwrap_or("?");
+        let bytes = params
+            .get("content")
+            .and_then(Value::as_str)
+            .map_or(0, str::len);
+        format!("Write {bytes} bytes to {path}")
+    }
+
+    fn effective_risk_level(&self, params: &Value) -> RiskLevel {
+        let path = params.get("path").and_then(Value::as_str).unwrap_or("");
+        let normalized = path.trim().trim_start_matches("./");
+        if SENSITIVE
+            .iter()
+            .any(|s| normalized.starts_with(s) || normalized.contains(&format!("/{s}")))
+        {
+            RiskLevel::High
+        } else {
+            RiskLevel::Medium
+        }
+    }
+
+    async fn execute(&self, context: ToolExecutionContext) -> ToolResult {
+        let Some(root) = context.workspace_path.clone() else {
+            return ToolResult::failed("no workspace is open");
+        };
+        let params = context.parameters.clone();
+        let token = context.cancellation.clone();
+        let work = tokio::task::spawn_blocking(move || write(&root, &params, &token));
+        work.await
+            .unwrap_or_else(|e| ToolResult::failed(format!("the tool stopped unexpectedly: {e}")))
+    }
+}
+
+fn write(root: &Path, params: &Value, token: &core_models::CancellationToken) -> ToolResult {
+    let workspace = match Workspace::new(root) {
+        Ok(w) => w,
+        Err(e) => return ToolResult::failed(e.to_string()),
+    };
+    let path = params
+        .get("path")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let content = params
+        .get("content")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let target = match workspace.resolve_new_creating(path) {
+        Ok(t) => t,
+        Err(e) => return ToolResult::failed(e.to_string()),
+    };
+    if target.is_dir() {
+        return ToolResult::failed(format!("'{path}' is a folder"));
+    }
+    let existed = target.exists();
+    let Some(dir) = target.parent() else {
+        return ToolResult::failed(format!("'{path}' has no folder"));
+    };
+    let mut tmp = match tempfile::NamedTempFile::new_in(dir) {
+        Ok(t) => t,
+        Err(e) => return ToolResult::failed(format!("cannot write '{path}': {e}")),
+    };
+    if let Err(e) = tmp
+        .write_all(content.as_bytes())
+        .and_then(|()| tmp.as_file().sync_all())
+    {
+        return ToolResult::failed(format!("cannot write '{path}': {e}"));
+    }
+    if existed {
+        if let Ok(meta) = std::fs::metadata(&target) {
+            let _ = std::fs::set_permissions(tmp.path(), meta.permissions());
+        }
+    }
+    if token.is_cancelled() {
+        // The temporary file is removed when dropped; the old file is untouched.
+        return ToolResult::failed("Cancelled");
+    }
+    if let Err(e) = tmp.persist(&target) {
+        return ToolResult::failed(format!("cannot replace '{path}': {}", e.error));
+    }
+    let verb = if existed { "Replaced" } else { "Created" };
+    ToolResult::success_with_data(
+        format!("{verb} {path} ({} bytes)", content.len()),
+        json!({"path": path, "bytes": content.len(), "created": !existed}),
+    )
+}
