@@ -1,5 +1,6 @@
 //! `read_file` and `list_dir`: safe, read-only, confined to the workspace.
 
+use crate::params::{positive, require_path, verdict};
 use crate::workspace::Workspace;
 use async_trait::async_trait;
 use core_models::{
@@ -36,19 +37,6 @@ where
     tokio::select! {
         r = task => r.unwrap_or_else(|e| ToolResult::failed(format!("the tool stopped unexpectedly: {e}"))),
         _ = context.cancellation.cancelled() => ToolResult::failed("Cancelled"),
-    }
-}
-
-fn positive(params: &Value, key: &str, errors: &mut Vec<String>) -> Option<u64> {
-    match params.get(key) {
-        None | Some(Value::Null) => None,
-        Some(v) => match v.as_u64().filter(|n| *n >= 1) {
-            Some(n) => Some(n),
-            None => {
-                errors.push(format!("{key} must be a whole number of at least 1"));
-                None
-            }
-        },
     }
 }
 
@@ -90,13 +78,7 @@ impl Tool for ReadFile {
 
     fn validate(&self, params: &Value) -> ToolValidationResult {
         let mut errors = Vec::new();
-        let path_ok = params
-            .get("path")
-            .and_then(Value::as_str)
-            .is_some_and(|s| !s.trim().is_empty());
-        if !path_ok {
-            errors.push("path is required (a non-empty string)".to_string());
-        }
+        require_path(params, &mut errors);
         let start = positive(params, "start_line", &mut errors);
         let end = positive(params, "end_line", &mut errors);
         if let (Some(s), Some(e)) = (start, end) {
@@ -104,11 +86,7 @@ impl Tool for ReadFile {
                 errors.push(format!("end_line ({e}) is before start_line ({s})"));
             }
         }
-        if errors.is_empty() {
-            ToolValidationResult::valid()
-        } else {
-            ToolValidationResult::invalid(errors)
-        }
+        verdict(errors)
     }
 
     fn execution_summary(&self, params: &Value) -> String {
@@ -254,11 +232,7 @@ impl Tool for ListDir {
                 errors.push(format!("depth must be at most {LIST_DIR_MAX_DEPTH}"));
             }
         }
-        if errors.is_empty() {
-            ToolValidationResult::valid()
-        } else {
-            ToolValidationResult::invalid(errors)
-        }
+        verdict(errors)
     }
 
     fn execution_summary(&self, params: &Value) -> String {

@@ -14,6 +14,7 @@
 mod error;
 mod fs_tools;
 mod git;
+mod params;
 mod workspace;
 mod write_file;
 

@@ -1,5 +1,6 @@
 //! `write_file`: create or replace a file, atomically.
 
+use crate::params::{require_path, verdict};
 use crate::workspace::Workspace;
 use async_trait::async_trait;
 use core_models::{
@@ -60,21 +61,11 @@ impl Tool for WriteFile {
 
     fn validate(&self, params: &Value) -> ToolValidationResult {
         let mut errors = Vec::new();
-        let path_ok = params
-            .get("path")
-            .and_then(Value::as_str)
-            .is_some_and(|s| !s.trim().is_empty());
-        if !path_ok {
-            errors.push("path is required (a non-empty string)".to_string());
-        }
+        require_path(params, &mut errors);
         if !params.get("content").is_some_and(Value::is_string) {
             errors.push("content is required (a string)".to_string());
         }
-        if errors.is_empty() {
-            ToolValidationResult::valid()
-        } else {
-            ToolValidationResult::invalid(errors)
-        }
+        verdict(errors)
     }
 
     fn execution_summary(&self, params: &Value) -> String {
