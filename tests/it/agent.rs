@@ -1213,3 +1213,103 @@ async fn events_also_reach_emitter_subscribers() {
         AgentState::Initializing
     );
 }
+
+// --- configuration switches ----------------------------------------------------------------
+
+#[tokio::test]
+async fn iteration_delay_and_results_kept_out_of_history() {
+    let cfg = AgentConfig {
+        iteration_delay_ms: 120,
+        include_tool_results_in_history: false,
+        ..config()
+    };
+    let h = harness(
+        vec![text(&call("t", json!({}))), text("done")],
+        vec![Arc::new(MockTool::new("t"))],
+        cfg,
+    );
+    let start = Instant::now();
+    run(&h.agent, workspace_request("x")).await;
+    assert!(
+        start.elapsed() >= Duration::from_millis(120),
+        "waited between iterations"
+    );
+    let second = &h.llm.requests()[1];
+    assert!(second.messages.iter().all(|m| m.role != MessageRole::Tool));
+    assert!(second
+        .messages
+        .last()
+        .unwrap()
+        .content
+        .contains("not kept in this conversation"));
+}
+
+#[tokio::test]
+async fn streaming_can_be_buffered_or_switched_off() {
+    let chunks = ScriptedResponse::chunks(["a", "b", "c", "d", "e"]);
+    let count = |events: &[AgentEvent]| {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::TextGeneration(t) if !t.is_complete => Some(t.token.clone()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    let h = harness(
+        vec![chunks.clone()],
+        vec![],
+        AgentConfig {
+            streaming_buffer_size: 2,
+            ..config()
+        },
+    );
+    assert_eq!(
+        count(&run(&h.agent, AgentRequest::new("x")).await),
+        ["ab", "cd", "e"]
+    );
+    let h = harness(
+        vec![chunks],
+        vec![],
+        AgentConfig {
+            enable_streaming: false,
+            ..config()
+        },
+    );
+    assert_eq!(
+        count(&run(&h.agent, AgentRequest::new("x")).await),
+        ["abcde"]
+    );
+}
+
+#[test]
+fn plain_rendering_for_backends_without_templates() {
+    use services_ai::agent::prompt::render_plain;
+    let messages = [
+        ChatMessage::system("Be brief."),
+        ChatMessage::user("Hi"),
+        ChatMessage::assistant("Hello"),
+        ChatMessage::tool("read_file", "c1", "[Read File]\ntext"),
+    ];
+    assert_eq!(
+        render_plain(&messages),
+        "Be brief.\n\nUser: Hi\n\nAssistant: Hello\n\nTool Result: [Read File]\ntext\n\nAssistant:"
+    );
+}
+
+#[tokio::test]
+async fn cost_budget() {
+    let mut cfg = config();
+    cfg.budget.max_cost = Some(0.001);
+    cfg.budget.completion_cost_per_1k_tokens = 1.0;
+    let h = harness(
+        vec![
+            ScriptedResponse::chunks(["a", "b", &call("t", json!({}))]),
+            text("never"),
+        ],
+        vec![Arc::new(MockTool::new("t"))],
+        cfg,
+    );
+    let events = run(&h.agent, workspace_request("x")).await;
+    assert_eq!(complete(&events).reason, CompletionReason::BudgetExceeded);
+}
