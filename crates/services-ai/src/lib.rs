@@ -43,8 +43,8 @@
 //! ```
 //!
 //! ## Invariant
-//! This crate depends on `core-models` and on no backend: never on `llm-llama` or the
-//! CLI. Everything it talks to arrives as an `Arc<dyn Port>` at construction.
+//! This crate depends on `core-models` and on no backend: never on `llm-llama`, `tools` or
+//! the CLI. Everything it talks to arrives as an `Arc<dyn Port>` at construction.
 
 pub mod agent;
 pub mod config;
