@@ -30,7 +30,8 @@ pub(crate) struct RunArgs {
     /// The folder the tools work in (default: the current folder).
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
-    /// The model: `script:FILE` (a scripted model) or `llama:MODEL.gguf`.
+    /// The model: `llama:MODEL.gguf` (default: the embedded SmolLM2-135M-Instruct) or
+    /// `script:FILE` (a scripted model).
     #[arg(long, value_name = "BACKEND")]
     backend: Option<String>,
     /// Answer approvals without asking: all, safe or none.
@@ -75,8 +76,32 @@ enum StdinCommand {
     },
 }
 
-fn backend(spec: Option<&str>) -> Result<Arc<dyn LlmService>, String> {
+/// Load a GGUF model off the async runtime, saying so on stderr.
+async fn load_llama(path: PathBuf, quiet: bool) -> Result<Arc<dyn LlmService>, String> {
+    if !quiet {
+        eprintln!("aintern: loading {} …", path.display());
+    }
+    let config = llm_llama::LlamaConfig::new(path);
+    let llm = tokio::task::spawn_blocking(move || llm_llama::LlamaLlm::load(config))
+        .await
+        .map_err(|e| format!("loading the model stopped: {e}"))?
+        .map_err(|e| e.to_string())?;
+    Ok(Arc::new(llm))
+}
+
+async fn backend(spec: Option<&str>, quiet: bool) -> Result<Arc<dyn LlmService>, String> {
     match spec.map(|s| s.split_once(':').unwrap_or((s, ""))) {
+        Some(("llama", file)) if !file.is_empty() => load_llama(PathBuf::from(file), quiet).await,
+        None => {
+            let path = llm_llama::default_model_path();
+            if !path.is_file() {
+                return Err(format!(
+                    "the default model is not downloaded yet ({}): run scripts/fetch-model, or pass --backend llama:MODEL.gguf or script:FILE",
+                    path.display()
+                ));
+            }
+            load_llama(path, quiet).await
+        }
         Some(("script", file)) if !file.is_empty() => {
             let text = std::fs::read_to_string(file)
                 .map_err(|e| format!("cannot read the script {file}: {e}"))?;
@@ -85,9 +110,7 @@ fn backend(spec: Option<&str>) -> Result<Arc<dyn LlmService>, String> {
             })?;
             Ok(Arc::new(llm))
         }
-        Some(("llama", _)) | None => Err(
-            "the llama.cpp backend is not part of this build yet; use --backend script:FILE".into(),
-        ),
+        Some(("llama", _)) => Err("--backend llama: needs a model file (llama:MODEL.gguf)".into()),
         Some(_) => Err(format!(
             "unknown backend '{}': use script:FILE or llama:MODEL.gguf",
             spec.unwrap_or_default()
@@ -128,7 +151,7 @@ fn load_config(args: &RunArgs, workspace: &Path) -> Result<services_ai::AgentCon
 pub(crate) async fn run(args: RunArgs) -> Result<bool, String> {
     let workspace = workspace(args.workspace.clone())?;
     let config = load_config(&args, &workspace)?;
-    let llm = backend(args.backend.as_deref())?;
+    let llm = backend(args.backend.as_deref(), args.json).await?;
     let registry: Arc<dyn ToolRegistry> = Arc::new(
         tools::builtin_tools()
             .into_iter()

@@ -426,7 +426,7 @@ fn run_reports_model_failures_and_usage_errors() {
         (&["run", "--backend", "gpt:4", "x"], "unknown backend"),
         (
             &["run", "--backend", "llama:model.gguf", "x"],
-            "llama.cpp backend",
+            "does not exist",
         ),
         (
             &["run", "--timeout", "1", "--backend", "script:x", "x"],
@@ -483,4 +483,56 @@ fn run_timeout_lowers_the_tool_timeout() {
     );
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("max_agent_iterations"));
+}
+
+/// The real embedded model end to end (skipped with a notice when it is not downloaded).
+#[test]
+fn run_with_the_default_model_streams_an_answer() {
+    let model = std::env::var_os("AINTERN_TEST_MODEL")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(llm_llama::default_model_path);
+    if !model.is_file() {
+        eprintln!(
+            "NOTICE: skipped: {} is absent (run scripts/fetch-model)",
+            model.display()
+        );
+        return;
+    }
+    let ws = Workspace::new();
+    let backend = format!("llama:{}", model.display());
+    let out = aintern(
+        &[
+            "run",
+            "--json",
+            "--workspace",
+            ws.path(),
+            "--backend",
+            &backend,
+            "--tool-choice",
+            "none",
+            "--max-iterations",
+            "1",
+            "Say hello in one short sentence.",
+        ],
+        b"",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = events(&out.stdout);
+    let Some(AgentEvent::AgentComplete(done)) = events.last() else {
+        panic!("{:?}", events.last())
+    };
+    assert!(!done.final_response.trim().is_empty());
+    assert!(done.prompt_tokens > 0 && done.completion_tokens > 0);
+    assert!(
+        events
+            .iter()
+            .filter(|e| matches!(e, AgentEvent::TextGeneration(t) if !t.is_complete))
+            .count()
+            > 1,
+        "streamed"
+    );
 }

@@ -1,17 +1,209 @@
 //! # llm-llama
 //!
-//! The llama.cpp backend of AIntern's [`core_models::LlmService`] port.
+//! The llama.cpp backend of AIntern's [`core_models::LlmService`] port: GGUF models run
+//! through the `llama-cpp-2` crate.
 //!
-//! This crate is a shell for now: it fixes the crate's place in the workspace and its
-//! error type. GGUF loading, chat templates, KV-cache reuse and grammar-constrained tool
-//! calls arrive with the llm-llama issue; until then, applications use another
-//! `LlmService` (for example the scripted one in `test-support`).
+//! * The model and its context live on one dedicated worker thread; generation never
+//!   blocks the async runtime. Text streams back as UTF-8-safe pieces.
+//! * The chat is rendered with the model's own chat template (llama.cpp's template
+//!   support), falling back to a plain rendering when the model has none.
+//! * **KV-cache reuse:** the worker remembers which tokens the context holds; each call
+//!   evaluates only the tokens after the longest common prefix with them, so an agent
+//!   loop that re-sends a growing conversation pays only for what is new.
+//! * Generation stops at end-of-generation tokens, at stop strings and at `max_tokens`;
+//!   dropping the stream stops it within one token.
+//! * llama.cpp's own logging goes to `tracing` (targets under `llama-cpp-2`).
 
-/// Errors of the llama.cpp backend.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// The llama.cpp backend is not built into this version.
-    #[error("the llama.cpp backend is not available in this build")]
-    Unavailable,
+mod error;
+mod text;
+mod worker;
+
+pub use error::Error;
+
+use async_trait::async_trait;
+use core_models::{LlmRequest, LlmService, LlmStream};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc};
+
+/// How to load and run a model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LlamaConfig {
+    /// The GGUF file.
+    pub model_path: PathBuf,
+    /// Context window in tokens (0: the model's training context).
+    pub context_size: u32,
+    /// Threads for generation and prompt processing (0: every core).
+    pub threads: u32,
+    /// Tokens decoded per batch when reading a prompt.
+    pub batch_size: u32,
+    /// Layers offloaded to a GPU (needs a GPU feature).
+    pub gpu_layers: u32,
+}
+
+impl LlamaConfig {
+    /// Defaults for `model_path`: 4096-token context, every core, batches of 512, CPU only.
+    pub fn new(model_path: impl Into<PathBuf>) -> Self {
+        LlamaConfig {
+            model_path: model_path.into(),
+            context_size: 4096,
+            threads: 0,
+            batch_size: 512,
+            gpu_layers: 0,
+        }
+    }
+}
+
+/// Where `scripts/fetch-model` puts the embedded default model (SmolLM2-135M-Instruct,
+/// Q4_1): `$AINTERN_CACHE_DIR/models/…`, else `$XDG_CACHE_HOME/aintern/models/…`, else
+/// `~/.cache/aintern/models/…`.
+pub fn default_model_path() -> PathBuf {
+    let cache = std::env::var_os("AINTERN_CACHE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let base = std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| {
+                    std::env::var_os("HOME")
+                        .map(PathBuf::from)
+                        .unwrap_or_default()
+                        .join(".cache")
+                });
+            base.join("aintern")
+        });
+    cache.join("models").join(DEFAULT_MODEL_FILE)
+}
+
+/// The embedded default model's file name.
+pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+/// What was loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelInfo {
+    /// The model's name (its `general.name`, else the file name).
+    pub name: String,
+    /// The file.
+    pub path: PathBuf,
+    /// The context window in use.
+    pub context_size: u32,
+    /// The context the model was trained with.
+    pub training_context: u32,
+    /// The model's own chat template, when it has one.
+    pub chat_template: Option<String>,
+}
+
+/// A GGUF model behind the [`LlmService`] port. Cheap to clone: clones share the worker.
+#[derive(Debug, Clone)]
+pub struct LlamaLlm {
+    jobs: mpsc::Sender<worker::Job>,
+    info: Arc<ModelInfo>,
+}
+
+/// Check the file before llama.cpp sees it, so that problems are clear errors.
+fn check_file(path: &Path) -> Result<u64, Error> {
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::ModelNotFound {
+            path: path.to_path_buf(),
+        },
+        _ => Error::ModelUnreadable {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        },
+    })?;
+    if !meta.is_file() {
+        return Err(Error::ModelUnreadable {
+            path: path.to_path_buf(),
+            message: "it is not a file".into(),
+        });
+    }
+    let mut magic = [0u8; 4];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .map_err(|e| Error::ModelUnreadable {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+    if &magic != b"GGUF" {
+        return Err(Error::ModelInvalid {
+            path: path.to_path_buf(),
+            message: "it does not start with the GGUF signature".into(),
+        });
+    }
+    if let Some(available) = available_memory() {
+        if meta.len() > available {
+            return Err(Error::ModelTooLarge {
+                path: path.to_path_buf(),
+                size: meta.len(),
+                available,
+            });
+        }
+    }
+    Ok(meta.len())
+}
+
+/// Memory available for a new allocation, where the system tells (Linux).
+fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+impl LlamaLlm {
+    /// Load the model (blocking: call it off the async runtime, e.g. in `spawn_blocking`).
+    ///
+    /// # Errors
+    /// A missing, unreadable, corrupt or too-large model file, or llama.cpp failing to set
+    /// up, is an [`Error`] in words — never a crash.
+    pub fn load(config: LlamaConfig) -> Result<Self, Error> {
+        check_file(&config.model_path)?;
+        let (jobs, job_rx) = mpsc::channel();
+        let (ready_tx, ready_rx) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("llama-worker".into())
+            .spawn(move || worker::run(config, ready_tx, job_rx))
+            .map_err(|e| Error::Backend(format!("cannot start the worker thread: {e}")))?;
+        let info = ready_rx.recv().map_err(|_| Error::WorkerGone)??;
+        Ok(LlamaLlm {
+            jobs,
+            info: Arc::new(info),
+        })
+    }
+
+    /// What was loaded.
+    pub fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    /// The prompt the model would be given for `request` (its chat template applied).
+    ///
+    /// # Errors
+    /// [`Error::Template`] when the chat cannot be rendered.
+    pub fn render(&self, request: &LlmRequest) -> Result<String, Error> {
+        let (tx, rx) = mpsc::channel();
+        self.jobs
+            .send(worker::Job::Render {
+                request: request.clone(),
+                reply: tx,
+            })
+            .map_err(|_| Error::WorkerGone)?;
+        rx.recv().map_err(|_| Error::WorkerGone)?
+    }
+}
+
+#[async_trait]
+impl LlmService for LlamaLlm {
+    fn model_name(&self) -> String {
+        self.info.name.clone()
+    }
+
+    async fn generate(&self, request: LlmRequest) -> Result<LlmStream, core_models::Error> {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        self.jobs
+            .send(worker::Job::Generate { request, out: tx })
+            .map_err(|_| Error::WorkerGone)?;
+        Ok(Box::pin(futures::stream::unfold(rx, |mut rx| async move {
+            rx.recv().await.map(|item| (item, rx))
+        })))
+    }
 }

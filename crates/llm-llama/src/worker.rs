@@ -1,0 +1,381 @@
+//! The worker thread: owns the model and its context, runs one job at a time.
+
+use crate::text::{Stop, StopMatcher, Utf8Decoder};
+use crate::{Error, LlamaConfig, ModelInfo};
+use core_models::{ChatMessage, InferenceOptions, LlmChunk, LlmRequest, LlmUsage};
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
+use std::num::NonZeroU32;
+use std::sync::{mpsc, OnceLock};
+use std::time::Instant;
+use tokio::sync::mpsc::UnboundedSender;
+
+/// Work for the worker.
+pub(crate) enum Job {
+    /// Render a request's chat into a prompt.
+    Render {
+        request: LlmRequest,
+        reply: mpsc::Sender<Result<String, Error>>,
+    },
+    /// Generate a reply, streaming it to `out`.
+    Generate {
+        request: LlmRequest,
+        out: UnboundedSender<Result<LlmChunk, core_models::Error>>,
+    },
+}
+
+/// llama.cpp's backend can be initialized once per process.
+fn backend() -> Result<&'static LlamaBackend, Error> {
+    static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+    BACKEND
+        .get_or_init(|| {
+            llama_cpp_2::send_logs_to_tracing(
+                llama_cpp_2::LogOptions::default().with_logs_enabled(true),
+            );
+            LlamaBackend::init().map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| Error::Backend(e.clone()))
+}
+
+pub(crate) fn run(
+    config: LlamaConfig,
+    ready: mpsc::Sender<Result<ModelInfo, Error>>,
+    jobs: mpsc::Receiver<Job>,
+) {
+    let setup = || -> Result<(&'static LlamaBackend, LlamaModel), Error> {
+        let backend = backend()?;
+        let params = LlamaModelParams::default().with_n_gpu_layers(config.gpu_layers);
+        let model =
+            LlamaModel::load_from_file(backend, &config.model_path, &params).map_err(|e| {
+                Error::ModelInvalid {
+                    path: config.model_path.clone(),
+                    message: format!("llama.cpp could not load it ({e})"),
+                }
+            })?;
+        Ok((backend, model))
+    };
+    let (backend, model) = match setup() {
+        Ok(x) => x,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let threads = if config.threads == 0 {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    } else {
+        config.threads as usize
+    };
+    let threads = i32::try_from(threads).unwrap_or(1);
+    let n_ctx = if config.context_size == 0 {
+        model.n_ctx_train()
+    } else {
+        config.context_size
+    };
+    let batch = config.batch_size.clamp(1, n_ctx.max(1));
+    let params = LlamaContextParams::default()
+        .with_n_ctx(NonZeroU32::new(n_ctx))
+        .with_n_batch(batch)
+        .with_n_ubatch(batch)
+        .with_n_threads(threads)
+        .with_n_threads_batch(threads);
+    let mut ctx = match model.new_context(backend, params) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = ready.send(Err(Error::Backend(format!(
+                "cannot create a context of {n_ctx} tokens: {e}"
+            ))));
+            return;
+        }
+    };
+    let template = model.chat_template(None).ok();
+    let name = model
+        .meta_val_str("general.name")
+        .ok()
+        .filter(|n| !n.trim().is_empty())
+        .or_else(|| {
+            config
+                .model_path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "model".into());
+    let info = ModelInfo {
+        name,
+        path: config.model_path.clone(),
+        context_size: ctx.n_ctx(),
+        training_context: model.n_ctx_train(),
+        chat_template: template.as_ref().and_then(|t| t.to_string().ok()),
+    };
+    if ready.send(Ok(info)).is_err() {
+        return;
+    }
+    let mut cache: Vec<LlamaToken> = Vec::new();
+    for job in jobs {
+        match job {
+            Job::Render { request, reply } => {
+                let _ = reply.send(render(&model, template.as_ref(), &request.messages));
+            }
+            Job::Generate { request, out } => {
+                let mut session = Session {
+                    model: &model,
+                    ctx: &mut ctx,
+                    cache: &mut cache,
+                    batch: batch as usize,
+                    out: &out,
+                };
+                if let Err(e) = session.generate(template.as_ref(), &request) {
+                    let _ = out.send(Err(e.into()));
+                }
+            }
+        }
+    }
+}
+
+/// The chat as a prompt, with the model's template (or the plain rendering).
+fn render(
+    model: &LlamaModel,
+    template: Option<&LlamaChatTemplate>,
+    messages: &[ChatMessage],
+) -> Result<String, Error> {
+    if let Some(template) = template {
+        let chat: Result<Vec<LlamaChatMessage>, _> = messages
+            .iter()
+            .map(|m| {
+                LlamaChatMessage::new(
+                    m.role.as_str().to_string(),
+                    m.content.replace('\0', "\u{fffd}"),
+                )
+            })
+            .collect();
+        let chat = chat.map_err(|e| Error::Template(e.to_string()))?;
+        match model.apply_chat_template(template, &chat, true) {
+            Ok(prompt) => return Ok(prompt),
+            Err(e) => {
+                tracing::warn!(error = %e, "the model's chat template failed; using the plain rendering")
+            }
+        }
+    }
+    Ok(services_ai::agent::prompt::render_plain(messages))
+}
+
+fn sampler(model: &LlamaModel, options: &InferenceOptions) -> LlamaSampler {
+    if options.temperature <= 0.0 {
+        return LlamaSampler::greedy();
+    }
+    let mut chain = Vec::new();
+    if (options.repeat_penalty - 1.0).abs() > f32::EPSILON {
+        chain.push(LlamaSampler::penalties(
+            model.n_vocab(),
+            64,
+            options.repeat_penalty,
+            0.0,
+            0.0,
+        ));
+    }
+    if options.top_k > 0 {
+        chain.push(LlamaSampler::top_k(
+            i32::try_from(options.top_k).unwrap_or(i32::MAX),
+        ));
+    }
+    if options.top_p > 0.0 && options.top_p < 1.0 {
+        chain.push(LlamaSampler::top_p(options.top_p, 1));
+    }
+    if options.min_p > 0.0 {
+        chain.push(LlamaSampler::min_p(options.min_p, 1));
+    }
+    chain.push(LlamaSampler::temp(options.temperature));
+    chain.push(LlamaSampler::dist(options.seed.unwrap_or_else(rand_seed)));
+    LlamaSampler::chain_simple(chain)
+}
+
+fn rand_seed() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() ^ (d.as_secs() as u32))
+        .unwrap_or(42)
+}
+
+struct Session<'m, 'c> {
+    model: &'m LlamaModel,
+    ctx: &'c mut LlamaContext<'m>,
+    /// The tokens the context holds, in order.
+    cache: &'c mut Vec<LlamaToken>,
+    batch: usize,
+    out: &'c UnboundedSender<Result<LlmChunk, core_models::Error>>,
+}
+
+impl Session<'_, '_> {
+    fn cancelled(&self) -> bool {
+        self.out.is_closed()
+    }
+
+    /// Forget the whole cache (after a failed decode the context is in an unknown state).
+    fn reset_cache(&mut self) {
+        self.ctx.clear_kv_cache();
+        self.cache.clear();
+    }
+
+    fn decode(
+        &mut self,
+        tokens: &[LlamaToken],
+        start: usize,
+        last_logits: bool,
+    ) -> Result<(), Error> {
+        let mut batch = LlamaBatch::new(self.batch.max(1), 1);
+        for (chunk_index, chunk) in tokens.chunks(self.batch.max(1)).enumerate() {
+            if self.cancelled() {
+                return Ok(());
+            }
+            batch.clear();
+            let offset = start + chunk_index * self.batch.max(1);
+            for (i, token) in chunk.iter().enumerate() {
+                let pos = offset + i;
+                let logits = last_logits && pos + 1 == start + tokens.len();
+                batch
+                    .add(*token, i32::try_from(pos).unwrap_or(i32::MAX), &[0], logits)
+                    .map_err(|e| Error::Backend(e.to_string()))?;
+            }
+            if let Err(e) = self.ctx.decode(&mut batch) {
+                self.reset_cache();
+                return Err(Error::Backend(format!("decoding failed: {e}")));
+            }
+            self.cache.extend_from_slice(chunk);
+        }
+        Ok(())
+    }
+
+    fn generate(
+        &mut self,
+        template: Option<&LlamaChatTemplate>,
+        request: &LlmRequest,
+    ) -> Result<(), Error> {
+        let started = Instant::now();
+        let prompt = render(self.model, template, &request.messages)?;
+        let vocab = self.model.vocab();
+        let tokens = vocab.tokenize(prompt.as_bytes(), true, true);
+        let window = self.ctx.n_ctx();
+        if tokens.is_empty() {
+            return Err(Error::Template("the prompt is empty".into()));
+        }
+        if tokens.len() >= window as usize {
+            return Err(Error::ContextFull {
+                needed: tokens.len(),
+                window,
+            });
+        }
+        // Reuse what the context already holds; evaluate only the rest (at least the
+        // last token, whose logits start the generation).
+        let mut common = self
+            .cache
+            .iter()
+            .zip(&tokens)
+            .take_while(|(a, b)| a == b)
+            .count();
+        common = common.min(tokens.len() - 1);
+        if common < self.cache.len() {
+            let cleared = u32::try_from(common)
+                .ok()
+                .and_then(|p| self.ctx.clear_kv_cache_seq(Some(0), Some(p), None).ok());
+            if cleared == Some(true) {
+                self.cache.truncate(common);
+            } else {
+                self.reset_cache();
+                common = 0;
+            }
+        }
+        let evaluated = tokens.len() - common;
+        tracing::debug!(
+            prompt_tokens = tokens.len(),
+            reused = common,
+            evaluated,
+            "prompt"
+        );
+        self.decode(&tokens[common..], common, true)?;
+        let prompt_time = started.elapsed();
+        if self.cancelled() {
+            return Ok(());
+        }
+
+        let gen_started = Instant::now();
+        let mut sampler = sampler(self.model, &request.options);
+        let mut utf8 = Utf8Decoder::default();
+        let mut stops = StopMatcher::new(&request.options.stop);
+        let mut first_token = None;
+        let mut generated = 0u64;
+        let mut logits_index = -1i32; // the last output of the previous decode
+        let max = u64::from(request.options.max_tokens.max(1));
+        let mut position = tokens.len();
+        let mut stopped = false;
+        while generated < max && !self.cancelled() {
+            // `sample` also accepts the token into the sampler (and its grammar).
+            let token = sampler.sample(self.ctx, logits_index);
+            if vocab.is_eog(token) {
+                break;
+            }
+            generated += 1;
+            first_token.get_or_insert_with(|| started.elapsed());
+            let piece = vocab.token_to_piece(token, false, None);
+            let text = utf8.push(&piece);
+            if !text.is_empty() {
+                match stops.push(&text) {
+                    Stop::Continue(t) => self.send(t),
+                    Stop::Stopped(t) => {
+                        self.send(t);
+                        stopped = true;
+                        break;
+                    }
+                }
+            }
+            if generated >= max {
+                break;
+            }
+            if position + 1 >= window as usize {
+                let _ = self.out.send(Err(Error::ContextFull {
+                    needed: position + 1,
+                    window,
+                }
+                .into()));
+                return Ok(());
+            }
+            self.decode(&[token], position, true)?;
+            position += 1;
+            logits_index = -1;
+        }
+        if self.cancelled() {
+            return Ok(());
+        }
+        if !stopped {
+            let tail = utf8.finish();
+            let text = match stops.push(&tail) {
+                Stop::Continue(t) | Stop::Stopped(t) => t,
+            };
+            self.send(text + &stops.finish());
+        }
+        let usage = LlmUsage {
+            prompt_tokens: tokens.len() as u64,
+            prompt_tokens_evaluated: evaluated as u64,
+            generated_tokens: generated,
+            time_to_first_token: first_token.unwrap_or_else(|| started.elapsed()),
+            prompt_time,
+            generation_time: gen_started.elapsed(),
+        };
+        let _ = self.out.send(Ok(LlmChunk::Usage(usage)));
+        Ok(())
+    }
+
+    fn send(&self, text: String) {
+        if !text.is_empty() {
+            let _ = self.out.send(Ok(LlmChunk::text(text)));
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! llm-llama with the real embedded default model (SmolLM2-135M-Instruct, Q4_1).
+//!
+//! The model comes from `scripts/fetch-model` (which `scripts/test` runs): its path is
+//! `$AINTERN_TEST_MODEL`, else the fetch script's cache path. When the file is absent the
+//! model tests print a notice and return.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    missing_docs,
+    clippy::print_stderr
+)]
+
+use core_models::{ChatMessage, InferenceOptions, LlmChunk, LlmRequest, LlmService, LlmUsage};
+use futures::StreamExt;
+use llm_llama::{Error, LlamaConfig, LlamaLlm};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+fn model_path() -> Option<PathBuf> {
+    let path = std::env::var_os("AINTERN_TEST_MODEL")
+        .map(PathBuf::from)
+        .unwrap_or_else(llm_llama::default_model_path);
+    if path.is_file() {
+        Some(path)
+    } else {
+        eprintln!(
+            "NOTICE: model tests skipped: {} is absent (run scripts/fetch-model)",
+            path.display()
+        );
+        None
+    }
+}
+
+fn config(path: PathBuf) -> LlamaConfig {
+    LlamaConfig {
+        context_size: 2048,
+        threads: 2,
+        ..LlamaConfig::new(path)
+    }
+}
+
+/// One model shared by the tests that do not care about the cache.
+fn shared() -> Option<&'static LlamaLlm> {
+    static MODEL: OnceLock<Option<LlamaLlm>> = OnceLock::new();
+    MODEL
+        .get_or_init(|| {
+            model_path().map(|p| LlamaLlm::load(config(p)).expect("the default model loads"))
+        })
+        .as_ref()
+}
+
+fn greedy(max_tokens: u32) -> InferenceOptions {
+    InferenceOptions {
+        temperature: 0.0,
+        max_tokens,
+        ..InferenceOptions::default()
+    }
+}
+
+fn request(messages: Vec<ChatMessage>, options: InferenceOptions) -> LlmRequest {
+    LlmRequest {
+        options,
+        ..LlmRequest::new(messages)
+    }
+}
+
+async fn generate(llm: &LlamaLlm, req: LlmRequest) -> (Vec<String>, LlmUsage) {
+    let mut stream = llm.generate(req).await.unwrap();
+    let mut pieces = Vec::new();
+    let mut usage = None;
+    while let Some(item) = stream.next().await {
+        match item.unwrap() {
+            LlmChunk::Text { text } => pieces.push(text),
+            LlmChunk::Usage(u) => usage = Some(u),
+        }
+    }
+    (pieces, usage.expect("usage comes last"))
+}
+
+#[test]
+fn missing_and_corrupt_models_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = LlamaLlm::load(LlamaConfig::new(dir.path().join("none.gguf"))).unwrap_err();
+    assert!(matches!(missing, Error::ModelNotFound { .. }), "{missing}");
+    assert!(missing.to_string().contains("does not exist"));
+
+    let junk = dir.path().join("junk.gguf");
+    std::fs::write(&junk, b"this is not a model at all").unwrap();
+    let err = LlamaLlm::load(LlamaConfig::new(&junk)).unwrap_err();
+    assert!(matches!(err, Error::ModelInvalid { .. }), "{err}");
+    assert!(err.to_string().contains("GGUF signature"));
+
+    let truncated = dir.path().join("truncated.gguf");
+    let mut bytes = b"GGUF".to_vec();
+    bytes.extend_from_slice(&[3, 0, 0, 0, 0xff, 0xff]);
+    std::fs::write(&truncated, &bytes).unwrap();
+    let err = LlamaLlm::load(LlamaConfig::new(&truncated)).unwrap_err();
+    assert!(matches!(err, Error::ModelInvalid { .. }), "{err}");
+
+    assert!(matches!(
+        LlamaLlm::load(LlamaConfig::new(dir.path())).unwrap_err(),
+        Error::ModelUnreadable { .. }
+    ));
+}
+
+#[tokio::test]
+async fn streams_text_with_the_chatml_template() {
+    let Some(llm) = shared() else { return };
+    let info = llm.info();
+    assert!(
+        info.chat_template
+            .as_deref()
+            .unwrap_or_default()
+            .contains("<|im_start|>"),
+        "ChatML template"
+    );
+    let req = request(
+        vec![
+            ChatMessage::system("Be brief."),
+            ChatMessage::user("What is the capital of France?"),
+        ],
+        greedy(24),
+    );
+    let prompt = llm.render(&req).unwrap();
+    assert!(
+        prompt.contains("<|im_start|>user\nWhat is the capital of France?<|im_end|>"),
+        "{prompt}"
+    );
+    assert!(prompt.ends_with("<|im_start|>assistant\n"), "{prompt}");
+    let (pieces, usage) = generate(llm, req).await;
+    let text: String = pieces.concat();
+    assert!(!text.trim().is_empty());
+    assert!(pieces.len() > 1, "streamed in pieces");
+    assert!(!text.contains('\u{fffd}'), "{text:?}");
+    assert!(usage.generated_tokens >= 1 && usage.generated_tokens <= 24);
+    assert!(usage.prompt_tokens > 10);
+    assert!(usage.time_to_first_token > Duration::ZERO);
+}
+
+#[tokio::test]
+async fn stops_at_max_tokens_and_at_stop_strings() {
+    let Some(llm) = shared() else { return };
+    let question = || {
+        vec![ChatMessage::user(
+            "Count from one to twenty in words, separated by commas.",
+        )]
+    };
+    let (pieces, usage) = generate(llm, request(question(), greedy(6))).await;
+    assert_eq!(usage.generated_tokens, 6, "{pieces:?}");
+    let full: String = generate(llm, request(question(), greedy(40)))
+        .await
+        .0
+        .concat();
+    // Stop at the second word of the greedy answer: the text ends right before it.
+    let words: Vec<&str> = full.split_whitespace().collect();
+    assert!(words.len() >= 3, "{full:?}");
+    let stop = words[1].to_string();
+    let options = InferenceOptions {
+        stop: vec![stop.clone()],
+        ..greedy(40)
+    };
+    let cut: String = generate(llm, request(question(), options)).await.0.concat();
+    assert_eq!(cut, full[..full.find(&stop).unwrap()].to_string());
+}
+
+#[tokio::test]
+async fn dropping_the_stream_stops_generation_promptly() {
+    let Some(llm) = shared() else { return };
+    let long = request(
+        vec![ChatMessage::user("Write a very long story about a dragon.")],
+        greedy(1500),
+    );
+    let mut stream = llm.generate(long).await.unwrap();
+    for _ in 0..3 {
+        stream.next().await.unwrap().unwrap();
+    }
+    drop(stream);
+    // The worker is free again at once: a short request finishes quickly.
+    let start = Instant::now();
+    let (_, usage) = generate(llm, request(vec![ChatMessage::user("Hi")], greedy(1))).await;
+    assert_eq!(usage.generated_tokens, 1);
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_growing_conversation_evaluates_only_new_tokens() {
+    let Some(path) = model_path() else { return };
+    let llm = LlamaLlm::load(config(path)).unwrap();
+    let system = ChatMessage::system("You are a helpful assistant.");
+    let first = vec![system.clone(), ChatMessage::user("Name a color.")];
+    let (reply, u1) = generate(&llm, request(first.clone(), greedy(12))).await;
+    assert_eq!(
+        u1.prompt_tokens_evaluated, u1.prompt_tokens,
+        "nothing cached yet"
+    );
+
+    let mut second = first.clone();
+    second.push(ChatMessage::assistant(reply.concat()));
+    second.push(ChatMessage::user("Name another one."));
+    let (_, u2) = generate(&llm, request(second.clone(), greedy(12))).await;
+    assert!(u2.prompt_tokens > u1.prompt_tokens);
+    let new_tokens = u2.prompt_tokens - u1.prompt_tokens;
+    assert!(
+        u2.prompt_tokens_evaluated <= new_tokens + 2,
+        "evaluated {} of {} (new: {new_tokens})",
+        u2.prompt_tokens_evaluated,
+        u2.prompt_tokens
+    );
+    assert!(u2.prompt_tokens_evaluated < u2.prompt_tokens / 2);
+
+    // The same conversation again: only the last token is evaluated.
+    let (_, u3) = generate(&llm, request(second.clone(), greedy(1))).await;
+    assert_eq!(u3.prompt_tokens_evaluated, 1);
+
+    // An earlier message changed: everything after it is evaluated again.
+    let mut changed = second.clone();
+    changed[0] = ChatMessage::system("You are a terse assistant.");
+    let (_, u4) = generate(&llm, request(changed, greedy(1))).await;
+    assert!(
+        u4.prompt_tokens_evaluated + 8 >= u4.prompt_tokens,
+        "evaluated {} of {}",
+        u4.prompt_tokens_evaluated,
+        u4.prompt_tokens
+    );
+}
+
+#[tokio::test]
+async fn a_conversation_larger_than_the_context_is_a_clear_error() {
+    let Some(path) = model_path() else { return };
+    let llm = LlamaLlm::load(LlamaConfig {
+        context_size: 128,
+        ..config(path)
+    })
+    .unwrap();
+    let huge = ChatMessage::user("word ".repeat(400));
+    let err = match llm.generate(request(vec![huge], greedy(4))).await {
+        Ok(mut s) => s.next().await.unwrap().unwrap_err(),
+        Err(e) => e,
+    };
+    // llama.cpp may round the window up; the error names the window in use.
+    let window = llm.info().context_size;
+    assert!(window < 410);
+    assert!(
+        err.to_string()
+            .contains(&format!("more than the context window of {window} tokens")),
+        "{err}"
+    );
+    // The model still works afterwards.
+    let (pieces, _) = generate(&llm, request(vec![ChatMessage::user("Hi")], greedy(3))).await;
+    assert!(!pieces.is_empty());
+}
