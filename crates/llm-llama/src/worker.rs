@@ -2,7 +2,7 @@
 
 use crate::text::{Stop, StopMatcher, Utf8Decoder};
 use crate::{Error, LlamaConfig, ModelInfo};
-use core_models::{ChatMessage, InferenceOptions, LlmChunk, LlmRequest, LlmUsage};
+use core_models::{ChatMessage, LlmChunk, LlmRequest, LlmUsage};
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_backend::LlamaBackend;
@@ -168,11 +168,85 @@ fn render(
     Ok(services_ai::agent::prompt::render_plain(messages))
 }
 
-fn sampler(model: &LlamaModel, options: &InferenceOptions) -> LlamaSampler {
-    if options.temperature <= 0.0 {
-        return LlamaSampler::greedy();
+/// A grammar for the reply, from the offered tools and the tool choice: `required` or a
+/// named tool makes the whole reply one call; `auto` constrains only what follows the
+/// call's opening fence (a lazy grammar), so free text stays free; `none` adds nothing.
+/// Returns the GBNF text and, for a lazy grammar, its trigger.
+pub(crate) fn tool_grammar(
+    request: &LlmRequest,
+) -> Result<Option<(String, Option<&'static str>)>, Error> {
+    use core_models::ToolChoice;
+    if request.tools.is_empty() || request.tool_choice == ToolChoice::None {
+        return Ok(None);
     }
+    let tools: Vec<_> = match &request.tool_choice {
+        ToolChoice::Tool(name) => {
+            let chosen: Vec<_> = request.tools.iter().filter(|t| &t.id == name).collect();
+            if chosen.is_empty() {
+                return Err(Error::Template(format!(
+                    "the tool choice names {name}, which is not offered"
+                )));
+            }
+            chosen
+        }
+        _ => request.tools.iter().collect(),
+    };
+    // Written out by hand so that "tool" comes before "parameters": the model names the
+    // tool first, as the prompt shows it (serde_json would sort the keys).
+    let alternatives: Vec<String> = tools
+        .iter()
+        .map(|t| {
+            format!(
+                r#"{{"type":"object","properties":{{"tool":{{"const":{}}},"parameters":{}}},"required":["tool","parameters"],"additionalProperties":false}}"#,
+                serde_json::Value::String(t.id.clone()),
+                t.input_schema
+            )
+        })
+        .collect();
+    let schema = if alternatives.len() == 1 {
+        alternatives.concat()
+    } else {
+        format!(r#"{{"anyOf":[{}]}}"#, alternatives.join(","))
+    };
+    let json = llama_cpp_2::json_schema_to_grammar(&schema).map_err(|e| {
+        Error::Template(format!(
+            "cannot build a grammar from the tools' schemas: {e}"
+        ))
+    })?;
+    // Rename the converter's root rule and wrap it in the call's fence.
+    let renamed: String = json
+        .lines()
+        .map(|line| match line.strip_prefix("root ::=") {
+            Some(rest) => format!("tool-call-json ::={rest}"),
+            None => line.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let grammar = format!("root ::= \"```tool_call\\n\" tool-call-json \"\\n```\"\n{renamed}\n");
+    let lazy = match request.tool_choice {
+        ToolChoice::Auto => Some("```tool_call"),
+        _ => None,
+    };
+    Ok(Some((grammar, lazy)))
+}
+
+fn sampler(model: &LlamaModel, request: &LlmRequest) -> Result<LlamaSampler, Error> {
+    let options = &request.options;
     let mut chain = Vec::new();
+    if let Some((grammar, lazy)) = tool_grammar(request)? {
+        let sampler = match lazy {
+            Some(trigger) => LlamaSampler::grammar_lazy(model, &grammar, "root", [trigger], &[]),
+            None => LlamaSampler::grammar(model, &grammar, "root"),
+        };
+        chain
+            .push(sampler.map_err(|e| {
+                Error::Template(format!("llama.cpp refused the tool grammar: {e}"))
+            })?);
+    }
+    if options.temperature <= 0.0 {
+        chain.push(LlamaSampler::greedy());
+        return Ok(LlamaSampler::chain_simple(chain));
+    }
     if (options.repeat_penalty - 1.0).abs() > f32::EPSILON {
         chain.push(LlamaSampler::penalties(
             model.n_vocab(),
@@ -195,7 +269,7 @@ fn sampler(model: &LlamaModel, options: &InferenceOptions) -> LlamaSampler {
     }
     chain.push(LlamaSampler::temp(options.temperature));
     chain.push(LlamaSampler::dist(options.seed.unwrap_or_else(rand_seed)));
-    LlamaSampler::chain_simple(chain)
+    Ok(LlamaSampler::chain_simple(chain))
 }
 
 fn rand_seed() -> u32 {
@@ -307,7 +381,7 @@ impl Session<'_, '_> {
         }
 
         let gen_started = Instant::now();
-        let mut sampler = sampler(self.model, &request.options);
+        let mut sampler = sampler(self.model, request)?;
         let mut utf8 = Utf8Decoder::default();
         let mut stops = StopMatcher::new(&request.options.stop);
         let mut first_token = None;
