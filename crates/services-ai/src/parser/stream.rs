@@ -598,17 +598,22 @@ impl StreamingFunctionCallParser {
                     };
                 }
             }
-            Body::Raw { reason, mut closer } => {
-                let close = kind.closer().unwrap_or(FENCE);
-                if closer.feed(c, &[close], &mut String::new()).is_some() {
-                    self.diagnostic(reason);
-                    self.call_removed();
-                    return;
-                }
-                block.body = Body::Raw { reason, closer };
-            }
+            Body::Raw { reason, closer } => return self.skip_to_closer(block, c, reason, closer),
         }
         self.mode = Mode::Block(Box::new(block));
+    }
+
+    /// In a broken block: feed `c` to the closing-marker matcher; once the marker is
+    /// complete, report `reason` and drop the block.
+    fn skip_to_closer(&mut self, mut block: Block, c: char, reason: String, mut closer: Matcher) {
+        let close = block.kind.closer().unwrap_or(FENCE);
+        if closer.feed(c, &[close], &mut String::new()).is_some() {
+            self.diagnostic(reason);
+            self.call_removed();
+        } else {
+            block.body = Body::Raw { reason, closer };
+            self.mode = Mode::Block(Box::new(block));
+        }
     }
 
     fn json_allowed(&self, kind: BlockKind, named: bool, c: char) -> bool {
@@ -633,15 +638,7 @@ impl StreamingFunctionCallParser {
                 self.step(c);
             }
             BlockKind::ToolCallFence | BlockKind::ToolCall => {
-                let mut closer = Matcher::default();
-                let close = block.kind.closer().unwrap_or(FENCE);
-                if closer.feed(c, &[close], &mut String::new()).is_some() {
-                    self.diagnostic(reason);
-                    self.call_removed();
-                    return;
-                }
-                block.body = Body::Raw { reason, closer };
-                self.mode = Mode::Block(Box::new(block));
+                self.skip_to_closer(block, c, reason, Matcher::default());
             }
             BlockKind::PythonTag | BlockKind::Mistral => {
                 block.raw.truncate(block.raw.len() - c.len_utf8());
