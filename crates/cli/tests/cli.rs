@@ -220,6 +220,37 @@ fn results(events: &[AgentEvent]) -> Vec<core_models::ToolResultEvent> {
         .collect()
 }
 
+/// Start `aintern run --json` over `ws` with `script`; hand back the child, its stdin and
+/// its stdout lines.
+fn spawn_json(
+    ws: &Workspace,
+    script: &str,
+    message: &str,
+) -> (
+    std::process::Child,
+    std::process::ChildStdin,
+    std::io::Lines<BufReader<std::process::ChildStdout>>,
+) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_aintern"))
+        .args([
+            "run",
+            "--json",
+            "--workspace",
+            ws.path(),
+            "--backend",
+            script,
+            message,
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    (child, stdin, stdout)
+}
+
 fn run_json(
     ws: &Workspace,
     script: &str,
@@ -295,25 +326,9 @@ fn run_approvals_over_stdin() {
         &call("write_file", json!({"path": "out.txt", "content": "hi"})),
         "Written.",
     ]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_aintern"))
-        .args([
-            "run",
-            "--json",
-            "--workspace",
-            ws.path(),
-            "--backend",
-            &script,
-            "write it",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let (mut child, mut stdin, stdout) = spawn_json(&ws, &script, "write it");
     let mut events = Vec::new();
-    for line in stdout.lines() {
+    for line in stdout {
         let event: AgentEvent = serde_json::from_str(&line.unwrap()).unwrap();
         if let AgentEvent::ApprovalRequest(a) = &event {
             assert_eq!(a.request.tool_id, "write_file");
@@ -368,25 +383,10 @@ fn run_cancel_over_stdin() {
     )
     .unwrap();
     let script = format!("script:{}", file.display());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_aintern"))
-        .args([
-            "run",
-            "--json",
-            "--workspace",
-            ws.path(),
-            "--backend",
-            &script,
-            "slow",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let (mut child, mut stdin, stdout) = spawn_json(&ws, &script, "slow");
     let mut last = None;
     let mut sent = false;
-    for line in stdout.lines() {
+    for line in stdout {
         let event: AgentEvent = serde_json::from_str(&line.unwrap()).unwrap();
         if !sent && matches!(&event, AgentEvent::TextGeneration(_)) {
             writeln!(stdin, "{}", json!({"op": "cancel"})).unwrap();
