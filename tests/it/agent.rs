@@ -1004,11 +1004,48 @@ async fn tools_offered_follow_the_context_and_tool_choice_applies_to_the_first_i
     let offered: Vec<&str> = requests[0].tools.iter().map(|t| t.id.as_str()).collect();
     assert_eq!(offered, ["read_file"]);
     assert_eq!(requests[0].tool_choice, ToolChoice::Required);
-    assert_eq!(requests[1].tool_choice, ToolChoice::Auto);
+    // The forced round is over: the reply after the results is the answer.
+    assert_eq!(requests[1].tool_choice, ToolChoice::None);
     assert!(requests[0].messages[0]
         .content
         .starts_with("Be brief.\n\nYou are an AI assistant"));
     assert!(!requests[0].messages[0].content.contains("## run"));
+}
+
+/// Required and named choices force one round of tool use: a call written after the
+/// results is text, not run, and the request completes instead of looping.
+#[tokio::test]
+async fn after_a_forced_call_the_model_answers_and_calls_are_not_run() {
+    let tool = Arc::new(MockTool::new("t"));
+    for choice in [ToolChoice::Required, ToolChoice::Tool("t".into())] {
+        let h = harness(
+            vec![
+                text(&call("t", json!({}))),
+                text(&format!("again {}", call("t", json!({})))),
+            ],
+            vec![tool.clone()],
+            config(),
+        );
+        let before = tool.executions();
+        let events = run(
+            &h.agent,
+            workspace_request("x").with_tool_choice(choice.clone()),
+        )
+        .await;
+        assert_eq!(tool.executions() - before, 1, "{choice}");
+        let requests = h.llm.requests();
+        assert_eq!(requests.len(), 2);
+        assert_eq!(requests[1].tool_choice, ToolChoice::None);
+        // The tools are still described (the prompt's prefix, and the KV cache, stay).
+        assert_eq!(requests[1].tools.len(), 1);
+        assert_eq!(requests[0].messages[0], requests[1].messages[0]);
+        let AgentEvent::AgentComplete(done) = events.last().unwrap() else {
+            panic!("{:?}", events.last())
+        };
+        assert_eq!(done.total_iterations, 2, "{done:?}");
+        assert!(!done.was_cancelled);
+        assert!(done.final_response.contains("again"), "{done:?}");
+    }
 }
 
 #[tokio::test]
@@ -1312,4 +1349,53 @@ async fn cost_budget() {
     );
     let events = run(&h.agent, workspace_request("x")).await;
     assert_eq!(complete(&events).reason, CompletionReason::BudgetExceeded);
+}
+
+/// The compact tool prompt: one line per tool with its required parameters only.
+#[test]
+fn the_compact_tool_prompt_lists_each_tool_on_one_line() {
+    use services_ai::agent::prompt::{compact_signature, system_prompt};
+    let check = |schema: serde_json::Value, expected: &str| {
+        assert_eq!(compact_signature(&schema), expected, "{schema}");
+    };
+    check(
+        json!({"type": "object", "properties": {"path": {"type": "string"}, "start_line": {"type": "integer"}}, "required": ["path"]}),
+        r#"{"path": string}"#,
+    );
+    // Required order, not the properties' order; type lists and enums.
+    check(
+        json!({"properties": {"b": {"type": ["string", "null"]}, "a": {"enum": [1, 2]}}, "required": ["b", "a"]}),
+        r#"{"b": string | null, "a": enum}"#,
+    );
+    check(json!({"type": "object"}), "{}");
+    check(
+        json!({"properties": {"x": {}}, "required": ["x", "missing"]}),
+        r#"{"x": any}"#,
+    );
+
+    let config = services_ai::AgentConfig {
+        tool_prompt_style: services_ai::ToolPromptStyle::Compact,
+        ..services_ai::AgentConfig::default()
+    };
+    let read = core_models::ToolDefinition::new(
+        "read_file",
+        "Read File",
+        "Read a file. Lines too.",
+    )
+    .with_schema(
+        json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+    );
+    let prompt = system_prompt(&config, Some("Be brief."), &[read]).unwrap();
+    assert_eq!(
+        prompt,
+        "Be brief.\n\nYou are a helpful assistant with tools.\n\nTools:\n\
+         - read_file: Read a file. Parameters: {\"path\": string}\n\n\
+         To call a tool, reply with:\n```tool_call\n{\"tool\": \"<tool>\", \"parameters\": {<arguments>}}\n```\n\
+         Use the exact names the user gives."
+    );
+    // What the compact prompt asks for is what the parser reads.
+    let parsed = services_ai::FunctionCallParser::default().parse_all(
+        "```tool_call\n{\"tool\": \"read_file\", \"parameters\": {\"path\": \"a\"}}\n```",
+    );
+    assert_eq!(parsed.tool_calls.len(), 1);
 }

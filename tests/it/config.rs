@@ -261,3 +261,40 @@ fn every_failure_is_reported_at_once() {
         .unwrap();
     assert_eq!(c.max_agent_iterations, 0);
 }
+
+/// An application's defaults replace the built-in ones and stay below files, variables
+/// and overrides.
+#[test]
+fn application_defaults_sit_between_built_in_defaults_and_every_other_layer() {
+    let load = |loader: services_ai::ConfigLoader| {
+        loader
+            .env_source(std::collections::HashMap::new())
+            .default_value("tool_prompt_style", "compact")
+            .load()
+            .unwrap()
+            .tool_prompt_style
+    };
+    use services_ai::ToolPromptStyle::{Compact, Full};
+    assert_eq!(load(services_ai::ConfigLoader::new()), Compact);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("aintern.toml");
+    std::fs::write(&file, "tool_prompt_style = \"full\"\n").unwrap();
+    assert_eq!(load(services_ai::ConfigLoader::new().file(&file)), Full);
+    assert_eq!(
+        load(services_ai::ConfigLoader::new().set("tool_prompt_style", "full")),
+        Full
+    );
+    let env = std::collections::HashMap::from([(
+        "AINTERN_TOOL_PROMPT_STYLE".to_string(),
+        "full".to_string(),
+    )]);
+    assert_eq!(
+        services_ai::ConfigLoader::new()
+            .default_value("tool_prompt_style", "compact")
+            .env_source(env)
+            .load()
+            .unwrap()
+            .tool_prompt_style,
+        Full
+    );
+}

@@ -1,8 +1,9 @@
 //! `aintern` — AIntern's terminal agent.
 //!
 //! Commands so far: `run` (one request to the agent), `parse` (the tool-call parser over
-//! stdin) and `config`. `chat` and `permissions` arrive with a later issue.
+//! stdin), `bench llm` (the inference layer's speed) and `config`. `chat` and `permissions` arrive with a later issue.
 
+mod bench;
 mod parse;
 mod run;
 
@@ -38,11 +39,23 @@ enum Command {
         #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
         chunk: u64,
     },
+    /// Measure speed.
+    Bench {
+        #[command(subcommand)]
+        what: BenchWhat,
+    },
     /// Inspect the configuration.
     Config {
         #[command(subcommand)]
         action: ConfigAction,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchWhat {
+    /// The inference layer: prompt processing and generation throughput (comparable with
+    /// raw llama.cpp's pp and tg) and the KV-cache reuse of a growing conversation.
+    Llm(bench::BenchLlmArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -71,16 +84,20 @@ fn loader(config: Option<PathBuf>) -> ConfigLoader {
     }
 }
 
+fn runtime(workers: usize) -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}
+
 fn run(cli: Cli) -> Result<(), String> {
     let mut out = std::io::stdout().lock();
     match cli.command {
         Command::Run(args) => {
             drop(out);
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+            let runtime = runtime(2)?;
             let result = runtime.block_on(run::run(args));
             // The stdin reader is a blocking read that may never end: do not wait for it.
             runtime.shutdown_background();
@@ -89,6 +106,12 @@ fn run(cli: Cli) -> Result<(), String> {
             } else {
                 Err("the request failed (see the error above)".into())
             }
+        }
+        Command::Bench {
+            what: BenchWhat::Llm(args),
+        } => {
+            drop(out);
+            runtime(1)?.block_on(bench::run(args))
         }
         Command::Parse {
             tools,

@@ -49,6 +49,13 @@ pub(crate) struct RunArgs {
     /// Read the configuration from this TOML file (default: aintern.toml in the workspace).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Sampling temperature (0: greedy). Default: 0 with the embedded model, which answers
+    /// best greedy; 0.7 otherwise.
+    #[arg(long, value_name = "T")]
+    temperature: Option<f32>,
+    /// Most tokens per reply. Default: 512 with the embedded model, 4096 otherwise.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_tokens: Option<u32>,
     /// Print every event as one JSON line; read commands as JSON lines on stdin.
     #[arg(long)]
     json: bool,
@@ -131,9 +138,14 @@ fn workspace(dir: Option<PathBuf>) -> Result<PathBuf, String> {
 }
 
 fn load_config(args: &RunArgs, workspace: &Path) -> Result<services_ai::AgentConfig, String> {
+    let mut loader = ConfigLoader::new();
+    if args.backend.is_none() {
+        // The embedded default model is small: it follows the compact tool prompt.
+        loader = loader.default_value("tool_prompt_style", "compact");
+    }
     let loader = match &args.config {
-        Some(file) => ConfigLoader::new().file(file),
-        None => ConfigLoader::new().optional_file(workspace.join("aintern.toml")),
+        Some(file) => loader.file(file),
+        None => loader.optional_file(workspace.join("aintern.toml")),
     };
     let mut config = loader.load_unvalidated().map_err(|e| e.to_string())?;
     if let Some(secs) = args.timeout {
@@ -164,6 +176,18 @@ pub(crate) async fn run(args: RunArgs) -> Result<bool, String> {
     let mut request = AgentRequest::new(args.message.clone())
         .with_tool_context(ToolAvailabilityContext::for_workspace(&workspace));
     request.max_iterations = args.max_iterations;
+    let embedded = args.backend.is_none();
+    let defaults = core_models::InferenceOptions::default();
+    request.inference_options = Some(core_models::InferenceOptions {
+        temperature: args
+            .temperature
+            .unwrap_or(if embedded { 0.0 } else { defaults.temperature })
+            .max(0.0),
+        max_tokens: args
+            .max_tokens
+            .unwrap_or(if embedded { 512 } else { defaults.max_tokens }),
+        ..defaults
+    });
     if let Some(choice) = args.tool_choice.clone() {
         request.tool_choice = choice;
     }

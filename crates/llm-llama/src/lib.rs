@@ -5,8 +5,13 @@
 //!
 //! * The model and its context live on one dedicated worker thread; generation never
 //!   blocks the async runtime. Text streams back as UTF-8-safe pieces.
-//! * The chat is rendered with the model's own chat template (llama.cpp's template
-//!   support), falling back to a plain rendering when the model has none.
+//! * The chat is rendered with the model's own Jinja chat template through minijinja,
+//!   adapted to what the template understands (tools, tool results, system messages;
+//!   see [`ChatTemplate`]); else with llama.cpp's built-in template support; else with
+//!   a plain rendering.
+//! * Tool calls can be grammar-constrained: `required` or a named tool makes the whole
+//!   reply one call whose parameters follow the tool's JSON schema; `auto` constrains only
+//!   what follows the call's opening fence (a lazy grammar).
 //! * **KV-cache reuse:** the worker remembers which tokens the context holds; each call
 //!   evaluates only the tokens after the longest common prefix with them, so an agent
 //!   loop that re-sends a growing conversation pays only for what is new.
@@ -15,10 +20,12 @@
 //! * llama.cpp's own logging goes to `tracing` (targets under `llama-cpp-2`).
 
 mod error;
+mod template;
 mod text;
 mod worker;
 
 pub use error::Error;
+pub use template::{ChatTemplate, TemplateCapabilities};
 
 use async_trait::async_trait;
 use core_models::{LlmRequest, LlmService, LlmStream};
@@ -90,6 +97,9 @@ pub struct ModelInfo {
     pub training_context: u32,
     /// The model's own chat template, when it has one.
     pub chat_template: Option<String>,
+    /// What that template does with tools, tool results and system messages, when
+    /// minijinja could compile it (else llama.cpp's built-in template support is used).
+    pub template_capabilities: Option<TemplateCapabilities>,
 }
 
 /// A GGUF model behind the [`LlmService`] port. Cheap to clone: clones share the worker.
@@ -175,6 +185,26 @@ impl LlamaLlm {
         &self.info
     }
 
+    /// Measure throughput the way llama.cpp's llama-bench does: `prompt_tokens`
+    /// synthetic tokens decoded as one batch after a cleared cache (pp), then
+    /// `gen_tokens` tokens generated one by one with greedy sampling (tg), through the
+    /// same decode and sampling path as generation. Blocking; clears the KV cache.
+    ///
+    /// # Errors
+    /// [`Error::ContextFull`] when `prompt_tokens + gen_tokens` do not fit the context;
+    /// [`Error::Backend`] when decoding fails.
+    pub fn throughput(&self, prompt_tokens: u32, gen_tokens: u32) -> Result<Throughput, Error> {
+        let (tx, rx) = mpsc::channel();
+        self.jobs
+            .send(worker::Job::Throughput {
+                prompt_tokens,
+                gen_tokens,
+                reply: tx,
+            })
+            .map_err(|_| Error::WorkerGone)?;
+        rx.recv().map_err(|_| Error::WorkerGone)?
+    }
+
     /// The prompt the model would be given for `request` (its chat template applied).
     ///
     /// # Errors
@@ -189,6 +219,15 @@ impl LlamaLlm {
             .map_err(|_| Error::WorkerGone)?;
         rx.recv().map_err(|_| Error::WorkerGone)?
     }
+}
+
+/// Raw speed of the loaded model on this machine (see [`LlamaLlm::throughput`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Throughput {
+    /// Prompt processing: tokens decoded per second in one batch.
+    pub prompt_tokens_per_second: f64,
+    /// Generation: tokens generated per second, one at a time, greedy.
+    pub generated_tokens_per_second: f64,
 }
 
 #[async_trait]

@@ -1,8 +1,9 @@
 //! The worker thread: owns the model and its context, runs one job at a time.
 
+use crate::template::ChatTemplate;
 use crate::text::{Stop, StopMatcher, Utf8Decoder};
 use crate::{Error, LlamaConfig, ModelInfo};
-use core_models::{ChatMessage, LlmChunk, LlmRequest, LlmUsage};
+use core_models::{LlmChunk, LlmRequest, LlmUsage};
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_backend::LlamaBackend;
@@ -22,6 +23,12 @@ pub(crate) enum Job {
     Render {
         request: LlmRequest,
         reply: mpsc::Sender<Result<String, Error>>,
+    },
+    /// Measure prompt processing and generation throughput (see [`crate::Throughput`]).
+    Throughput {
+        prompt_tokens: u32,
+        gen_tokens: u32,
+        reply: mpsc::Sender<Result<crate::Throughput, Error>>,
     },
     /// Generate a reply, streaming it to `out`.
     Generate {
@@ -98,6 +105,24 @@ pub(crate) fn run(
         }
     };
     let template = model.chat_template(None).ok();
+    let jinja = template
+        .as_ref()
+        .and_then(|t| t.to_string().ok())
+        .and_then(|source| {
+            let vocab = model.vocab();
+            let text = |t| String::from_utf8_lossy(&vocab.token_to_piece(t, true, None)).into_owned();
+            match ChatTemplate::new(&source, &text(vocab.bos()), &text(vocab.eos())) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    tracing::warn!(error = %e, "using llama.cpp's built-in template support instead");
+                    None
+                }
+            }
+        });
+    let templates = Templates {
+        jinja: jinja.as_ref(),
+        builtin: template.as_ref(),
+    };
     let name = model
         .meta_val_str("general.name")
         .ok()
@@ -115,6 +140,7 @@ pub(crate) fn run(
         context_size: ctx.n_ctx(),
         training_context: model.n_ctx_train(),
         chat_template: template.as_ref().and_then(|t| t.to_string().ok()),
+        template_capabilities: jinja.as_ref().map(ChatTemplate::capabilities),
     };
     if ready.send(Ok(info)).is_err() {
         return;
@@ -123,17 +149,21 @@ pub(crate) fn run(
     for job in jobs {
         match job {
             Job::Render { request, reply } => {
-                let _ = reply.send(render(&model, template.as_ref(), &request.messages));
+                let _ = reply.send(templates.render(&model, &request).map(|(p, _)| p));
+            }
+            Job::Throughput {
+                prompt_tokens,
+                gen_tokens,
+                reply,
+            } => {
+                // Not streamed: nobody cancels it, so the sender never closes.
+                let (out, _keep) = tokio::sync::mpsc::unbounded_channel();
+                let mut session = Session::new(&model, &mut ctx, &mut cache, batch as usize, &out);
+                let _ = reply.send(session.throughput(prompt_tokens, gen_tokens));
             }
             Job::Generate { request, out } => {
-                let mut session = Session {
-                    model: &model,
-                    ctx: &mut ctx,
-                    cache: &mut cache,
-                    batch: batch as usize,
-                    out: &out,
-                };
-                if let Err(e) = session.generate(template.as_ref(), &request) {
+                let mut session = Session::new(&model, &mut ctx, &mut cache, batch as usize, &out);
+                if let Err(e) = session.generate(&templates, &request) {
                     let _ = out.send(Err(e.into()));
                 }
             }
@@ -141,31 +171,56 @@ pub(crate) fn run(
     }
 }
 
-/// The chat as a prompt, with the model's template (or the plain rendering).
-fn render(
-    model: &LlamaModel,
-    template: Option<&LlamaChatTemplate>,
-    messages: &[ChatMessage],
-) -> Result<String, Error> {
-    if let Some(template) = template {
-        let chat: Result<Vec<LlamaChatMessage>, _> = messages
-            .iter()
-            .map(|m| {
-                LlamaChatMessage::new(
-                    m.role.as_str().to_string(),
-                    m.content.replace('\0', "\u{fffd}"),
-                )
-            })
-            .collect();
-        let chat = chat.map_err(|e| Error::Template(e.to_string()))?;
-        match model.apply_chat_template(template, &chat, true) {
-            Ok(prompt) => return Ok(prompt),
-            Err(e) => {
-                tracing::warn!(error = %e, "the model's chat template failed; using the plain rendering")
+/// The ways a chat becomes a prompt, best first.
+#[derive(Clone, Copy)]
+struct Templates<'a> {
+    /// The model's Jinja template through minijinja.
+    jinja: Option<&'a ChatTemplate>,
+    /// llama.cpp's built-in support for well-known templates.
+    builtin: Option<&'a LlamaChatTemplate>,
+}
+
+impl Templates<'_> {
+    /// The chat as a prompt: the model's Jinja template, else llama.cpp's built-in
+    /// template support, else the plain rendering. Also says whether the prompt already
+    /// starts with the beginning-of-sequence token's text (so it must not be added again).
+    fn render(&self, model: &LlamaModel, request: &LlmRequest) -> Result<(String, bool), Error> {
+        if let Some(jinja) = self.jinja {
+            match jinja.render(&request.messages, &request.tools) {
+                Ok(prompt) => {
+                    let has_bos =
+                        !jinja.bos_token().is_empty() && prompt.starts_with(jinja.bos_token());
+                    return Ok((prompt, has_bos));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "trying llama.cpp's built-in template support")
+                }
             }
         }
+        if let Some(template) = self.builtin {
+            let chat: Result<Vec<LlamaChatMessage>, _> = request
+                .messages
+                .iter()
+                .map(|m| {
+                    LlamaChatMessage::new(
+                        m.role.as_str().to_string(),
+                        m.content.replace('\0', "\u{fffd}"),
+                    )
+                })
+                .collect();
+            let chat = chat.map_err(|e| Error::Template(e.to_string()))?;
+            match model.apply_chat_template(template, &chat, true) {
+                Ok(prompt) => return Ok((prompt, false)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "the model's chat template failed; using the plain rendering")
+                }
+            }
+        }
+        Ok((
+            services_ai::agent::prompt::render_plain(&request.messages),
+            false,
+        ))
     }
-    Ok(services_ai::agent::prompt::render_plain(messages))
 }
 
 /// A grammar for the reply, from the offered tools and the tool choice: `required` or a
@@ -176,6 +231,9 @@ pub(crate) fn tool_grammar(
     request: &LlmRequest,
 ) -> Result<Option<(String, Option<&'static str>)>, Error> {
     use core_models::ToolChoice;
+    // With `none` nothing constrains the text: the agent runs nothing the model writes
+    // then (a grammar forbidding the call's fence costs a full-vocabulary grammar check
+    // per token, about ten times the generation time on a small model).
     if request.tools.is_empty() || request.tool_choice == ToolChoice::None {
         return Ok(None);
     }
@@ -222,13 +280,16 @@ pub(crate) fn tool_grammar(
         })
         .collect::<Vec<_>>()
         .join("\n");
-    let grammar = format!("root ::= \"```tool_call\\n\" tool-call-json \"\\n```\"\n{renamed}\n");
+    let grammar = format!("root ::= \"{CALL_FENCE}\\n\" tool-call-json \"\\n```\"\n{renamed}\n");
     let lazy = match request.tool_choice {
-        ToolChoice::Auto => Some("```tool_call"),
+        ToolChoice::Auto => Some(CALL_FENCE),
         _ => None,
     };
     Ok(Some((grammar, lazy)))
 }
+
+/// The opening of a tool call in the format AIntern asks models for.
+const CALL_FENCE: &str = "```tool_call";
 
 fn sampler(model: &LlamaModel, request: &LlmRequest) -> Result<LlamaSampler, Error> {
     let options = &request.options;
@@ -288,7 +349,23 @@ struct Session<'m, 'c> {
     out: &'c UnboundedSender<Result<LlmChunk, core_models::Error>>,
 }
 
-impl Session<'_, '_> {
+impl<'m, 'c> Session<'m, 'c> {
+    fn new(
+        model: &'m LlamaModel,
+        ctx: &'c mut LlamaContext<'m>,
+        cache: &'c mut Vec<LlamaToken>,
+        batch: usize,
+        out: &'c UnboundedSender<Result<LlmChunk, core_models::Error>>,
+    ) -> Self {
+        Session {
+            model,
+            ctx,
+            cache,
+            batch,
+            out,
+        }
+    }
+
     fn cancelled(&self) -> bool {
         self.out.is_closed()
     }
@@ -328,15 +405,11 @@ impl Session<'_, '_> {
         Ok(())
     }
 
-    fn generate(
-        &mut self,
-        template: Option<&LlamaChatTemplate>,
-        request: &LlmRequest,
-    ) -> Result<(), Error> {
+    fn generate(&mut self, templates: &Templates<'_>, request: &LlmRequest) -> Result<(), Error> {
         let started = Instant::now();
-        let prompt = render(self.model, template, &request.messages)?;
+        let (prompt, has_bos) = templates.render(self.model, request)?;
         let vocab = self.model.vocab();
-        let tokens = vocab.tokenize(prompt.as_bytes(), true, true);
+        let tokens = vocab.tokenize(prompt.as_bytes(), !has_bos, true);
         let window = self.ctx.n_ctx();
         if tokens.is_empty() {
             return Err(Error::Template("the prompt is empty".into()));
@@ -445,6 +518,49 @@ impl Session<'_, '_> {
         };
         let _ = self.out.send(Ok(LlmChunk::Usage(usage)));
         Ok(())
+    }
+
+    /// Prompt processing and generation speed, measured as llama-bench measures raw
+    /// llama.cpp: `prompt_tokens` synthetic tokens decoded as one batch after a cleared
+    /// cache, then `gen_tokens` tokens generated one at a time with greedy sampling —
+    /// through the same decode and sampling calls that [`Session::generate`] uses.
+    fn throughput(
+        &mut self,
+        prompt_tokens: u32,
+        gen_tokens: u32,
+    ) -> Result<crate::Throughput, Error> {
+        let p = prompt_tokens.max(1) as usize;
+        let g = gen_tokens.max(1) as usize;
+        let window = self.ctx.n_ctx() as usize;
+        if p + g + 1 > window {
+            return Err(Error::ContextFull {
+                needed: p + g + 1,
+                window: self.ctx.n_ctx(),
+            });
+        }
+        let n_vocab = usize::try_from(self.model.n_vocab()).unwrap_or(0).max(200);
+        // The same synthetic prompt as rawbench: spread over the vocabulary.
+        let prompt: Vec<LlamaToken> = (0..p)
+            .map(|i| LlamaToken::new(i32::try_from(i * 7919 % (n_vocab - 100) + 50).unwrap_or(50)))
+            .collect();
+        self.reset_cache();
+        let started = Instant::now();
+        self.decode(&prompt, 0, true)?;
+        let pp = started.elapsed();
+        let mut sampler = LlamaSampler::greedy();
+        let mut token = sampler.sample(self.ctx, -1);
+        let started = Instant::now();
+        for i in 0..g {
+            self.decode(&[token], p + i, true)?;
+            token = sampler.sample(self.ctx, -1);
+        }
+        let tg = started.elapsed();
+        // The synthetic tokens are no conversation worth keeping.
+        self.reset_cache();
+        Ok(crate::Throughput {
+            prompt_tokens_per_second: p as f64 / pp.as_secs_f64().max(f64::MIN_POSITIVE),
+            generated_tokens_per_second: g as f64 / tg.as_secs_f64().max(f64::MIN_POSITIVE),
+        })
     }
 
     fn send(&self, text: String) {

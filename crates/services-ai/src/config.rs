@@ -49,6 +49,22 @@ To use a tool, respond with a JSON block in this format:
 You may include text before or after the tool call to explain your reasoning.
 Wait for the tool result before continuing with your response.";
 
+/// How the tools are presented in the system prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolPromptStyle {
+    /// The seed's prompt: `tool_use_system_prompt`, each tool through
+    /// `tool_definition_format` (pretty-printed JSON schema), then `tool_call_format`.
+    #[default]
+    Full,
+    /// One line per tool (its id, the first sentence of its description and its required
+    /// parameters) and a one-line call format. Small models (around 100M parameters)
+    /// lose the user's words in the full prompt's schemas and placeholders and answer
+    /// with invented arguments; this one they follow. `tool_use_system_prompt`,
+    /// `tool_definition_format` and `tool_call_format` are not used.
+    Compact,
+}
+
 /// Limits on what one request may spend (seed 004's budget).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -117,6 +133,9 @@ pub struct AgentConfig {
     pub auto_retry_failed_tools: bool,
     /// Added to the system prompt when tools are offered; must not be empty.
     pub tool_use_system_prompt: String,
+    /// How tools are presented to the model: the seed's full prompt, or a compact one
+    /// for small models.
+    pub tool_prompt_style: ToolPromptStyle,
     /// How each tool is described (`{name}`, `{description}`, `{parameters}`).
     pub tool_definition_format: String,
     /// How the model is told to write a tool call.
@@ -143,6 +162,7 @@ impl Default for AgentConfig {
             max_tool_result_tokens: 4096,
             auto_retry_failed_tools: false,
             tool_use_system_prompt: DEFAULT_TOOL_USE_SYSTEM_PROMPT.to_string(),
+            tool_prompt_style: ToolPromptStyle::Full,
             tool_definition_format: DEFAULT_TOOL_DEFINITION_FORMAT.to_string(),
             tool_call_format: DEFAULT_TOOL_CALL_FORMAT.to_string(),
             enable_streaming: true,
@@ -333,6 +353,7 @@ pub struct ConfigLoader {
     env_prefix: String,
     env_source: Option<HashMap<String, String>>,
     overrides: Vec<(String, config::Value)>,
+    defaults: Vec<(String, config::Value)>,
 }
 
 impl Default for ConfigLoader {
@@ -349,6 +370,7 @@ impl ConfigLoader {
             env_prefix: "AINTERN".to_string(),
             env_source: None,
             overrides: Vec::new(),
+            defaults: Vec::new(),
         }
     }
 
@@ -376,6 +398,17 @@ impl ConfigLoader {
         self
     }
 
+    /// Change the default of `key` (dotted for nested keys): an application's own default,
+    /// which files, environment variables and [`ConfigLoader::set`] still override.
+    pub fn default_value(
+        mut self,
+        key: impl Into<String>,
+        value: impl Into<config::Value>,
+    ) -> Self {
+        self.defaults.push((key.into(), value.into()));
+        self
+    }
+
     /// Set `key` (dotted for nested keys: `"budget.max_cost"`) above every other layer.
     pub fn set(mut self, key: impl Into<String>, value: impl Into<config::Value>) -> Self {
         self.overrides.push((key.into(), value.into()));
@@ -389,7 +422,12 @@ impl ConfigLoader {
     /// type.
     pub fn load_unvalidated(self) -> Result<AgentConfig> {
         let defaults = config::Config::try_from(&AgentConfig::default())?;
-        let mut builder = config::Config::builder().add_source(defaults);
+        // The application's defaults replace the built-in ones, below every other layer.
+        let mut base = config::Config::builder().add_source(defaults);
+        for (key, value) in self.defaults {
+            base = base.set_override(key, value)?;
+        }
+        let mut builder = config::Config::builder().add_source(base.build()?);
         for (path, required) in &self.files {
             builder = builder.add_source(
                 config::File::from(path.as_path())

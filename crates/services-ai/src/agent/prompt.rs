@@ -2,7 +2,7 @@
 //! instructions, tool results as history messages, and the seed's plain-text rendering
 //! for backends without a chat template.
 
-use crate::config::AgentConfig;
+use crate::config::{AgentConfig, ToolPromptStyle};
 use core_models::{
     ChatMessage, FileContext, MessageRole, ToolCallRequest, ToolDefinition, ToolResult,
 };
@@ -34,7 +34,9 @@ pub fn system_prompt(
     if let Some(custom) = custom.filter(|c| !c.trim().is_empty()) {
         parts.push(custom.trim_end().to_string());
     }
-    if !tools.is_empty() {
+    if !tools.is_empty() && config.tool_prompt_style == ToolPromptStyle::Compact {
+        parts.push(compact_tool_prompt(tools));
+    } else if !tools.is_empty() {
         parts.push(config.tool_use_system_prompt.trim_end().to_string());
         let mut listing = String::from("Available tools:");
         for tool in tools {
@@ -45,6 +47,64 @@ pub fn system_prompt(
         parts.push(config.tool_call_format.trim_end().to_string());
     }
     (!parts.is_empty()).then(|| parts.join("\n\n"))
+}
+
+/// The compact presentation of the tools ([`ToolPromptStyle::Compact`]).
+fn compact_tool_prompt(tools: &[ToolDefinition]) -> String {
+    let mut out = String::from("You are a helpful assistant with tools.\n\nTools:");
+    for tool in tools {
+        out.push_str(&format!(
+            "\n- {}: {}. Parameters: {}",
+            tool.id,
+            first_sentence(&tool.description),
+            compact_signature(&tool.input_schema)
+        ));
+    }
+    out.push_str(
+        "\n\nTo call a tool, reply with:\n```tool_call\n\
+         {\"tool\": \"<tool>\", \"parameters\": {<arguments>}}\n```\n\
+         Use the exact names the user gives.",
+    );
+    out
+}
+
+/// The first sentence of a description, without its full stop.
+fn first_sentence(text: &str) -> &str {
+    let text = text.trim();
+    let end = text.find(". ").unwrap_or(text.len());
+    text[..end].trim_end_matches('.')
+}
+
+/// A JSON schema's required properties as a short JSON-like signature:
+/// `{"path": string, "content": string}`. Optional properties are left out: small models
+/// fill in every parameter they are shown, and invent values for the optional ones.
+pub fn compact_signature(schema: &serde_json::Value) -> String {
+    let Some(properties) = schema.get("properties").and_then(|p| p.as_object()) else {
+        return "{}".into();
+    };
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(|r| r.as_array())
+        .map(|r| r.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    let field = |name: &str, property: &serde_json::Value| {
+        let kind = match property.get("type") {
+            Some(serde_json::Value::String(t)) => t.clone(),
+            Some(serde_json::Value::Array(ts)) => ts
+                .iter()
+                .filter_map(|t| t.as_str())
+                .collect::<Vec<_>>()
+                .join(" | "),
+            _ if property.get("enum").is_some() => "enum".into(),
+            _ => "any".into(),
+        };
+        format!("{}: {kind}", serde_json::Value::String(name.to_string()))
+    };
+    let mandatory: Vec<String> = required
+        .iter()
+        .filter_map(|name| properties.get(*name).map(|p| field(name, p)))
+        .collect();
+    format!("{{{}}}", mandatory.join(", "))
 }
 
 /// The user's message with the attached files appended.

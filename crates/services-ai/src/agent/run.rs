@@ -251,15 +251,13 @@ impl Run {
             self.request.system_prompt.as_deref(),
             &definitions,
         );
-        let mut options = self.shared.parser_options.clone();
-        if tools.is_empty() {
-            // No tools offered: nothing the model writes is run; call-like text stays text.
-            options = ParserOptions::only([ToolCallFormat::Reasoning]);
-        }
-        let parser = FunctionCallParser::new(ToolCatalog::Registry(Arc::clone(
-            &self.shared.ports.registry,
-        )))
-        .with_options(options);
+        let catalog = ToolCatalog::Registry(Arc::clone(&self.shared.ports.registry));
+        let parser = FunctionCallParser::new(catalog.clone())
+            .with_options(self.shared.parser_options.clone());
+        // When no call may happen, nothing the model writes is run: call-like text stays
+        // text.
+        let text_only = FunctionCallParser::new(catalog)
+            .with_options(ParserOptions::only([ToolCallFormat::Reasoning]));
         let mut previous_tools = 0;
         let mut skip_begin = false;
         loop {
@@ -289,10 +287,22 @@ impl Run {
                 self.started.elapsed(),
             ));
 
-            let choice = match (&self.request.tool_choice, self.iteration) {
-                (ToolChoice::None, _) => ToolChoice::None,
-                (choice, 1) => choice.clone(),
-                _ => ToolChoice::Auto,
+            let choice = if tools.is_empty() {
+                ToolChoice::None
+            } else {
+                match (&self.request.tool_choice, self.iteration) {
+                    (ToolChoice::Auto, _) => ToolChoice::Auto,
+                    (ToolChoice::None, _) => ToolChoice::None,
+                    // A forced call (required or a named tool) is one round of tool use:
+                    // the first reply must call, the replies after the results answer.
+                    (choice, 1) => choice.clone(),
+                    _ => ToolChoice::None,
+                }
+            };
+            let parser = if choice == ToolChoice::None {
+                &text_only
+            } else {
+                &parser
             };
             let mut messages = Vec::with_capacity(self.history.len() + 1);
             if let Some(system) = &system {
@@ -305,7 +315,7 @@ impl Run {
                 tool_choice: choice,
                 options: self.request.inference_options.clone().unwrap_or_default(),
             };
-            let reply = match self.generate(llm_request, &parser).await {
+            let reply = match self.generate(llm_request, parser).await {
                 Ok(reply) => reply,
                 Err(Ok(Stopped)) => return self.stop_outcome(),
                 Err(Err(e)) => return Outcome::LlmFailed(e),

@@ -1,0 +1,223 @@
+//! `aintern bench llm`: the inference layer's speed, comparable with raw llama.cpp.
+//!
+//! Two measurements through [`llm_llama::LlamaLlm`]:
+//! * **throughput** — pp (a prompt of P synthetic tokens decoded as one batch after a
+//!   cleared cache) and tg (G tokens generated one by one, greedy), exactly as the raw
+//!   llama.cpp probe and llama-bench measure them, so the two can be compared;
+//! * **a conversation** growing over N turns through the `LlmService` port, as the agent
+//!   loop drives it: per turn the prompt's tokens, the tokens actually evaluated (the rest
+//!   came from the KV cache) and the time to the first token.
+
+use core_models::{ChatMessage, InferenceOptions, LlmChunk, LlmRequest, LlmService, LlmUsage};
+use futures::StreamExt;
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// `aintern bench llm` options.
+#[derive(Debug, clap::Args)]
+pub(crate) struct BenchLlmArgs {
+    /// The GGUF model (default: the embedded default model).
+    #[arg(long, value_name = "FILE")]
+    model: Option<PathBuf>,
+    /// Threads for prompt processing and generation (0: every core).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    threads: u32,
+    /// Prompt tokens for the pp measurement.
+    #[arg(long = "prompt", value_name = "P", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
+    prompt_tokens: u32,
+    /// Generated tokens for the tg measurement.
+    #[arg(long = "gen", value_name = "G", default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
+    gen_tokens: u32,
+    /// Repetitions of pp and tg (the mean is reported, as the raw probe does).
+    #[arg(long, value_name = "R", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    reps: u32,
+    /// Turns of the growing conversation (0: skip it).
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    turns: u32,
+    /// Print one JSON object instead of a report.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One conversation turn's figures.
+#[derive(Debug, Serialize)]
+struct Turn {
+    prompt_tokens: u64,
+    evaluated_tokens: u64,
+    generated_tokens: u64,
+    ttft_ms: f64,
+}
+
+/// Everything measured.
+#[derive(Debug, Serialize)]
+struct Report {
+    model: String,
+    threads: u32,
+    prompt: u32,
+    gen: u32,
+    reps: u32,
+    pp_tok_s: f64,
+    tg_tok_s: f64,
+    pp_tok_s_best: f64,
+    tg_tok_s_best: f64,
+    turns: Vec<Turn>,
+}
+
+/// Run the benchmark and print its report.
+pub(crate) async fn run(args: BenchLlmArgs) -> Result<(), String> {
+    let path = args
+        .model
+        .clone()
+        .unwrap_or_else(llm_llama::default_model_path);
+    if !path.is_file() && args.model.is_none() {
+        return Err(format!(
+            "the default model is not downloaded yet ({}): run scripts/fetch-model or pass --model FILE",
+            path.display()
+        ));
+    }
+    let config = llm_llama::LlamaConfig {
+        threads: args.threads,
+        // Room for the throughput run and for the conversation.
+        context_size: (args.prompt_tokens + args.gen_tokens + 16).max(4096),
+        batch_size: args.prompt_tokens.max(512),
+        ..llm_llama::LlamaConfig::new(path)
+    };
+    let llm = tokio::task::spawn_blocking(move || llm_llama::LlamaLlm::load(config))
+        .await
+        .map_err(|e| format!("loading the model stopped: {e}"))?
+        .map_err(|e| e.to_string())?;
+
+    let (mut pp, mut tg) = (Vec::new(), Vec::new());
+    for _ in 0..args.reps {
+        let probe = llm.clone();
+        let (p, g) = (args.prompt_tokens, args.gen_tokens);
+        let t = tokio::task::spawn_blocking(move || probe.throughput(p, g))
+            .await
+            .map_err(|e| format!("the measurement stopped: {e}"))?
+            .map_err(|e| e.to_string())?;
+        pp.push(t.prompt_tokens_per_second);
+        tg.push(t.generated_tokens_per_second);
+    }
+    let turns = conversation(&llm, args.turns).await?;
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    let best = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+    let threads = if args.threads == 0 {
+        std::thread::available_parallelism()
+            .map(|n| u32::try_from(n.get()).unwrap_or(1))
+            .unwrap_or(1)
+    } else {
+        args.threads
+    };
+    let report = Report {
+        model: llm.info().name.clone(),
+        threads,
+        prompt: args.prompt_tokens,
+        gen: args.gen_tokens,
+        reps: args.reps,
+        pp_tok_s: mean(&pp),
+        tg_tok_s: mean(&tg),
+        pp_tok_s_best: best(&pp),
+        tg_tok_s_best: best(&tg),
+        turns,
+    };
+    print_report(&report, args.json)
+}
+
+/// A conversation growing by one user message and one reply per turn, as an agent loop
+/// re-sends it: every request carries the whole history.
+async fn conversation(llm: &llm_llama::LlamaLlm, turns: u32) -> Result<Vec<Turn>, String> {
+    const TOPICS: [&str; 10] = [
+        "rivers",
+        "bridges",
+        "bees",
+        "clocks",
+        "volcanoes",
+        "libraries",
+        "trains",
+        "owls",
+        "glaciers",
+        "lighthouses",
+    ];
+    let mut messages = vec![ChatMessage::system(
+        "You are a helpful assistant. Answer in one or two short sentences.",
+    )];
+    let mut out = Vec::new();
+    for turn in 0..turns {
+        let topic = TOPICS[turn as usize % TOPICS.len()];
+        messages.push(ChatMessage::user(format!(
+            "Tell me one interesting fact about {topic}."
+        )));
+        let request = LlmRequest {
+            options: InferenceOptions {
+                temperature: 0.0,
+                max_tokens: 48,
+                ..InferenceOptions::default()
+            },
+            ..LlmRequest::new(messages.clone())
+        };
+        let mut stream = llm.generate(request).await.map_err(|e| e.to_string())?;
+        let mut reply = String::new();
+        let mut usage: Option<LlmUsage> = None;
+        while let Some(chunk) = stream.next().await {
+            match chunk.map_err(|e| e.to_string())? {
+                LlmChunk::Text { text } => reply.push_str(&text),
+                LlmChunk::Usage(u) => usage = Some(u),
+            }
+        }
+        let usage = usage.ok_or("the model reported no usage")?;
+        out.push(Turn {
+            prompt_tokens: usage.prompt_tokens,
+            evaluated_tokens: usage.prompt_tokens_evaluated,
+            generated_tokens: usage.generated_tokens,
+            ttft_ms: usage.time_to_first_token.as_secs_f64() * 1000.0,
+        });
+        messages.push(ChatMessage::assistant(reply));
+    }
+    Ok(out)
+}
+
+fn print_report(report: &Report, json: bool) -> Result<(), String> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let text = if json {
+        serde_json::to_string(report).map_err(|e| e.to_string())?
+    } else {
+        let mut text = format!(
+            "model {} · {} threads · {} reps\n\
+             pp{:<5} {:>9.1} tok/s mean  {:>9.1} best\n\
+             tg{:<5} {:>9.1} tok/s mean  {:>9.1} best",
+            report.model,
+            report.threads,
+            report.reps,
+            report.prompt,
+            report.pp_tok_s,
+            report.pp_tok_s_best,
+            report.gen,
+            report.tg_tok_s,
+            report.tg_tok_s_best
+        );
+        if !report.turns.is_empty() {
+            text.push_str("\n\nturn  prompt  evaluated  generated  ttft (ms)");
+            for (i, t) in report.turns.iter().enumerate() {
+                text.push_str(&format!(
+                    "\n{:>4}  {:>6}  {:>9}  {:>9}  {:>9.1}",
+                    i + 1,
+                    t.prompt_tokens,
+                    t.evaluated_tokens,
+                    t.generated_tokens,
+                    t.ttft_ms
+                ));
+            }
+            let evaluated: u64 = report.turns.iter().map(|t| t.evaluated_tokens).sum();
+            if let (Some(first), Some(last)) = (report.turns.first(), report.turns.last()) {
+                text.push_str(&format!(
+                    "\nevaluated in all {evaluated} = {:.2} × the final prompt; last turn's ttft {:.2} × the first's",
+                    evaluated as f64 / last.prompt_tokens.max(1) as f64,
+                    last.ttft_ms / first.ttft_ms.max(f64::MIN_POSITIVE)
+                ));
+            }
+        }
+        text
+    };
+    writeln!(out, "{text}").map_err(|e| e.to_string())
+}

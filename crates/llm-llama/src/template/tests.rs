@@ -1,0 +1,182 @@
+//! Rendering with templates written in the styles of three model families: ChatML (the
+//! default model), Llama 3 and a Qwen-style template that renders tools, plus one that
+//! refuses system messages.
+
+#![allow(clippy::unwrap_used)]
+
+use super::{ChatTemplate, TemplateCapabilities};
+use core_models::{ChatMessage, ToolDefinition};
+
+/// ChatML, as SmolLM2 ships it: no tools, every role written as it comes.
+const CHATML: &str = "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+
+/// Llama 3 style: headers, the BOS text written by the template, `ipython` for tool
+/// results is not supported here (tool messages are dropped).
+const LLAMA3: &str = r#"{{- bos_token }}
+{%- for message in messages %}
+{%- if message.role in ['system', 'user', 'assistant'] %}
+{{- '<|start_header_id|>' + message.role + '<|end_header_id|>\n\n' + message.content | trim + '<|eot_id|>' }}
+{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+{{- '<|start_header_id|>assistant<|end_header_id|>\n\n' }}
+{%- endif %}"#;
+
+/// Qwen style: tools listed as JSON inside `<tools>` in the system turn, tool results
+/// wrapped in `<tool_response>` inside a user turn.
+const QWEN: &str = r##"{%- if tools %}
+{{- '<|im_start|>system\n' }}
+{%- if messages[0].role == 'system' %}{{- messages[0].content + '\n\n' }}{%- endif %}
+{{- "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n<tools>" }}
+{%- for tool in tools %}{{- "\n" }}{{- tool | tojson }}{%- endfor %}
+{{- "\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags.<|im_end|>\n" }}
+{%- elif messages[0].role == 'system' %}
+{{- '<|im_start|>system\n' + messages[0].content + '<|im_end|>\n' }}
+{%- endif %}
+{%- for message in messages %}
+{%- if message.role == 'user' or (message.role == 'assistant') %}
+{{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>\n' }}
+{%- elif message.role == 'tool' %}
+{{- '<|im_start|>user\n<tool_response>\n' + message.content + '\n</tool_response><|im_end|>\n' }}
+{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- endif %}"##;
+
+/// Gemma style: refuses a system role.
+const NO_SYSTEM: &str = r#"{{ bos_token }}{% for message in messages %}{% if message['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% set role = 'model' if message['role'] == 'assistant' else message['role'] %}{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\n'}}{% endif %}"#;
+
+fn read_file() -> ToolDefinition {
+    ToolDefinition::new("read_file", "Read File", "Read a text file").with_schema(
+        serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+    )
+}
+
+fn conversation() -> Vec<ChatMessage> {
+    vec![
+        ChatMessage::system("Be brief."),
+        ChatMessage::user("Read notes.txt"),
+        ChatMessage::assistant("```tool_call\n{\"tool\": \"read_file\", \"parameters\": {\"path\": \"notes.txt\"}}\n```"),
+        ChatMessage::tool("read_file", "c1", "milk, eggs"),
+    ]
+}
+
+/// Renders `messages` and `tools` with `source`, checks the capabilities found and the
+/// exact prompt.
+fn check(
+    source: &str,
+    bos: &str,
+    messages: &[ChatMessage],
+    tools: &[ToolDefinition],
+    capabilities: TemplateCapabilities,
+    expected: &str,
+) {
+    let template = ChatTemplate::new(source, bos, "<eos>").unwrap();
+    assert_eq!(template.capabilities(), capabilities);
+    assert_eq!(template.render(messages, tools).unwrap(), expected);
+}
+
+#[test]
+fn chatml_gets_tool_results_as_user_messages() {
+    check(
+        CHATML,
+        "<|im_start|>",
+        &conversation(),
+        &[read_file()],
+        TemplateCapabilities {
+            tools: false,
+            tool_role: false,
+            system_role: true,
+        },
+        "<|im_start|>system\nBe brief.<|im_end|>\n\
+         <|im_start|>user\nRead notes.txt<|im_end|>\n\
+         <|im_start|>assistant\n```tool_call\n{\"tool\": \"read_file\", \"parameters\": {\"path\": \"notes.txt\"}}\n```<|im_end|>\n\
+         <|im_start|>user\nTool result (read_file):\nmilk, eggs<|im_end|>\n\
+         <|im_start|>assistant\n",
+    );
+}
+
+#[test]
+fn llama3_gets_tool_results_as_user_messages() {
+    check(
+        LLAMA3,
+        "<|begin_of_text|>",
+        &conversation(),
+        &[read_file()],
+        TemplateCapabilities {
+            tools: false,
+            tool_role: false,
+            system_role: true,
+        },
+        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>\
+         <|start_header_id|>user<|end_header_id|>\n\nRead notes.txt<|eot_id|>\
+         <|start_header_id|>assistant<|end_header_id|>\n\n```tool_call\n{\"tool\": \"read_file\", \"parameters\": {\"path\": \"notes.txt\"}}\n```<|eot_id|>\
+         <|start_header_id|>user<|end_header_id|>\n\nTool result (read_file):\nmilk, eggs<|eot_id|>\
+         <|start_header_id|>assistant<|end_header_id|>\n\n",
+    );
+}
+
+#[test]
+fn qwen_style_renders_the_tools_in_its_own_format() {
+    check(
+        QWEN,
+        "",
+        &conversation(),
+        &[read_file()],
+        TemplateCapabilities {
+            tools: true,
+            tool_role: true,
+            system_role: true,
+        },
+        "<|im_start|>system\nBe brief.\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n<tools>\n\
+         {\"type\":\"function\",\"function\":{\"name\":\"read_file\",\"description\":\"Read a text file\",\"parameters\":{\"properties\":{\"path\":{\"type\":\"string\"}},\"required\":[\"path\"],\"type\":\"object\"}}}\n\
+         </tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags.<|im_end|>\n\
+         <|im_start|>user\nRead notes.txt<|im_end|>\n\
+         <|im_start|>assistant\n```tool_call\n{\"tool\": \"read_file\", \"parameters\": {\"path\": \"notes.txt\"}}\n```<|im_end|>\n\
+         <|im_start|>user\n<tool_response>\nmilk, eggs\n</tool_response><|im_end|>\n\
+         <|im_start|>assistant\n",
+    );
+}
+
+#[test]
+fn qwen_style_without_tools_offered_has_no_tools_section() {
+    check(
+        QWEN,
+        "",
+        &[ChatMessage::system("Be brief."), ChatMessage::user("Hi")],
+        &[],
+        TemplateCapabilities {
+            tools: true,
+            tool_role: true,
+            system_role: true,
+        },
+        "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n",
+    );
+}
+
+#[test]
+fn a_template_without_a_system_role_gets_it_in_the_first_user_message() {
+    check(
+        NO_SYSTEM,
+        "<bos>",
+        &[ChatMessage::system("Be brief."), ChatMessage::user("Hi")],
+        &[],
+        TemplateCapabilities {
+            tools: false,
+            tool_role: false,
+            system_role: false,
+        },
+        "<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\n",
+    );
+}
+
+#[test]
+fn template_errors_are_reported_in_words() {
+    let err = ChatTemplate::new("{% for %}", "", "").unwrap_err();
+    assert!(err.to_string().contains("not valid Jinja"), "{err}");
+    // The template's own refusal (two user turns in a row) is an error, not a panic.
+    let template = ChatTemplate::new(NO_SYSTEM, "<bos>", "<eos>").unwrap();
+    let err = template
+        .render(&[ChatMessage::user("a"), ChatMessage::user("b")], &[])
+        .unwrap_err();
+    assert!(err.to_string().contains("roles must alternate"), "{err}");
+}
