@@ -423,3 +423,86 @@ async fn write_file_is_atomic_and_confined() {
         .collect();
     assert!(stray.is_empty());
 }
+
+#[tokio::test]
+async fn edit_file_replaces_exactly_one_occurrence() {
+    let dir = ws();
+    let edit = tools::EditFile::default();
+    let notes = || std::fs::read_to_string(dir.path().join("notes.txt")).unwrap();
+    // (search, replace, expected error part or None, expected file after)
+    let cases: [(&str, &str, Option<&str>, &str); 4] = [
+        (
+            "line two\n",
+            "line 2\nline 2b\n",
+            None,
+            "line one\nline 2\nline 2b\nline three\n",
+        ),
+        (
+            "absent",
+            "x",
+            Some("does not occur in 'notes.txt'"),
+            "line one\nline 2\nline 2b\nline three\n",
+        ),
+        (
+            "line 2",
+            "x",
+            Some("occurs 2 times in 'notes.txt' (lines 2, 3)"),
+            "line one\nline 2\nline 2b\nline three\n",
+        ),
+        ("line 2b", "", None, "line one\nline 2\n\nline three\n"),
+    ];
+    for (search, replace, failure, after) in cases {
+        let r = exec(
+            &edit,
+            dir.path(),
+            json!({"path": "notes.txt", "search": search, "replace": replace}),
+        )
+        .await;
+        match failure {
+            Some(part) => assert!(error(&r).contains(part), "{r:?}"),
+            None => assert!(r.success, "{r:?}"),
+        }
+        assert_eq!(notes(), after, "after {search:?}");
+    }
+    assert!(error(
+        &exec(
+            &edit,
+            dir.path(),
+            json!({"path": "../x", "search": "a", "replace": "b"})
+        )
+        .await
+    )
+    .contains("outside"));
+    assert!(error(
+        &exec(
+            &edit,
+            dir.path(),
+            json!({"path": "missing.txt", "search": "a", "replace": "b"})
+        )
+        .await
+    )
+    .contains("does not exist"));
+    assert!(
+        !edit
+            .validate(&json!({"path": "a", "search": "", "replace": "b"}))
+            .is_valid
+    );
+    assert!(!edit.validate(&json!({"path": "a", "search": "x"})).is_valid);
+    assert_eq!(
+        edit.execution_summary(&json!({"path": "a.rs", "search": "x\ny", "replace": "z"})),
+        "Edit a.rs: replace 2 line(s) with 1"
+    );
+    assert_eq!(
+        edit.effective_risk_level(&json!({"path": ".github/ci.yml"})),
+        core_models::RiskLevel::High
+    );
+    // A cancelled edit leaves the file as it was.
+    let before = notes();
+    let mut ctx = ToolExecutionContext::new(
+        json!({"path": "notes.txt", "search": "line one", "replace": "changed"}),
+    );
+    ctx.workspace_path = Some(dir.path().to_path_buf());
+    ctx.cancellation.cancel();
+    assert_eq!(error(&edit.execute(ctx).await), "Cancelled");
+    assert_eq!(notes(), before);
+}

@@ -2,7 +2,8 @@
 //!
 //! AIntern's built-in tools and the command-backed ports of seed 004's checks.
 //!
-//! * [`ReadFile`] and [`ListDir`] (safe, read-only) and [`WriteFile`] (atomic), confined
+//! * [`ReadFile`] and [`ListDir`] (safe, read-only), [`WriteFile`] and [`EditFile`]
+//!   (exact search/replace; both atomic), confined
 //!   to a [`Workspace`]: every path is canonicalized, and absolute paths, `..` that climbs
 //!   out and symlinks leading out are refused with a clear error.
 //! * [`GitCommandInspector`] — the [`core_models::GitInspector`] port over `git`.
@@ -11,6 +12,7 @@
 //! These live apart from `services-ai`, which knows tools only through the
 //! [`core_models::Tool`] trait.
 
+mod edit_file;
 mod error;
 mod fs_tools;
 mod git;
@@ -18,6 +20,7 @@ mod params;
 mod workspace;
 mod write_file;
 
+pub use edit_file::EditFile;
 pub use error::Error;
 pub use fs_tools::{ListDir, ReadFile, LIST_DIR_CAP, LIST_DIR_MAX_DEPTH, READ_FILE_CAP};
 pub use git::{CommandFormatter, GitCommandInspector};
@@ -33,5 +36,6 @@ pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
         Arc::new(ReadFile::default()),
         Arc::new(ListDir::default()),
         Arc::new(WriteFile::default()),
+        Arc::new(EditFile::default()),
     ]
 }

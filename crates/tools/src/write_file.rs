@@ -78,16 +78,7 @@ impl Tool for WriteFile {
     }
 
     fn effective_risk_level(&self, params: &Value) -> RiskLevel {
-        let path = params.get("path").and_then(Value::as_str).unwrap_or("");
-        let normalized = path.trim().trim_start_matches("./");
-        if SENSITIVE
-            .iter()
-            .any(|s| normalized.starts_with(s) || normalized.contains(&format!("/{s}")))
-        {
-            RiskLevel::High
-        } else {
-            RiskLevel::Medium
-        }
+        write_risk(params.get("path").and_then(Value::as_str).unwrap_or(""))
     }
 
     async fn execute(&self, context: ToolExecutionContext) -> ToolResult {
@@ -123,34 +114,54 @@ fn write(root: &Path, params: &Value, token: &core_models::CancellationToken) ->
         return ToolResult::failed(format!("'{path}' is a folder"));
     }
     let existed = target.exists();
-    let Some(dir) = target.parent() else {
-        return ToolResult::failed(format!("'{path}' has no folder"));
-    };
-    let mut tmp = match tempfile::NamedTempFile::new_in(dir) {
-        Ok(t) => t,
-        Err(e) => return ToolResult::failed(format!("cannot write '{path}': {e}")),
-    };
-    if let Err(e) = tmp
-        .write_all(content.as_bytes())
-        .and_then(|()| tmp.as_file().sync_all())
-    {
-        return ToolResult::failed(format!("cannot write '{path}': {e}"));
-    }
-    if existed {
-        if let Ok(meta) = std::fs::metadata(&target) {
-            let _ = std::fs::set_permissions(tmp.path(), meta.permissions());
-        }
-    }
-    if token.is_cancelled() {
-        // The temporary file is removed when dropped; the old file is untouched.
-        return ToolResult::failed("Cancelled");
-    }
-    if let Err(e) = tmp.persist(&target) {
-        return ToolResult::failed(format!("cannot replace '{path}': {}", e.error));
+    if let Err(message) = replace_atomically(&target, path, content.as_bytes(), token) {
+        return ToolResult::failed(message);
     }
     let verb = if existed { "Replaced" } else { "Created" };
     ToolResult::success_with_data(
         format!("{verb} {path} ({} bytes)", content.len()),
         json!({"path": path, "bytes": content.len(), "created": !existed}),
     )
+}
+
+/// Put `content` at `target` (shown to the user as `path`): written to a temporary file
+/// in the same folder, flushed, given the old file's permissions, then renamed over it. A
+/// failure or a cancellation before the rename leaves the old file as it was.
+pub(crate) fn replace_atomically(
+    target: &Path,
+    path: &str,
+    content: &[u8],
+    token: &core_models::CancellationToken,
+) -> Result<(), String> {
+    let Some(dir) = target.parent() else {
+        return Err(format!("'{path}' has no folder"));
+    };
+    let mut tmp =
+        tempfile::NamedTempFile::new_in(dir).map_err(|e| format!("cannot write '{path}': {e}"))?;
+    tmp.write_all(content)
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(|e| format!("cannot write '{path}': {e}"))?;
+    if let Ok(meta) = std::fs::metadata(target) {
+        let _ = std::fs::set_permissions(tmp.path(), meta.permissions());
+    }
+    if token.is_cancelled() {
+        // The temporary file is removed when dropped; the old file is untouched.
+        return Err("Cancelled".into());
+    }
+    tmp.persist(target)
+        .map_err(|e| format!("cannot replace '{path}': {}", e.error))?;
+    Ok(())
+}
+
+/// Whether changing `path` deserves more care than an ordinary source file.
+pub(crate) fn write_risk(path: &str) -> RiskLevel {
+    let normalized = path.trim().trim_start_matches("./");
+    if SENSITIVE
+        .iter()
+        .any(|s| normalized.starts_with(s) || normalized.contains(&format!("/{s}")))
+    {
+        RiskLevel::High
+    } else {
+        RiskLevel::Medium
+    }
 }
