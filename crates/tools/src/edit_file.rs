@@ -114,9 +114,7 @@ fn edit(root: &Path, params: &Value, token: &core_models::CancellationToken) -> 
     };
     let found: Vec<usize> = original.match_indices(search).map(|(i, _)| i).collect();
     let at = match found.as_slice() {
-        [] => return ToolResult::failed(format!(
-            "the search text does not occur in '{path}'; read the file and copy the text exactly"
-        )),
+        [] => return ToolResult::failed(absent(path)),
         [one] => *one,
         many => {
             let lines: Vec<String> = many
@@ -142,4 +140,8 @@ fn edit(root: &Path, params: &Value, token: &core_models::CancellationToken) -> 
         format!("Edited {path} at line {line}"),
         json!({"path": path, "line": line, "bytes": updated.len()}),
     )
+}
+
+fn absent(path: &str) -> String {
+    format!("the search text does not occur in '{path}'; read the file and copy the text exactly")
 }
