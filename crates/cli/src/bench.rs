@@ -101,16 +101,9 @@ pub(crate) async fn run(args: BenchLlmArgs) -> Result<(), String> {
     let turns = conversation(&llm, args.turns).await?;
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
     let best = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
-    let threads = if args.threads == 0 {
-        std::thread::available_parallelism()
-            .map(|n| u32::try_from(n.get()).unwrap_or(1))
-            .unwrap_or(1)
-    } else {
-        args.threads
-    };
     let report = Report {
         model: llm.info().name.clone(),
-        threads,
+        threads: llm.info().threads,
         prompt: args.prompt_tokens,
         gen: args.gen_tokens,
         reps: args.reps,

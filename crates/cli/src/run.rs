@@ -137,9 +137,16 @@ fn workspace(dir: Option<PathBuf>) -> Result<PathBuf, String> {
         .map_err(|e| e.to_string())
 }
 
+impl RunArgs {
+    /// Whether the request runs on the embedded default model (no `--backend`).
+    fn embedded_model(&self) -> bool {
+        self.backend.is_none()
+    }
+}
+
 fn load_config(args: &RunArgs, workspace: &Path) -> Result<services_ai::AgentConfig, String> {
     let mut loader = ConfigLoader::new();
-    if args.backend.is_none() {
+    if args.embedded_model() {
         // The embedded default model is small: it follows the compact tool prompt.
         loader = loader.default_value("tool_prompt_style", "compact");
     }
@@ -176,7 +183,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<bool, String> {
     let mut request = AgentRequest::new(args.message.clone())
         .with_tool_context(ToolAvailabilityContext::for_workspace(&workspace));
     request.max_iterations = args.max_iterations;
-    let embedded = args.backend.is_none();
+    let embedded = args.embedded_model();
     let defaults = core_models::InferenceOptions::default();
     request.inference_options = Some(core_models::InferenceOptions {
         temperature: args

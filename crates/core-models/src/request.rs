@@ -142,11 +142,12 @@ pub enum ToolChoice {
     /// The model decides.
     #[default]
     Auto,
-    /// The model must call some tool.
+    /// The model's first reply must call some tool; the replies after the results are the
+    /// answer (one forced round of tool use: calls written then are not run).
     Required,
     /// The model must not call a tool.
     None,
-    /// The model must call this tool.
+    /// The model's first reply must call this tool; then as for `Required`.
     Tool(String),
 }
 

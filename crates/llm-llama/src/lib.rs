@@ -95,6 +95,8 @@ pub struct ModelInfo {
     pub context_size: u32,
     /// The context the model was trained with.
     pub training_context: u32,
+    /// Threads used for prompt processing and generation.
+    pub threads: u32,
     /// The model's own chat template, when it has one.
     pub chat_template: Option<String>,
     /// What that template does with tools, tool results and system messages, when

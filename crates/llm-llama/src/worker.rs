@@ -105,20 +105,18 @@ pub(crate) fn run(
         }
     };
     let template = model.chat_template(None).ok();
-    let jinja = template
-        .as_ref()
-        .and_then(|t| t.to_string().ok())
-        .and_then(|source| {
-            let vocab = model.vocab();
-            let text = |t| String::from_utf8_lossy(&vocab.token_to_piece(t, true, None)).into_owned();
-            match ChatTemplate::new(&source, &text(vocab.bos()), &text(vocab.eos())) {
-                Ok(t) => Some(t),
-                Err(e) => {
-                    tracing::warn!(error = %e, "using llama.cpp's built-in template support instead");
-                    None
-                }
+    let source = template.as_ref().and_then(|t| t.to_string().ok());
+    let jinja = source.as_deref().and_then(|source| {
+        let vocab = model.vocab();
+        let text = |t| String::from_utf8_lossy(&vocab.token_to_piece(t, true, None)).into_owned();
+        match ChatTemplate::new(source, &text(vocab.bos()), &text(vocab.eos())) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                tracing::warn!(error = %e, "using llama.cpp's built-in template support instead");
+                None
             }
-        });
+        }
+    });
     let templates = Templates {
         jinja: jinja.as_ref(),
         builtin: template.as_ref(),
@@ -139,7 +137,8 @@ pub(crate) fn run(
         path: config.model_path.clone(),
         context_size: ctx.n_ctx(),
         training_context: model.n_ctx_train(),
-        chat_template: template.as_ref().and_then(|t| t.to_string().ok()),
+        threads: u32::try_from(threads).unwrap_or(1),
+        chat_template: source.clone(),
         template_capabilities: jinja.as_ref().map(ChatTemplate::capabilities),
     };
     if ready.send(Ok(info)).is_err() {

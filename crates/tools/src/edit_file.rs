@@ -2,7 +2,7 @@
 
 use crate::params::{require_path, verdict};
 use crate::workspace::Workspace;
-use crate::write_file::{replace_atomically, write_risk};
+use crate::write_file::{replace_atomically, run_to_end, write_risk};
 use async_trait::async_trait;
 use core_models::{
     RiskLevel, Tool, ToolCategory, ToolDefinition, ToolExecutionContext, ToolResult,
@@ -84,14 +84,7 @@ impl Tool for EditFile {
     }
 
     async fn execute(&self, context: ToolExecutionContext) -> ToolResult {
-        let Some(root) = context.workspace_path.clone() else {
-            return ToolResult::failed("no workspace is open");
-        };
-        let params = context.parameters.clone();
-        let token = context.cancellation.clone();
-        tokio::task::spawn_blocking(move || edit(&root, &params, &token))
-            .await
-            .unwrap_or_else(|e| ToolResult::failed(format!("the tool stopped unexpectedly: {e}")))
+        run_to_end(context, edit).await
     }
 }
 

@@ -82,14 +82,7 @@ impl Tool for WriteFile {
     }
 
     async fn execute(&self, context: ToolExecutionContext) -> ToolResult {
-        let Some(root) = context.workspace_path.clone() else {
-            return ToolResult::failed("no workspace is open");
-        };
-        let params = context.parameters.clone();
-        let token = context.cancellation.clone();
-        let work = tokio::task::spawn_blocking(move || write(&root, &params, &token));
-        work.await
-            .unwrap_or_else(|e| ToolResult::failed(format!("the tool stopped unexpectedly: {e}")))
+        run_to_end(context, write).await
     }
 }
 
@@ -122,6 +115,23 @@ fn write(root: &Path, params: &Value, token: &core_models::CancellationToken) ->
         format!("{verb} {path} ({} bytes)", content.len()),
         json!({"path": path, "bytes": content.len(), "created": !existed}),
     )
+}
+
+/// Run a blocking file change off the async runtime and wait for it to end, even when
+/// cancelled: the change itself checks the token before its rename, so a reported
+/// cancellation always means the file was left as it was.
+pub(crate) async fn run_to_end(
+    context: ToolExecutionContext,
+    change: fn(&Path, &Value, &core_models::CancellationToken) -> ToolResult,
+) -> ToolResult {
+    let Some(root) = context.workspace_path.clone() else {
+        return ToolResult::failed("no workspace is open");
+    };
+    let params = context.parameters;
+    let token = context.cancellation;
+    tokio::task::spawn_blocking(move || change(&root, &params, &token))
+        .await
+        .unwrap_or_else(|e| ToolResult::failed(format!("the tool stopped unexpectedly: {e}")))
 }
 
 /// Put `content` at `target` (shown to the user as `path`): written to a temporary file

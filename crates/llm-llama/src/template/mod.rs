@@ -38,7 +38,7 @@ pub struct ChatTemplate {
 }
 
 /// One message as templates expect it.
-#[derive(Serialize)]
+#[derive(Serialize, Clone, Copy)]
 struct TemplateMessage<'a> {
     role: &'a str,
     content: &'a str,
@@ -108,23 +108,16 @@ impl ChatTemplate {
     fn probe(&self) -> TemplateCapabilities {
         // Plain ASCII, so that filters such as `tojson` keep it as it is.
         const MARK: &str = "aintern_probe_5e1f";
-        let user = |c: &'static str| TemplateMessage {
-            role: "user",
-            content: c,
-            name: None,
-            tool_call_id: None,
-        };
-        let assistant = |c: &'static str| TemplateMessage {
-            role: "assistant",
-            content: c,
+        let message = |role: &'static str, content: &'static str| TemplateMessage {
+            role,
+            content,
             name: None,
             tool_call_id: None,
         };
         let tool_result = |role: &'static str| TemplateMessage {
-            role,
-            content: MARK,
             name: Some("probe"),
             tool_call_id: Some("0"),
+            ..message(role, MARK)
         };
         let renders = |messages: &[TemplateMessage<'_>], tools: Option<&[TemplateTool<'_>]>| {
             self.render_raw(messages, tools, false)
@@ -140,34 +133,15 @@ impl ChatTemplate {
                 parameters: &schema,
             },
         };
+        let (user, assistant) = (message("user", "hi"), message("assistant", "calling"));
         TemplateCapabilities {
-            tools: renders(&[user("hi")], Some(&[tool])),
+            tools: renders(&[user], Some(&[tool])),
             // A template that writes any role as it comes (plain ChatML) was not written
             // for tool results: the model never saw a "tool" turn, so those templates get
             // tool results as user messages.
-            tool_role: renders(
-                &[user("hi"), assistant("calling"), tool_result("tool")],
-                None,
-            ) && !renders(
-                &[
-                    user("hi"),
-                    assistant("calling"),
-                    tool_result("aintern_probe_role"),
-                ],
-                None,
-            ),
-            system_role: renders(
-                &[
-                    TemplateMessage {
-                        role: "system",
-                        content: MARK,
-                        name: None,
-                        tool_call_id: None,
-                    },
-                    user("hi"),
-                ],
-                None,
-            ),
+            tool_role: renders(&[user, assistant, tool_result("tool")], None)
+                && !renders(&[user, assistant, tool_result("aintern_probe_role")], None),
+            system_role: renders(&[message("system", MARK), user], None),
         }
     }
 

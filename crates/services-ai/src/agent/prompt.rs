@@ -34,17 +34,19 @@ pub fn system_prompt(
     if let Some(custom) = custom.filter(|c| !c.trim().is_empty()) {
         parts.push(custom.trim_end().to_string());
     }
-    if !tools.is_empty() && config.tool_prompt_style == ToolPromptStyle::Compact {
-        parts.push(compact_tool_prompt(tools));
-    } else if !tools.is_empty() {
-        parts.push(config.tool_use_system_prompt.trim_end().to_string());
-        let mut listing = String::from("Available tools:");
-        for tool in tools {
-            listing.push_str("\n\n");
-            listing.push_str(format_tool_definition(config, tool).trim_end());
+    match config.tool_prompt_style {
+        _ if tools.is_empty() => {}
+        ToolPromptStyle::Compact => parts.push(compact_tool_prompt(tools)),
+        ToolPromptStyle::Full => {
+            parts.push(config.tool_use_system_prompt.trim_end().to_string());
+            let mut listing = String::from("Available tools:");
+            for tool in tools {
+                listing.push_str("\n\n");
+                listing.push_str(format_tool_definition(config, tool).trim_end());
+            }
+            parts.push(listing);
+            parts.push(config.tool_call_format.trim_end().to_string());
         }
-        parts.push(listing);
-        parts.push(config.tool_call_format.trim_end().to_string());
     }
     (!parts.is_empty()).then(|| parts.join("\n\n"))
 }

@@ -292,7 +292,6 @@ impl Run {
             } else {
                 match (&self.request.tool_choice, self.iteration) {
                     (ToolChoice::Auto, _) => ToolChoice::Auto,
-                    (ToolChoice::None, _) => ToolChoice::None,
                     // A forced call (required or a named tool) is one round of tool use:
                     // the first reply must call, the replies after the results answer.
                     (choice, 1) => choice.clone(),
