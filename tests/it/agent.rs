@@ -1399,3 +1399,41 @@ fn the_compact_tool_prompt_lists_each_tool_on_one_line() {
     );
     assert_eq!(parsed.tool_calls.len(), 1);
 }
+
+/// With the compact prompt the model is given the tools with only their required
+/// parameters, as the prompt shows them; with the full prompt, whole.
+#[tokio::test]
+async fn compact_style_offers_only_required_parameters() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "start_line": {"type": "integer"}},
+        "required": ["path"]
+    });
+    let tool = || -> Arc<dyn Tool> {
+        Arc::new(
+            MockTool::new("read_file").with_definition(
+                core_models::ToolDefinition::new("read_file", "Read File", "Read a file.")
+                    .with_schema(schema.clone()),
+            ),
+        )
+    };
+    for (style, expected) in [
+        (services_ai::ToolPromptStyle::Full, schema.clone()),
+        (
+            services_ai::ToolPromptStyle::Compact,
+            json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        ),
+    ] {
+        let h = harness(
+            vec![text("ok")],
+            vec![tool()],
+            AgentConfig {
+                tool_prompt_style: style,
+                ..config()
+            },
+        );
+        run(&h.agent, AgentRequest::new("hi")).await;
+        let sent = h.llm.requests();
+        assert_eq!(sent[0].tools[0].input_schema, expected, "{style:?}");
+    }
+}

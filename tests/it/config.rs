@@ -298,3 +298,44 @@ fn application_defaults_sit_between_built_in_defaults_and_every_other_layer() {
         Full
     );
 }
+
+#[test]
+fn formatters_load_from_toml_and_are_validated() {
+    let file = toml_file(
+        "[formatters.rustfmt]\nextensions = [\"rs\"]\ncommand = [\"rustfmt\", \"--edition\", \"2021\"]\n",
+    );
+    let c = ConfigLoader::new()
+        .file(file.path())
+        .env_source(HashMap::new())
+        .load()
+        .unwrap();
+    let rustfmt = &c.formatters["rustfmt"];
+    assert_eq!(rustfmt.extensions, ["rs"]);
+    assert_eq!(rustfmt.command, ["rustfmt", "--edition", "2021"]);
+    let formatter = |extensions: &[&str], command: &[&str]| services_ai::FormatterConfig {
+        extensions: extensions.iter().map(|s| s.to_string()).collect(),
+        command: command.iter().map(|s| s.to_string()).collect(),
+    };
+    check_rule(
+        |c| {
+            c.formatters.insert("empty".into(), formatter(&["rs"], &[]));
+        },
+        "formatters",
+        "empty: command must name a program",
+    );
+    check_rule(
+        |c| {
+            c.formatters
+                .insert("nothing".into(), formatter(&[], &["fmt"]));
+        },
+        "formatters",
+        "nothing: extensions must list at least one",
+    );
+    let typo = toml_file("[formatters.x]\nextension = [\"rs\"]\ncommand = [\"fmt\"]\n");
+    let err = ConfigLoader::new()
+        .file(typo.path())
+        .env_source(HashMap::new())
+        .load()
+        .unwrap_err();
+    assert!(err.to_string().contains("extension"), "{err}");
+}

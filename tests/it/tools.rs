@@ -4,7 +4,10 @@ use core_models::{Formatter, GitInspector, Tool, ToolExecutionContext, ToolResul
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Command;
-use tools::{CommandFormatter, GitCommandInspector, ListDir, ReadFile, Workspace};
+use tools::{
+    CommandFormatter, GitCommandInspector, GitDiff, GitStatus, ListDir, ReadFile, RunCommand,
+    SearchFiles, Workspace,
+};
 
 fn ws() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -284,6 +287,24 @@ async fn command_formatter_reports_changed_files() {
         .contains("not installed"));
 }
 
+/// An agent over `llm` and `registry` whose formatter "tidy" turns "messy" into "clean"
+/// in .txt files.
+fn tidy_agent(
+    llm: std::sync::Arc<test_support::ScriptedLlm>,
+    registry: std::sync::Arc<dyn core_models::ToolRegistry>,
+) -> services_ai::AgentServiceBuilder {
+    services_ai::AgentService::builder(llm, registry)
+        .config(services_ai::AgentConfig {
+            iteration_delay_ms: 0,
+            ..Default::default()
+        })
+        .formatter(std::sync::Arc::new(CommandFormatter::new(
+            "tidy",
+            ["txt"],
+            ["sed", "-i", "s/messy/clean/"],
+        )))
+}
+
 /// The whole seed-004 check on a real repository: a tool commits, the loop notices, the
 /// formatter runs on the committed files, and the model is told.
 #[tokio::test]
@@ -319,17 +340,8 @@ async fn agent_detects_commits_made_by_a_tool() {
             .into_iter()
             .collect::<services_ai::InMemoryToolRegistry>(),
     );
-    let agent = services_ai::AgentService::builder(llm.clone(), registry)
-        .config(services_ai::AgentConfig {
-            iteration_delay_ms: 0,
-            ..Default::default()
-        })
+    let agent = tidy_agent(llm.clone(), registry)
         .git_inspector(Arc::new(GitCommandInspector))
-        .formatter(Arc::new(CommandFormatter::new(
-            "tidy",
-            ["txt"],
-            ["sed", "-i", "s/messy/clean/"],
-        )))
         .build();
     let request = core_models::AgentRequest::new("commit it").with_tool_context(
         core_models::ToolAvailabilityContext::for_workspace(dir.path()),
@@ -356,6 +368,64 @@ async fn agent_detects_commits_made_by_a_tool() {
         note.contains("Add style") && note.contains("tidy reformatted: style.txt"),
         "{note}"
     );
+}
+
+/// Files a file-changing tool wrote are formatted too, without any commit; files that
+/// only a read-only tool touched are not.
+#[tokio::test]
+async fn agent_formats_files_the_tools_wrote() {
+    use core_models::AgentService as _;
+    use futures::StreamExt;
+    use std::sync::Arc;
+    use test_support::{ScriptedLlm, ScriptedResponse};
+
+    let dir = ws();
+    std::fs::write(dir.path().join("old.txt"), "messy").unwrap();
+    let llm = Arc::new(ScriptedLlm::new([
+        ScriptedResponse::chunks([
+            "<tool_call>{\"name\": \"write_file\", \"arguments\": {\"path\": \"./new.txt\", \"content\": \"messy\"}}</tool_call>",
+            "<tool_call>{\"name\": \"read_file\", \"arguments\": {\"path\": \"old.txt\"}}</tool_call>",
+        ]),
+        ScriptedResponse::chunks(["Written."]),
+    ]));
+    let registry: Arc<dyn core_models::ToolRegistry> = Arc::new(
+        tools::builtin_tools()
+            .into_iter()
+            .collect::<services_ai::InMemoryToolRegistry>(),
+    );
+    let agent = tidy_agent(llm.clone(), registry)
+        .permissions(Arc::new(
+            services_ai::DefaultPermissionManager::in_memory()
+                .with_auto_approve_up_to(core_models::RiskLevel::High),
+        ))
+        .build();
+    let request = core_models::AgentRequest::new("write it").with_tool_context(
+        core_models::ToolAvailabilityContext::for_workspace(dir.path()),
+    );
+    let events: Vec<_> = agent.process_message(request).unwrap().collect().await;
+    let formatted: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            core_models::AgentEvent::Autoformat(a) => {
+                Some((a.files.clone(), a.changed_files.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        formatted,
+        [(vec!["new.txt".to_string()], vec!["new.txt".to_string()])]
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("new.txt")).unwrap(),
+        "clean"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("old.txt")).unwrap(),
+        "messy"
+    );
+    let note = llm.requests()[1].messages.last().unwrap().content.clone();
+    assert!(note.contains("tidy reformatted: new.txt"), "{note}");
 }
 
 #[tokio::test]
@@ -505,4 +575,281 @@ async fn edit_file_replaces_exactly_one_occurrence() {
     ctx.cancellation.cancel();
     assert_eq!(error(&edit.execute(ctx).await), "Cancelled");
     assert_eq!(notes(), before);
+}
+
+/// Whether process `pid` is gone (or a zombie waiting for its new parent to reap it).
+fn process_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // The state follows the parenthesized name: "PID (NAME) S …".
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+    }
+}
+
+async fn wait_for_file(path: &Path) -> String {
+    for _ in 0..200 {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            if text.ends_with('\n') {
+                return text;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("{} was not written", path.display());
+}
+
+#[tokio::test]
+async fn run_command_reports_exit_code_and_output() {
+    let dir = ws();
+    let run = RunCommand::default();
+    let r = exec(
+        &run,
+        dir.path(),
+        json!({"command": "cat notes.txt; echo oops >&2"}),
+    )
+    .await;
+    assert!(r.success, "{r:?}");
+    assert!(
+        r.content.contains("--- stdout ---\nline one\nline two"),
+        "{}",
+        r.content
+    );
+    assert!(
+        r.content.contains("--- stderr ---\noops\n"),
+        "{}",
+        r.content
+    );
+    let data = r.data.unwrap();
+    assert_eq!(data["exit_code"], 0);
+    assert_eq!(data["stderr"], "oops\n");
+
+    let r = exec(
+        &run,
+        dir.path(),
+        json!({"command": "ls", "cwd": "src/deep"}),
+    )
+    .await;
+    assert_eq!(r.data.unwrap()["stdout"], "er\n");
+
+    let r = exec(&run, dir.path(), json!({"command": "echo bad; exit 3"})).await;
+    let message = error(&r);
+    assert!(
+        message.starts_with("the command exited with code 3\n"),
+        "{message}"
+    );
+    assert!(message.contains("bad"), "{message}");
+    assert_eq!(r.data.unwrap()["exit_code"], 3);
+
+    // Output is kept head and tail, with the total said.
+    let r = exec(&run, dir.path(), json!({"command": "seq 1 100000"})).await;
+    let out = r.data.unwrap()["stdout"].as_str().unwrap().to_string();
+    assert!(out.len() < tools::COMMAND_OUTPUT_CAP + 100, "{}", out.len());
+    assert!(out.starts_with("1\n2\n3\n") && out.ends_with("99999\n100000\n"));
+    assert!(out.contains("bytes left out"));
+    assert!(
+        r.content.contains("588895 bytes in all, shortened"),
+        "{}",
+        r.content
+    );
+
+    // The working folder cannot leave the workspace.
+    let r = exec(&run, dir.path(), json!({"command": "ls", "cwd": "../"})).await;
+    assert!(error(&r).contains("outside the workspace"), "{r:?}");
+
+    let v = run.validate(&json!({"command": " ", "timeout_seconds": 9999, "cwd": 1}));
+    assert_eq!(
+        v.errors,
+        [
+            "command is required (a non-empty string)",
+            "timeout_seconds must be at most 600",
+            "cwd must be a string"
+        ]
+    );
+    assert_eq!(
+        run.effective_risk_level(&json!({"command": "ls"})),
+        core_models::RiskLevel::Safe
+    );
+    assert_eq!(
+        run.effective_risk_level(&json!({"command": "rm -rf target"})),
+        core_models::RiskLevel::High
+    );
+    assert_eq!(
+        run.execution_summary(&json!({"command": "make", "cwd": "src"})),
+        "Run `make` in src"
+    );
+}
+
+#[tokio::test]
+async fn run_command_timeout_and_cancel_end_the_whole_process_group() {
+    let dir = ws();
+    let run = RunCommand::default();
+    // A background child that would outlive its shell, and a foreground sleep.
+    let script = "sleep 300 & echo $! > bg.pid; sleep 300";
+
+    let started = std::time::Instant::now();
+    let r = exec(
+        &run,
+        dir.path(),
+        json!({"command": script, "timeout_seconds": 1}),
+    )
+    .await;
+    assert!(error(&r).contains("did not finish within 1 s"), "{r:?}");
+    assert_eq!(r.data.unwrap()["timed_out"], true);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    let pid: u32 = wait_for_file(&dir.path().join("bg.pid"))
+        .await
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        process_gone(pid),
+        "the background sleep {pid} survived the timeout"
+    );
+
+    std::fs::remove_file(dir.path().join("bg.pid")).unwrap();
+    let mut ctx = ToolExecutionContext::new(json!({"command": script}));
+    ctx.workspace_path = Some(dir.path().to_path_buf());
+    let token = ctx.cancellation.clone();
+    let task = tokio::spawn(async move { RunCommand::default().execute(ctx).await });
+    let pid: u32 = wait_for_file(&dir.path().join("bg.pid"))
+        .await
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(!process_gone(pid));
+    token.cancel();
+    let r = tokio::time::timeout(std::time::Duration::from_secs(5), task)
+        .await
+        .expect("cancel ends the call promptly")
+        .unwrap();
+    assert_eq!(error(&r), "Cancelled");
+    assert!(
+        process_gone(pid),
+        "the background sleep {pid} survived the cancel"
+    );
+
+    // A background job left running by a command that exits is ended too.
+    let r = exec(
+        &run,
+        dir.path(),
+        json!({"command": "sleep 300 & echo $! > left.pid"}),
+    )
+    .await;
+    assert!(r.success, "{r:?}");
+    let pid: u32 = wait_for_file(&dir.path().join("left.pid"))
+        .await
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(process_gone(pid), "the job {pid} outlived its command");
+}
+
+#[tokio::test]
+async fn search_files_finds_lines_and_honours_gitignore() {
+    let dir = ws();
+    std::fs::write(
+        dir.path().join("src/lib.rs"),
+        "// Line one of lib\npub fn line() {}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("target/hit.txt"), "line in target\n").unwrap();
+    std::fs::write(dir.path().join("bin.dat"), b"line\0binary").unwrap();
+    let search = SearchFiles::default();
+    let r = exec(&search, dir.path(), json!({"pattern": "line (one|two)"})).await;
+    assert_eq!(r.content, "notes.txt:1: line one\nnotes.txt:2: line two");
+    assert_eq!(r.data.unwrap()["files"], 1);
+
+    // Case, globs and subfolders; ignored and binary files are skipped.
+    let r = exec(
+        &search,
+        dir.path(),
+        json!({"pattern": "LINE", "case_insensitive": true, "glob": "*.rs"}),
+    )
+    .await;
+    assert_eq!(
+        r.content,
+        "src/lib.rs:1: // Line one of lib\nsrc/lib.rs:2: pub fn line() {}"
+    );
+    let r = exec(
+        &search,
+        dir.path(),
+        json!({"pattern": "line", "path": "src"}),
+    )
+    .await;
+    assert_eq!(r.content, "src/lib.rs:2: pub fn line() {}");
+    let r = exec(
+        &search,
+        dir.path(),
+        json!({"pattern": "line", "max_results": 2}),
+    )
+    .await;
+    assert!(
+        r.content
+            .ends_with("(only the first 2 matching lines are shown)"),
+        "{}",
+        r.content
+    );
+    assert_eq!(r.data.unwrap()["truncated"], true);
+    let r = exec(&search, dir.path(), json!({"pattern": "zebra"})).await;
+    assert_eq!(r.content, "no match for /zebra/ in .");
+
+    let r = exec(
+        &search,
+        dir.path(),
+        json!({"pattern": "x", "path": "../.."}),
+    )
+    .await;
+    assert!(error(&r).contains("outside the workspace"), "{r:?}");
+    let v = search.validate(&json!({"pattern": "a(", "glob": "[", "max_results": 0}));
+    assert_eq!(v.errors.len(), 3, "{:?}", v.errors);
+    assert!(v.errors[0].starts_with("pattern is not a valid regular expression"));
+}
+
+#[tokio::test]
+async fn git_status_and_diff_show_the_changes() {
+    let dir = ws();
+    let (status, diff) = (GitStatus::default(), GitDiff::default());
+    let r = exec(&status, dir.path(), json!({})).await;
+    assert_eq!(error(&r), "the workspace is not a git repository");
+
+    git(dir.path(), &["init", "-q", "-b", "main"]);
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-q", "-m", "first"]);
+    let r = exec(&status, dir.path(), json!({})).await;
+    assert_eq!(r.content, "## main\nnothing changed");
+    assert_eq!(
+        exec(&diff, dir.path(), json!({})).await.content,
+        "no changes"
+    );
+
+    std::fs::write(
+        dir.path().join("notes.txt"),
+        "line one\nline 2\nline three\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("new.txt"), "new\n").unwrap();
+    std::fs::write(dir.path().join("src/main.rs"), "fn main() { }\n").unwrap();
+    let r = exec(&status, dir.path(), json!({})).await;
+    assert_eq!(
+        r.content,
+        "## main\n M notes.txt\n M src/main.rs\n?? new.txt\n"
+    );
+    assert_eq!(r.data.unwrap()["changed_files"], 3);
+
+    let r = exec(&diff, dir.path(), json!({"path": "notes.txt"})).await;
+    assert!(r.content.contains("-line two\n+line 2\n"), "{}", r.content);
+    assert!(!r.content.contains("main.rs"), "{}", r.content);
+    git(dir.path(), &["add", "src/main.rs"]);
+    let r = exec(&diff, dir.path(), json!({"staged": true})).await;
+    assert!(r.content.contains("+fn main() { }"), "{}", r.content);
+    assert!(!r.content.contains("notes.txt"), "{}", r.content);
+    assert_eq!(
+        diff.execution_summary(&json!({"staged": true, "path": "src"})),
+        "Show git staged changes in src"
+    );
+
+    let r = exec(&diff, dir.path(), json!({"path": "../outside"})).await;
+    assert!(error(&r).contains("outside the workspace"), "{r:?}");
 }

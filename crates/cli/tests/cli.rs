@@ -568,7 +568,7 @@ fn the_demo_reads_notes_txt_with_the_default_model_and_answers() {
             ws.path(),
             "--tool-choice",
             "required",
-            "Read notes.txt and summarize it",
+            "Read the file notes.txt and summarize it",
         ],
         b"",
     );

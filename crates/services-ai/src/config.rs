@@ -7,7 +7,7 @@
 
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -146,6 +146,20 @@ pub struct AgentConfig {
     pub streaming_buffer_size: u32,
     /// Spending limits.
     pub budget: BudgetConfig,
+    /// Formatters run on the files tools write and new commits touch, by name (seed 004's
+    /// autoformatters). The application turns each into a [`core_models::Formatter`].
+    pub formatters: BTreeMap<String, FormatterConfig>,
+}
+
+/// One formatter: which files, and the command that formats them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FormatterConfig {
+    /// File extensions it formats, without the dot (`["rs"]`).
+    pub extensions: Vec<String>,
+    /// The program and its arguments; the workspace-relative files are appended
+    /// (`["rustfmt", "--edition", "2021"]`).
+    pub command: Vec<String>,
 }
 
 impl Default for AgentConfig {
@@ -168,6 +182,7 @@ impl Default for AgentConfig {
             enable_streaming: true,
             streaming_buffer_size: 1,
             budget: BudgetConfig::default(),
+            formatters: BTreeMap::new(),
         }
     }
 }
@@ -329,6 +344,22 @@ impl AgentConfig {
             "approval_timeout_ms",
             format!("must be at least 1 (got {})", self.approval_timeout_ms),
         );
+        for (name, formatter) in &self.formatters {
+            check(
+                formatter
+                    .command
+                    .first()
+                    .is_some_and(|p| !p.trim().is_empty()),
+                "formatters",
+                format!("{name}: command must name a program"),
+            );
+            check(
+                !formatter.extensions.is_empty()
+                    && formatter.extensions.iter().all(|e| !e.trim().is_empty()),
+                "formatters",
+                format!("{name}: extensions must list at least one extension"),
+            );
+        }
         errors
     }
 

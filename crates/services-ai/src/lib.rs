@@ -57,7 +57,9 @@ pub mod scripted;
 pub mod state_machine;
 
 pub use agent::{AgentService, AgentServiceBuilder};
-pub use config::{AgentConfig, BudgetConfig, ConfigLoader, ToolPromptStyle, ValidationError};
+pub use config::{
+    AgentConfig, BudgetConfig, ConfigLoader, FormatterConfig, ToolPromptStyle, ValidationError,
+};
 pub use emitter::{AgentEventEmitter, EventStream, Subscription};
 pub use error::{Error, Result};
 pub use parser::{

@@ -17,7 +17,7 @@ pub const LIST_DIR_CAP: usize = 2_000;
 /// Deepest `list_dir` recursion.
 pub const LIST_DIR_MAX_DEPTH: u64 = 10;
 
-fn workspace_of(context: &ToolExecutionContext) -> Result<Workspace, String> {
+pub(crate) fn workspace_of(context: &ToolExecutionContext) -> Result<Workspace, String> {
     let root = context
         .workspace_path
         .as_ref()
@@ -25,8 +25,23 @@ fn workspace_of(context: &ToolExecutionContext) -> Result<Workspace, String> {
     Workspace::new(root).map_err(|e| e.to_string())
 }
 
+/// A walk of `dir` in name order that honours `.gitignore` (also outside a git
+/// repository), shows hidden files, skips `.git` and does not follow symlinks.
+pub(crate) fn walker(dir: &std::path::Path) -> ignore::WalkBuilder {
+    let mut builder = ignore::WalkBuilder::new(dir);
+    builder
+        .hidden(false)
+        .git_ignore(true)
+        .git_exclude(true)
+        .require_git(false)
+        .follow_links(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(|e| e.file_name() != ".git");
+    builder
+}
+
 /// Run blocking file work off the async runtime, unless cancelled first.
-async fn blocking<F>(context: &ToolExecutionContext, work: F) -> ToolResult
+pub(crate) async fn blocking<F>(context: &ToolExecutionContext, work: F) -> ToolResult
 where
     F: FnOnce() -> ToolResult + Send + 'static,
 {
@@ -267,16 +282,7 @@ fn list(workspace: &Workspace, params: &Value) -> ToolResult {
     if !dir.is_dir() {
         return ToolResult::failed(format!("'{path}' is a file; use read_file"));
     }
-    let walker = ignore::WalkBuilder::new(&dir)
-        .max_depth(usize::try_from(depth).ok())
-        .hidden(false)
-        .git_ignore(true)
-        .git_exclude(true)
-        .require_git(false)
-        .follow_links(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(|e| e.file_name() != ".git")
-        .build();
+    let walker = walker(&dir).max_depth(usize::try_from(depth).ok()).build();
     let mut entries = Vec::new();
     let mut truncated = false;
     for entry in walker {

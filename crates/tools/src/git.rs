@@ -8,7 +8,11 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use tokio::process::Command;
 
-async fn output(program: &str, args: &[&str], dir: &Path) -> Result<std::process::Output, Error> {
+pub(crate) async fn output(
+    program: &str,
+    args: &[&str],
+    dir: &Path,
+) -> Result<std::process::Output, Error> {
     Command::new(program)
         .args(args)
         .current_dir(dir)

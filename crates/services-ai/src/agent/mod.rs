@@ -137,7 +137,7 @@ impl AgentServiceBuilder {
         self
     }
 
-    /// Run this formatter on files that new commits touched.
+    /// Run this formatter on the files that tools wrote and that new commits touched.
     pub fn formatter(mut self, formatter: Arc<dyn Formatter>) -> Self {
         self.formatters.push(formatter);
         self

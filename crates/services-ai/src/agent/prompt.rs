@@ -70,6 +70,42 @@ fn compact_tool_prompt(tools: &[ToolDefinition]) -> String {
     out
 }
 
+/// The tool definitions sent to the model with each request: as they are with the full
+/// prompt; with the compact one, their schemas keep only the required properties.
+pub(crate) fn offered_definitions(
+    config: &AgentConfig,
+    definitions: Vec<ToolDefinition>,
+) -> Vec<ToolDefinition> {
+    match config.tool_prompt_style {
+        ToolPromptStyle::Full => definitions,
+        ToolPromptStyle::Compact => definitions
+            .into_iter()
+            .map(|mut d| {
+                d.input_schema = required_only(&d.input_schema);
+                d
+            })
+            .collect(),
+    }
+}
+
+/// `schema` with only its required properties.
+fn required_only(schema: &serde_json::Value) -> serde_json::Value {
+    let mut schema = schema.clone();
+    let required: Vec<String> = schema
+        .get("required")
+        .and_then(|r| r.as_array())
+        .map(|r| {
+            r.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(properties) = schema.get_mut("properties").and_then(|p| p.as_object_mut()) {
+        properties.retain(|name, _| required.contains(name));
+    }
+    schema
+}
+
 /// The first sentence of a description, without its full stop.
 fn first_sentence(text: &str) -> &str {
     let text = text.trim();

@@ -251,6 +251,10 @@ impl Run {
             self.request.system_prompt.as_deref(),
             &definitions,
         );
+        // The model is given the tools as the prompt shows them: with the compact prompt,
+        // only their required parameters (a grammar-constrained call then cannot invent
+        // the optional ones either).
+        let definitions = prompt::offered_definitions(&self.shared.config, definitions);
         let catalog = ToolCatalog::Registry(Arc::clone(&self.shared.ports.registry));
         let parser = FunctionCallParser::new(catalog.clone())
             .with_options(self.shared.parser_options.clone());
@@ -403,8 +407,9 @@ impl Run {
                 return self.stop_outcome();
             }
 
+            let edited = self.edited_files(&results);
             self.turn(S::CheckingGitCommits, None);
-            self.check_git(head_before).await;
+            self.check_git(head_before, edited).await;
             if self.shared.turn.current_state() != S::CheckingBudget {
                 self.turn(S::CheckingBudget, None);
             }
@@ -947,55 +952,101 @@ impl Run {
         }
     }
 
-    /// After tools ran: new commits? Then format the files they touched, and tell the model.
-    async fn check_git(&mut self, before: Option<String>) {
-        let (Some(before), Some(git), Some(workspace)) = (
-            before,
-            self.shared.ports.git.clone(),
-            self.workspace.clone(),
-        ) else {
-            return;
-        };
-        let after = match git.head(&workspace).await {
-            Ok(Some(after)) if after != before => after,
-            Ok(_) => return,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot read the git HEAD");
-                return;
-            }
-        };
-        let commits = match git.commits_since(&workspace, &before).await {
-            Ok(c) if !c.is_empty() => c,
-            Ok(_) => return,
-            Err(e) => {
-                tracing::warn!(error = %e, %after, "cannot list the new commits");
-                return;
-            }
-        };
-        let mut note = format!(
-            "Note: {} new git commit(s) appeared while the tools ran:",
-            commits.len()
-        );
-        for c in &commits {
-            note.push_str(&format!(
-                "\n- {} {} ({})",
-                short(&c.hash),
-                c.subject,
-                c.files.join(", ")
-            ));
-        }
-        self.emit(GitCommitsDetectedEvent::create(
-            self.request.request_id,
-            commits.clone(),
-            self.iteration,
-        ));
-        let mut files: Vec<String> = commits
+    /// The workspace files that successful calls of file-changing tools wrote (their
+    /// `path` parameter), for the formatters.
+    fn edited_files(&self, results: &[(ToolCallRequest, ToolResult)]) -> Vec<String> {
+        results
             .iter()
-            .flat_map(|c| c.files.iter().cloned())
-            .collect();
+            .filter(|(call, result)| {
+                result.success
+                    && self
+                        .shared
+                        .ports
+                        .registry
+                        .get_tool(&call.tool_id)
+                        .is_some_and(|t| t.definition().modifies_files)
+            })
+            .filter_map(|(call, _)| {
+                call.parameters
+                    .get("path")
+                    .and_then(serde_json::Value::as_str)
+            })
+            .map(|p| p.trim_start_matches("./").to_string())
+            .collect()
+    }
+
+    /// After tools ran: new commits? Then format the files they touched and the files the
+    /// tools wrote, and tell the model.
+    async fn check_git(&mut self, before: Option<String>, edited: Vec<String>) {
+        let mut note = String::new();
+        let mut files = edited;
+        if let Some(commits) = self.new_commits(before).await {
+            note = format!(
+                "Note: {} new git commit(s) appeared while the tools ran:",
+                commits.len()
+            );
+            for c in &commits {
+                note.push_str(&format!(
+                    "\n- {} {} ({})",
+                    short(&c.hash),
+                    c.subject,
+                    c.files.join(", ")
+                ));
+            }
+            self.emit(GitCommitsDetectedEvent::create(
+                self.request.request_id,
+                commits.clone(),
+                self.iteration,
+            ));
+            files.extend(commits.iter().flat_map(|c| c.files.iter().cloned()));
+        }
         files.sort();
         files.dedup();
+        let formatted = self.run_formatters(&files).await;
+        if !formatted.is_empty() {
+            if note.is_empty() {
+                note.push_str("Note: the formatters ran on the changed files:");
+            }
+            note.push_str(&formatted);
+        }
+        if !note.is_empty() {
+            self.history.push(ChatMessage::user(note));
+        }
+    }
+
+    /// The commits made since `before`, when there are any.
+    async fn new_commits(&self, before: Option<String>) -> Option<Vec<core_models::GitCommit>> {
+        let (before, git, workspace) = (
+            before?,
+            self.shared.ports.git.clone()?,
+            self.workspace.clone()?,
+        );
+        let after = match git.head(&workspace).await {
+            Ok(Some(after)) if after != before => after,
+            Ok(_) => return None,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the git HEAD");
+                return None;
+            }
+        };
+        match git.commits_since(&workspace, &before).await {
+            Ok(c) if !c.is_empty() => Some(c),
+            Ok(_) => None,
+            Err(e) => {
+                tracing::warn!(error = %e, %after, "cannot list the new commits");
+                None
+            }
+        }
+    }
+
+    /// Run each formatter on the `files` it handles; what they did, one line each, for
+    /// the model (empty when none ran).
+    async fn run_formatters(&mut self, files: &[String]) -> String {
+        let Some(workspace) = self.workspace.clone() else {
+            return String::new();
+        };
         let formatters = self.shared.ports.formatters.clone();
+        let mut note = String::new();
         let mut turned = false;
         for formatter in formatters {
             let mine: Vec<String> = files
@@ -1035,7 +1086,7 @@ impl Run {
             }
             self.emit(event);
         }
-        self.history.push(ChatMessage::user(note));
+        note
     }
 
     fn budget_exceeded(&self) -> Option<String> {
