@@ -1,14 +1,18 @@
 //! `aintern` — AIntern's terminal agent.
 //!
-//! Commands so far: `run` (one request to the agent), `parse` (the tool-call parser over
-//! stdin), `bench llm` (the inference layer's speed) and `config`. `chat` and `permissions` arrive with a later issue.
+//! Commands: `run` and `exec` (one request to the agent), `chat` (a conversation),
+//! `permissions` (the saved "always" decisions), `config` (the effective configuration),
+//! `parse` (the tool-call parser over stdin) and `bench llm` (the inference layer's speed).
 
 mod bench;
 mod parse;
+mod permissions;
 mod run;
+mod session;
+mod settings;
+mod terminal;
 
 use clap::{Parser, Subcommand};
-use services_ai::{ConfigLoader, Error};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,6 +21,13 @@ use std::process::ExitCode;
 #[derive(Debug, Parser)]
 #[command(name = "aintern", version, about)]
 struct Cli {
+    /// More log messages on stderr: -v for aintern's debug messages, -vv for everything,
+    /// llama.cpp's included. RUST_LOG, when set, decides instead.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Write log messages to this file instead of stderr.
+    #[arg(long, global = true, value_name = "FILE")]
+    log_file: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -25,6 +36,15 @@ struct Cli {
 enum Command {
     /// Send one request to the agent and show what happens.
     Run(run::RunArgs),
+    /// `run --json`: one request, every event as a JSON line, commands read from stdin.
+    Exec(run::RunArgs),
+    /// A conversation with the agent: each line typed is a request that continues it.
+    Chat(run::ChatArgs),
+    /// Manage the saved permissions ("always allow" / "always deny" per tool).
+    Permissions {
+        #[command(subcommand)]
+        action: permissions::PermissionsAction,
+    },
     /// Parse one model output from stdin and print its text, thinking, tool calls and
     /// diagnostics as one JSON object. Exits 0 for any input.
     Parse {
@@ -60,27 +80,40 @@ enum BenchWhat {
 
 #[derive(Debug, Subcommand)]
 enum ConfigAction {
-    /// Print the effective configuration (defaults, aintern.toml, AINTERN_* variables).
+    /// Print the effective configuration: the defaults, aintern.toml in the user's config
+    /// folder, aintern.toml in the workspace, AINTERN_* variables.
     Show {
-        /// Read this TOML file instead of ./aintern.toml.
-        #[arg(long, value_name = "FILE")]
-        config: Option<PathBuf>,
+        #[command(flatten)]
+        source: ConfigSource,
         /// Print JSON instead of TOML.
         #[arg(long)]
         json: bool,
     },
     /// Check the configuration; exit non-zero listing every problem.
     Check {
-        /// Read this TOML file instead of ./aintern.toml.
-        #[arg(long, value_name = "FILE")]
-        config: Option<PathBuf>,
+        #[command(flatten)]
+        source: ConfigSource,
     },
 }
 
-fn loader(config: Option<PathBuf>) -> ConfigLoader {
-    match config {
-        Some(path) => ConfigLoader::new().file(path),
-        None => ConfigLoader::new().optional_file("aintern.toml"),
+/// Where the configuration is read from.
+#[derive(Debug, clap::Args)]
+struct ConfigSource {
+    /// The workspace whose aintern.toml is read (default: the current folder).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// Read this TOML file instead of the user's and the workspace's aintern.toml.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+impl ConfigSource {
+    fn load(self) -> Result<services_ai::AgentConfig, String> {
+        let workspace = session::workspace(self.workspace)?;
+        settings::load(
+            settings::loader(&workspace, self.config.as_deref(), &[]),
+            |_| {},
+        )
     }
 }
 
@@ -93,19 +126,27 @@ fn runtime(workers: usize) -> Result<tokio::runtime::Runtime, String> {
 }
 
 fn run(cli: Cli) -> Result<(), String> {
+    settings::init_logging(cli.verbose, cli.log_file.as_deref())?;
     let mut out = std::io::stdout().lock();
     match cli.command {
         Command::Run(args) => {
             drop(out);
+            request(args, false)
+        }
+        Command::Exec(args) => {
+            drop(out);
+            request(args, true)
+        }
+        Command::Chat(args) => {
+            drop(out);
             let runtime = runtime(2)?;
-            let result = runtime.block_on(run::run(args));
-            // The stdin reader is a blocking read that may never end: do not wait for it.
+            let result = runtime.block_on(run::chat(args));
             runtime.shutdown_background();
-            if result? {
-                Ok(())
-            } else {
-                Err("the request failed (see the error above)".into())
-            }
+            result
+        }
+        Command::Permissions { action } => {
+            drop(out);
+            runtime(1)?.block_on(permissions::run(action))
         }
         Command::Bench {
             what: BenchWhat::Llm(args),
@@ -130,8 +171,8 @@ fn run(cli: Cli) -> Result<(), String> {
             writeln!(out, "{json}").map_err(|e| e.to_string())
         }
         Command::Config { action } => match action {
-            ConfigAction::Show { config, json } => {
-                let config = loader(config).load().map_err(describe)?;
+            ConfigAction::Show { source, json } => {
+                let config = source.load()?;
                 let text = if json {
                     serde_json::to_string_pretty(&config).map_err(|e| e.to_string())?
                 } else {
@@ -139,18 +180,24 @@ fn run(cli: Cli) -> Result<(), String> {
                 };
                 writeln!(out, "{}", text.trim_end()).map_err(|e| e.to_string())
             }
-            ConfigAction::Check { config } => {
-                loader(config).load().map_err(describe)?;
+            ConfigAction::Check { source } => {
+                source.load()?;
                 writeln!(out, "configuration is valid").map_err(|e| e.to_string())
             }
         },
     }
 }
 
-fn describe(e: Error) -> String {
-    match e {
-        Error::ConfigLoad(e) => format!("cannot read the configuration: {e}"),
-        other => other.to_string(),
+/// `run` or `exec` (`json`): one request.
+fn request(args: run::RunArgs, json: bool) -> Result<(), String> {
+    let runtime = runtime(2)?;
+    let result = runtime.block_on(run::run(args, json));
+    // The stdin reader is a blocking read that may never end: do not wait for it.
+    runtime.shutdown_background();
+    if result? {
+        Ok(())
+    } else {
+        Err("the request failed (see the error above)".into())
     }
 }
 

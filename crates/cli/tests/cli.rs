@@ -6,10 +6,29 @@ use serde_json::{json, Value};
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-fn aintern(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_aintern"))
-        .args(args)
+/// The binary, with the user's config folder in `home` (never the real one).
+fn bin(home: &std::path::Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_aintern"));
+    command
         .env_remove("RUST_LOG")
+        .env_remove("NO_COLOR")
+        .env("XDG_CONFIG_HOME", home);
+    command
+}
+
+/// A config home shared by the tests that save nothing in it.
+fn shared_home() -> &'static std::path::Path {
+    static HOME: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    HOME.get_or_init(|| tempfile::tempdir().unwrap()).path()
+}
+
+fn aintern(args: &[&str], stdin: &[u8]) -> Output {
+    aintern_in(shared_home(), args, stdin)
+}
+
+fn aintern_in(home: &std::path::Path, args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = bin(home)
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -171,13 +190,18 @@ use std::io::{BufRead, BufReader};
 
 struct Workspace {
     dir: tempfile::TempDir,
+    /// The user's config folder for the runs over this workspace.
+    home: tempfile::TempDir,
 }
 
 impl Workspace {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("notes.txt"), "Buy milk. Call Bob.\n").unwrap();
-        Workspace { dir }
+        Workspace {
+            dir,
+            home: tempfile::tempdir().unwrap(),
+        }
     }
 
     fn path(&self) -> &str {
@@ -245,7 +269,7 @@ fn spawn_json(
     std::process::ChildStdin,
     std::io::Lines<BufReader<std::process::ChildStdout>>,
 ) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_aintern"))
+    let mut child = bin(ws.home.path())
         .args([
             "run",
             "--json",
@@ -281,7 +305,7 @@ fn run_json(
     ];
     args.extend_from_slice(extra);
     args.push("do it");
-    let out = aintern(&args, stdin);
+    let out = aintern_in(ws.home.path(), &args, stdin);
     let ev = events(&out.stdout);
     (out, ev)
 }
@@ -632,4 +656,449 @@ fn bench_llm_reports_throughput_and_cache_reuse() {
         );
         assert!(after["ttft_ms"].as_f64().unwrap() > 0.0);
     }
+}
+
+// --- the agent at work: tools, permissions, cancellation, configuration, the terminal ------
+
+/// The text of each tool result, in order.
+fn result_texts(events: &[AgentEvent]) -> Vec<String> {
+    results(events)
+        .iter()
+        .map(|r| match &r.result.error_message {
+            Some(e) => format!("error: {e}"),
+            None => r.result.content.clone(),
+        })
+        .collect()
+}
+
+#[test]
+fn run_reads_edits_and_runs_a_command() {
+    let ws = Workspace::new();
+    let script = ws.script(&[
+        &call("read_file", json!({"path": "notes.txt"})),
+        &call(
+            "edit_file",
+            json!({"path": "notes.txt", "search": "milk", "replace": "oat milk"}),
+        ),
+        &call(
+            "run_command",
+            json!({"command": "cat notes.txt && echo done"}),
+        ),
+        "Done.",
+    ]);
+    let (out, events) = run_json(&ws, &script, &["--approve", "all"], b"");
+    let (_, done) = completed(&out);
+    assert_eq!((done.tool_calls_executed, done.total_iterations), (3, 4));
+    let texts = result_texts(&events);
+    assert_eq!(texts[0], "Buy milk. Call Bob.\n");
+    assert!(
+        texts[2].contains("Buy oat milk. Call Bob.\ndone\n"),
+        "{texts:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.dir.path().join("notes.txt")).unwrap(),
+        "Buy oat milk. Call Bob.\n"
+    );
+
+    // The same for a person: each call with its summary and risk, then the statistics.
+    let ws = Workspace::new();
+    let script = ws.script(&[
+        &call("read_file", json!({"path": "notes.txt"})),
+        &call("run_command", json!({"command": "rm -r gone"})),
+        "Done.",
+    ]);
+    let out = aintern_in(
+        ws.home.path(),
+        &[
+            "run",
+            "--approve",
+            "all",
+            "--workspace",
+            ws.path(),
+            "--backend",
+            &script,
+            "go",
+        ],
+        b"",
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("→ Read notes.txt (safe risk)\n✓ Read File ("),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "→ Run `rm -r gone` (high risk)\n✗ Run Command: the command exited with code 1\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("Done.\n— 3 iterations · 2 tool calls · "),
+        "{text}"
+    );
+    assert!(
+        !text.contains('\u{1b}'),
+        "no colour when stdout is not a terminal: {text:?}"
+    );
+}
+
+#[test]
+fn permissions_persist_across_runs() {
+    let ws = Workspace::new();
+    let home = ws.home.path();
+    let write = |name: &str| call("write_file", json!({"path": name, "content": "hi"}));
+    let approvals = |events: &[AgentEvent]| {
+        events
+            .iter()
+            .filter(|e| matches!(e, AgentEvent::ApprovalRequest(_)))
+            .count()
+    };
+
+    // "Always for this tool" at the first approval …
+    let script = ws.script(&[&write("a.txt"), "ok"]);
+    let (mut child, mut stdin, stdout) = spawn_json(&ws, &script, "write a");
+    for line in stdout {
+        let event: AgentEvent = serde_json::from_str(&line.unwrap()).unwrap();
+        if let AgentEvent::ApprovalRequest(a) = &event {
+            let command = json!({"op": "approve", "call_id": a.request.id, "remember": "tool"});
+            writeln!(stdin, "{command}").unwrap();
+        }
+    }
+    assert!(child.wait().unwrap().success());
+    let saved = std::fs::read_to_string(home.join("aintern/permissions.json")).unwrap();
+    assert!(saved.contains("\"always_allow\": true"), "{saved}");
+
+    // … is remembered by the next run, which asks nothing.
+    let script = ws.script(&[&write("b.txt"), "ok"]);
+    let (out, events) = run_json(&ws, &script, &[], b"");
+    assert!(out.status.success());
+    assert_eq!(approvals(&events), 0);
+    assert!(ws.dir.path().join("b.txt").exists());
+
+    let list = aintern_in(home, &["permissions", "list"], b"");
+    let text = String::from_utf8_lossy(&list.stdout);
+    assert!(text.contains("write_file     always allow"), "{text}");
+    let deny = aintern_in(
+        home,
+        &["permissions", "deny", "run_command", "--pattern", "rm *"],
+        b"",
+    );
+    assert!(deny.status.success());
+    let text = String::from_utf8_lossy(&aintern_in(home, &["permissions", "list"], b"").stdout)
+        .into_owned();
+    assert!(text.contains("run_command    deny rm *"), "{text}");
+
+    // A saved deny refuses without asking, even with --approve all.
+    let script = ws.script(&[
+        &call("run_command", json!({"command": "rm notes.txt"})),
+        "ok",
+    ]);
+    let (_, events) = run_json(&ws, &script, &["--approve", "all"], b"");
+    assert_eq!(approvals(&events), 0);
+    assert!(
+        result_texts(&events)[0].contains("denied"),
+        "{:?}",
+        result_texts(&events)
+    );
+    assert!(ws.dir.path().join("notes.txt").exists());
+
+    // Reset: write_file is asked about again (and denied: stdin ended, nobody answers).
+    let reset = aintern_in(home, &["permissions", "reset", "write_file"], b"");
+    assert!(
+        String::from_utf8_lossy(&reset.stdout).contains("write_file: saved permissions forgotten")
+    );
+    let script = ws.script(&[&write("c.txt"), "ok"]);
+    let (_, events) = run_json(&ws, &script, &[], b"");
+    assert_eq!(approvals(&events), 1);
+    assert!(
+        result_texts(&events)[0].contains("stdin ended"),
+        "{:?}",
+        result_texts(&events)
+    );
+    assert!(!ws.dir.path().join("c.txt").exists());
+
+    let reset = aintern_in(home, &["permissions", "reset"], b"");
+    assert!(String::from_utf8_lossy(&reset.stdout)
+        .contains("forgot the saved permissions of 1 tool(s)"));
+    let unknown = aintern_in(home, &["permissions", "allow", "nosuch"], b"");
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr)
+        .contains("unknown tool 'nosuch' (tools: read_file"));
+
+    // A corrupt file is an error in words, never "allow".
+    std::fs::write(home.join("aintern/permissions.json"), "garbage").unwrap();
+    let list = aintern_in(home, &["permissions", "list"], b"");
+    assert!(!list.status.success());
+    assert!(String::from_utf8_lossy(&list.stderr).contains("is corrupt"));
+}
+
+/// Whether process `pid` is gone (or a zombie waiting to be reaped).
+fn process_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+    }
+}
+
+#[test]
+fn cancelling_a_running_command_kills_its_process_group() {
+    let ws = Workspace::new();
+    let script = ws.script(&[&call(
+        "run_command",
+        json!({"command": "sleep 300 & echo $! > bg.pid; sleep 300"}),
+    )]);
+    let (mut child, mut stdin, stdout) = spawn_json(&ws, &script, "sleep");
+    let pid_file = ws.dir.path().join("bg.pid");
+    let mut last = None;
+    let mut background = None;
+    for line in stdout {
+        let event: AgentEvent = serde_json::from_str(&line.unwrap()).unwrap();
+        match &event {
+            AgentEvent::ApprovalRequest(a) => {
+                let command = json!({"op": "approve", "call_id": a.request.id});
+                writeln!(stdin, "{command}").unwrap();
+            }
+            AgentEvent::ToolExecution(_) if background.is_none() => {
+                for _ in 0..200 {
+                    if let Some(pid) = std::fs::read_to_string(&pid_file)
+                        .ok()
+                        .filter(|t| t.ends_with('\n'))
+                    {
+                        background = Some(pid.trim().parse::<u32>().unwrap());
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(25));
+                }
+                assert!(!process_gone(background.unwrap()));
+                writeln!(stdin, "{}", json!({"op": "cancel"})).unwrap();
+            }
+            _ => {}
+        }
+        last = Some(event);
+    }
+    assert!(child.wait().unwrap().success());
+    let Some(AgentEvent::AgentComplete(done)) = last else {
+        panic!("{last:?}")
+    };
+    assert!(done.was_cancelled);
+    let pid = background.expect("the command started");
+    assert!(
+        process_gone(pid),
+        "the background sleep {pid} outlived the cancel"
+    );
+}
+
+#[test]
+fn configuration_layers_and_invalid_configuration() {
+    let ws = Workspace::new();
+    let home = ws.home.path();
+    std::fs::create_dir_all(home.join("aintern")).unwrap();
+    std::fs::write(
+        home.join("aintern/aintern.toml"),
+        "max_agent_iterations = 7\nmax_parallel_tool_calls = 2\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.dir.path().join("aintern.toml"),
+        "max_parallel_tool_calls = 4\n",
+    )
+    .unwrap();
+    let out = aintern_in(
+        home,
+        &["config", "show", "--json", "--workspace", ws.path()],
+        b"",
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (
+            v["max_agent_iterations"].as_u64(),
+            v["max_parallel_tool_calls"].as_u64()
+        ),
+        (Some(7), Some(4))
+    );
+
+    // Every problem is listed, and nothing runs.
+    std::fs::write(
+        ws.dir.path().join("aintern.toml"),
+        "max_parallel_tool_calls = 0\n[formatters.fmt]\nextensions = []\ncommand = [\"fmt\"]\n",
+    )
+    .unwrap();
+    let script = ws.script(&[&call(
+        "write_file",
+        json!({"path": "x.txt", "content": "x"}),
+    )]);
+    let out = aintern_in(
+        home,
+        &["run", "--workspace", ws.path(), "--backend", &script, "x"],
+        b"",
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("max_parallel_tool_calls") && err.contains("fmt: extensions"),
+        "{err}"
+    );
+    assert!(!ws.dir.path().join("x.txt").exists());
+}
+
+#[test]
+fn formatters_from_the_config_run_on_written_files() {
+    let ws = Workspace::new();
+    std::fs::write(
+        ws.dir.path().join("aintern.toml"),
+        "[formatters.tidy]\nextensions = [\"txt\"]\ncommand = [\"sed\", \"-i\", \"s/messy/clean/\"]\n",
+    )
+    .unwrap();
+    let script = ws.script(&[
+        &call("write_file", json!({"path": "new.txt", "content": "messy"})),
+        "ok",
+    ]);
+    let (out, events) = run_json(&ws, &script, &["--approve", "all"], b"");
+    completed(&out);
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, AgentEvent::Autoformat(a) if a.changed_files == ["new.txt"])));
+    assert_eq!(
+        std::fs::read_to_string(ws.dir.path().join("new.txt")).unwrap(),
+        "clean"
+    );
+}
+
+#[test]
+fn exec_is_run_json_and_chat_carries_on_over_piped_lines() {
+    let ws = Workspace::new();
+    let script = ws.script(&["First answer.", "Second answer."]);
+    let out = aintern_in(
+        ws.home.path(),
+        &["exec", "--workspace", ws.path(), "--backend", &script, "hi"],
+        b"",
+    );
+    let (_, done) = completed(&out);
+    assert_eq!(done.final_response, "First answer.");
+
+    let out = aintern_in(
+        ws.home.path(),
+        &["chat", "--workspace", ws.path(), "--backend", &script],
+        b"hello\n\nand again\n",
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    // The second line arrives while the model writes the first reply: it is the next
+    // request, never lost.
+    let first = text.find("First answer.").expect("first answer");
+    let second = text.find("Second answer.").expect("second answer");
+    assert!(first < second, "{text}");
+    assert!(text[second..].contains("\n— 1 iteration · "), "{text}");
+}
+
+// --- under a pseudo-terminal ----------------------------------------------------------------
+
+fn pty(ws: &Workspace, args: &[&str]) -> expectrl::Session {
+    let mut command = bin(ws.home.path());
+    command.args(args);
+    let mut session = expectrl::Session::spawn(command).unwrap();
+    session.set_expect_timeout(Some(std::time::Duration::from_secs(20)));
+    session
+}
+
+#[test]
+fn the_approval_prompt_under_a_terminal() {
+    let ws = Workspace::new();
+    let script = ws.script(&[
+        &call("write_file", json!({"path": "a.txt", "content": "hi"})),
+        &call("write_file", json!({"path": "b.txt", "content": "hi"})),
+        "Both written.",
+    ]);
+    let mut p = pty(
+        &ws,
+        &[
+            "run",
+            "--workspace",
+            ws.path(),
+            "--backend",
+            &script,
+            "write",
+        ],
+    );
+    p.expect("Write 2 bytes to a.txt").unwrap();
+    p.expect("Approve? [y]es / [n]o / always this [s]ession / always for this [t]ool: ")
+        .unwrap();
+    p.send_line("t").unwrap();
+    // The second write is not asked about: the first answer was "always for this tool".
+    let rest = p.expect("Both written.").unwrap();
+    let before = String::from_utf8_lossy(rest.before()).into_owned();
+    assert!(!before.contains("Approve?"), "{before}");
+    assert!(
+        before.contains('\u{1b}'),
+        "colour on a terminal: {before:?}"
+    );
+    p.expect(expectrl::Eof).unwrap();
+    assert!(ws.dir.path().join("a.txt").exists() && ws.dir.path().join("b.txt").exists());
+    let saved = std::fs::read_to_string(ws.home.path().join("aintern/permissions.json")).unwrap();
+    assert!(saved.contains("write_file"), "{saved}");
+
+    // NO_COLOR: the same terminal, no colour; "n" denies.
+    let ws = Workspace::new();
+    let script = ws.script(&[
+        &call("write_file", json!({"path": "a.txt", "content": "hi"})),
+        "Fine.",
+    ]);
+    let mut command = bin(ws.home.path());
+    command.env("NO_COLOR", "1").args([
+        "run",
+        "--workspace",
+        ws.path(),
+        "--backend",
+        &script,
+        "write",
+    ]);
+    let mut p = expectrl::Session::spawn(command).unwrap();
+    p.set_expect_timeout(Some(std::time::Duration::from_secs(20)));
+    p.expect("[t]ool: ").unwrap();
+    p.send_line("n").unwrap();
+    let rest = p.expect("Fine.").unwrap();
+    let before = String::from_utf8_lossy(rest.before()).into_owned();
+    assert!(
+        before.contains("✗ Write File: Denied by the user"),
+        "{before}"
+    );
+    assert!(
+        !before.contains("\u{1b}[3"),
+        "no colour with NO_COLOR: {before:?}"
+    );
+    assert!(!ws.dir.path().join("a.txt").exists());
+}
+
+#[test]
+fn ctrl_c_in_chat_cancels_the_request_not_the_chat() {
+    let ws = Workspace::new();
+    let file = ws.dir.path().join("slow.json");
+    std::fs::write(
+        &file,
+        json!({"responses": [
+            {"chunks": vec!["tok "; 500], "delay_ms": 20},
+            {"chunks": ["Still here."], "delay_ms": 0}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let script = format!("script:{}", file.display());
+    let mut p = pty(
+        &ws,
+        &["chat", "--workspace", ws.path(), "--backend", &script],
+    );
+    p.expect("› ").unwrap();
+    p.send_line("talk slowly").unwrap();
+    p.expect("tok tok tok").unwrap();
+    p.send(expectrl::ControlCode::EndOfText).unwrap();
+    p.expect("cancelled").unwrap();
+    p.expect("› ").unwrap();
+    p.send_line("are you there?").unwrap();
+    p.expect("Still here.").unwrap();
+    p.expect("› ").unwrap();
+    p.send_line("/exit").unwrap();
+    p.expect(expectrl::Eof).unwrap();
 }

@@ -1,0 +1,434 @@
+//! What `run`, `exec` and `chat` share: the options, the agent built from them, and the
+//! loop that drives one request while reading the person's input.
+
+use crate::settings;
+use crate::terminal::Terminal;
+use core_models::{
+    AgentEvent, AgentRequest, AgentService as _, ApprovalDecision, ApprovalRequestEvent,
+    LlmService, RememberScope, RiskLevel, ToolAvailabilityContext, ToolChoice, ToolRegistry,
+};
+use futures::StreamExt;
+use serde::Deserialize;
+use services_ai::scripted::ScriptedLlm;
+use services_ai::{
+    AgentService, DefaultPermissionManager, FilePermissionStore, InMemoryToolRegistry,
+};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+/// How approvals are answered without asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ApproveMode {
+    /// Approve every call.
+    All,
+    /// Approve safe-risk calls, deny the rest.
+    Safe,
+    /// Deny every call that needs approval.
+    None,
+}
+
+/// The options of a session with the agent (`run`, `exec` and `chat`).
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct SessionArgs {
+    /// The folder the tools work in (default: the current folder).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// The model: `llama:MODEL.gguf` (default: the embedded SmolLM2-135M-Instruct) or
+    /// `script:FILE` (a scripted model).
+    #[arg(long, value_name = "BACKEND")]
+    backend: Option<String>,
+    /// Answer approvals without asking: all, safe or none. Permissions saved with
+    /// `aintern permissions` still apply first.
+    #[arg(long, value_enum)]
+    pub(crate) approve: Option<ApproveMode>,
+    /// Whether the model must call a tool: auto, required, none, or a tool id.
+    #[arg(long, value_name = "CHOICE")]
+    tool_choice: Option<ToolChoice>,
+    /// Most loop iterations per request.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    max_iterations: Option<u32>,
+    /// Request timeout in seconds (at least 5); lowers the tool timeout when shorter.
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(5..))]
+    timeout: Option<u64>,
+    /// Read the configuration from this TOML file instead of aintern.toml in the user's
+    /// config folder and in the workspace.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Sampling temperature (0: greedy). Default: 0 with the embedded model, which answers
+    /// best greedy; 0.7 otherwise.
+    #[arg(long, value_name = "T")]
+    temperature: Option<f32>,
+    /// Most tokens per reply. Default: 512 with the embedded model, 4096 otherwise.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_tokens: Option<u32>,
+}
+
+/// A command on stdin (with `--json`).
+#[derive(Debug, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+enum StdinCommand {
+    Approve {
+        call_id: uuid::Uuid,
+        #[serde(default)]
+        remember: RememberScope,
+    },
+    Deny {
+        call_id: uuid::Uuid,
+        #[serde(default)]
+        reason: Option<String>,
+    },
+    Cancel,
+    UserMessage {
+        text: String,
+    },
+}
+
+/// The agent and what every request of the session shares.
+pub(crate) struct Session {
+    pub(crate) agent: AgentService,
+    args: SessionArgs,
+    workspace: PathBuf,
+    conversation_id: uuid::Uuid,
+}
+
+/// Lines read from stdin, as they come; `None` once stdin ends.
+pub(crate) fn stdin_lines() -> UnboundedReceiver<String> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+impl Session {
+    /// Load the configuration and the model and build the agent.
+    pub(crate) async fn start(args: SessionArgs, terminal: &mut Terminal) -> Result<Self, String> {
+        let workspace = workspace(args.workspace.clone())?;
+        let embedded = args.backend.is_none();
+        // The embedded default model is small: it follows the compact tool prompt.
+        let app_defaults: &[(&str, &str)] = if embedded {
+            &[("tool_prompt_style", "compact")]
+        } else {
+            &[]
+        };
+        let loader = settings::loader(&workspace, args.config.as_deref(), app_defaults);
+        let config = settings::load(loader, |config| {
+            if let Some(secs) = args.timeout {
+                config.agent_request_timeout_ms = secs.saturating_mul(1000);
+                config.tool_execution_timeout_ms = config
+                    .tool_execution_timeout_ms
+                    .min(config.agent_request_timeout_ms);
+            }
+        })?;
+        let llm = backend(args.backend.as_deref(), terminal).await?;
+        let registry: Arc<dyn ToolRegistry> = Arc::new(
+            tools::builtin_tools()
+                .into_iter()
+                .collect::<InMemoryToolRegistry>(),
+        );
+        let permissions = match settings::permissions_file() {
+            Ok(file) => DefaultPermissionManager::new(Arc::new(FilePermissionStore::new(file))),
+            Err(e) => {
+                terminal.note(&format!("{e}; \"always\" decisions last only this session"));
+                DefaultPermissionManager::in_memory()
+            }
+        };
+        let mut builder = AgentService::builder(llm, registry)
+            .permissions(Arc::new(permissions))
+            .git_inspector(Arc::new(tools::GitCommandInspector));
+        for (name, f) in &config.formatters {
+            builder = builder.formatter(Arc::new(tools::CommandFormatter::new(
+                name.clone(),
+                f.extensions.clone(),
+                f.command.clone(),
+            )));
+        }
+        let agent = builder.config(config).build();
+        Ok(Session {
+            agent,
+            args,
+            workspace,
+            conversation_id: uuid::Uuid::new_v4(),
+        })
+    }
+
+    /// A request for `message`, continuing the session's conversation.
+    pub(crate) fn request(&self, message: String) -> AgentRequest {
+        let mut request = AgentRequest::new(message)
+            .with_tool_context(ToolAvailabilityContext::for_workspace(&self.workspace));
+        request.conversation_id = self.conversation_id;
+        request.history = self.agent.conversation();
+        request.max_iterations = self.args.max_iterations;
+        let embedded = self.args.backend.is_none();
+        let defaults = core_models::InferenceOptions::default();
+        request.inference_options = Some(core_models::InferenceOptions {
+            temperature: self
+                .args
+                .temperature
+                .unwrap_or(if embedded { 0.0 } else { defaults.temperature })
+                .max(0.0),
+            max_tokens: self.args.max_tokens.unwrap_or(if embedded {
+                512
+            } else {
+                defaults.max_tokens
+            }),
+            ..defaults
+        });
+        if let Some(choice) = self.args.tool_choice.clone() {
+            request.tool_choice = choice;
+        }
+        request
+    }
+
+    /// Run one request to its end, showing its events on `terminal` and taking input
+    /// from `input`: JSON commands with `json`, otherwise answers to approval prompts
+    /// and, while no prompt is open, messages for the running request. Ctrl-C cancels
+    /// the request. `input` is `None` once stdin ended; approvals nobody can answer then
+    /// are denied.
+    pub(crate) async fn drive(
+        &self,
+        request: AgentRequest,
+        terminal: &mut Terminal,
+        input: &mut Option<UnboundedReceiver<String>>,
+        json: bool,
+    ) -> Result<Driven, String> {
+        let mut events = self
+            .agent
+            .process_message(request)
+            .map_err(|e| e.to_string())?;
+        let mut pending: Vec<ApprovalRequestEvent> = Vec::new();
+        let mut unsent = Vec::new();
+        let mut state = core_models::AgentState::Initializing;
+        let mut ok = true;
+        let mut ticks = tokio::time::interval(Duration::from_millis(100));
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            tokio::select! {
+                event = events.next() => {
+                    let Some(event) = event else { break };
+                    terminal.event(&event);
+                    if let AgentEvent::StateChanged(s) = &event {
+                        if let core_models::MachineTransition::Agent(r) = &s.change {
+                            state = r.current_state;
+                        }
+                    }
+                    if let AgentEvent::AgentError(e) = &event {
+                        if e.is_fatal && e.category != core_models::AgentErrorCategory::TimeoutError {
+                            ok = false;
+                        }
+                    }
+                    if let AgentEvent::ApprovalRequest(a) = event {
+                        match self.args.approve {
+                            Some(mode) => answer_by_mode(&a, mode),
+                            None if input.is_none() => no_one_answers(&a),
+                            None => {
+                                if !json {
+                                    terminal.ask(&a);
+                                }
+                                pending.push(a);
+                            }
+                        }
+                    }
+                }
+                line = next_line(input) => {
+                    let Some(line) = line else {
+                        // Stdin ended: nobody is left to answer what is still open.
+                        *input = None;
+                        pending.drain(..).for_each(|a| no_one_answers(&a));
+                        continue;
+                    };
+                    if line.trim().is_empty() {
+                        continue;
+                    }
+                    if json {
+                        self.json_command(&line);
+                    } else if let Some(a) = pending.pop() {
+                        answer_typed(&a, &line, terminal);
+                    } else if !takes_messages(state) {
+                        // The model is writing its reply: the line is the next request.
+                        unsent.push(line);
+                    } else if let Err(e) = self.agent.send_user_message(line.clone()) {
+                        tracing::debug!(error = %e, "kept a line for after the request");
+                        unsent.push(line);
+                    }
+                }
+                _ = tokio::signal::ctrl_c() => {
+                    terminal.note("cancelling (Ctrl-C)");
+                    self.agent.cancel();
+                }
+                _ = ticks.tick() => terminal.tick(),
+            }
+        }
+        terminal.done();
+        Ok(Driven { ok, unsent })
+    }
+
+    fn json_command(&self, line: &str) {
+        let command: StdinCommand = match serde_json::from_str(line) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("aintern: ignored a stdin line that is not a command ({e}): {line}");
+                return;
+            }
+        };
+        let result = match command {
+            StdinCommand::Approve { call_id, remember } => self
+                .agent
+                .provide_approval(call_id, ApprovalDecision::approve().remember(remember)),
+            StdinCommand::Deny { call_id, reason } => self
+                .agent
+                .provide_approval(call_id, ApprovalDecision::deny(reason)),
+            StdinCommand::Cancel => {
+                self.agent.cancel();
+                Ok(())
+            }
+            StdinCommand::UserMessage { text } => self.agent.send_user_message(text),
+        };
+        if let Err(e) = result {
+            eprintln!("aintern: {e}");
+        }
+    }
+}
+
+/// How a request driven by [`Session::drive`] went.
+pub(crate) struct Driven {
+    /// Whether the request ran to an end (completed, cancelled or stopped at a limit),
+    /// not failed.
+    pub(crate) ok: bool,
+    /// Lines typed as the request was ending, too late for it: in order.
+    pub(crate) unsent: Vec<String>,
+}
+
+/// Whether a message sent in `state` reaches the running request: while tools are
+/// prepared and run, before the loop gathers the messages for the next iteration. While
+/// the model writes, its reply may be the last one, and the message would come too late.
+fn takes_messages(state: core_models::AgentState) -> bool {
+    use core_models::AgentState as A;
+    matches!(
+        state,
+        A::ParsingToolCall | A::WaitingForApproval | A::ExecutingTool | A::ProcessingResult
+    )
+}
+
+fn no_one_answers(a: &ApprovalRequestEvent) {
+    if let Err(e) = a.deny(Some("no one is left to answer (stdin ended)".into())) {
+        tracing::debug!(error = %e, "approval already settled");
+    }
+}
+
+/// The next stdin line; never resolves once stdin has ended.
+pub(crate) async fn next_line(input: &mut Option<UnboundedReceiver<String>>) -> Option<String> {
+    match input {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Load a GGUF model off the async runtime, showing progress.
+async fn load_llama(path: PathBuf, terminal: &mut Terminal) -> Result<Arc<dyn LlmService>, String> {
+    let name = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let config = llm_llama::LlamaConfig::new(path);
+    let mut task = tokio::task::spawn_blocking(move || llm_llama::LlamaLlm::load(config));
+    let started = Instant::now();
+    let mut ticks = tokio::time::interval(Duration::from_millis(100));
+    let loaded = loop {
+        tokio::select! {
+            result = &mut task => break result,
+            _ = ticks.tick() => terminal.progress(&format!("loading {name}"), started.elapsed()),
+        }
+    };
+    terminal.done();
+    let llm = loaded
+        .map_err(|e| format!("loading the model stopped: {e}"))?
+        .map_err(|e| e.to_string())?;
+    tracing::info!(model = %name, seconds = started.elapsed().as_secs_f64(), "model loaded");
+    Ok(Arc::new(llm))
+}
+
+async fn backend(
+    spec: Option<&str>,
+    terminal: &mut Terminal,
+) -> Result<Arc<dyn LlmService>, String> {
+    match spec.map(|s| s.split_once(':').unwrap_or((s, ""))) {
+        Some(("llama", file)) if !file.is_empty() => {
+            load_llama(PathBuf::from(file), terminal).await
+        }
+        None => {
+            let path = llm_llama::default_model_path();
+            if !path.is_file() {
+                return Err(format!(
+                    "the default model is not downloaded yet ({}): run scripts/fetch-model, or pass --backend llama:MODEL.gguf or script:FILE",
+                    path.display()
+                ));
+            }
+            load_llama(path, terminal).await
+        }
+        Some(("script", file)) if !file.is_empty() => {
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| format!("cannot read the script {file}: {e}"))?;
+            let llm = ScriptedLlm::from_json(&text).map_err(|e| {
+                format!("the script {file} is not valid (expected {{\"responses\": [{{\"chunks\": [...], \"delay_ms\": 0}}]}}): {e}")
+            })?;
+            Ok(Arc::new(llm))
+        }
+        Some(("llama", _)) => Err("--backend llama: needs a model file (llama:MODEL.gguf)".into()),
+        Some(_) => Err(format!(
+            "unknown backend '{}': use script:FILE or llama:MODEL.gguf",
+            spec.unwrap_or_default()
+        )),
+    }
+}
+
+/// The workspace folder, canonical: `dir` or the current folder.
+pub(crate) fn workspace(dir: Option<PathBuf>) -> Result<PathBuf, String> {
+    let dir = match dir {
+        Some(d) => d,
+        None => {
+            std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?
+        }
+    };
+    tools::Workspace::new(&dir)
+        .map(|w| w.root().to_path_buf())
+        .map_err(|e| e.to_string())
+}
+
+fn answer_by_mode(a: &ApprovalRequestEvent, mode: ApproveMode) {
+    let result = match mode {
+        ApproveMode::All => a.approve(),
+        ApproveMode::Safe if a.risk_level == RiskLevel::Safe => a.approve(),
+        ApproveMode::Safe => a.deny(Some(format!("--approve safe: {} risk", a.risk_level))),
+        ApproveMode::None => a.deny(Some("--approve none".into())),
+    };
+    if let Err(e) = result {
+        tracing::debug!(error = %e, "approval already settled");
+    }
+}
+
+fn answer_typed(a: &ApprovalRequestEvent, line: &str, terminal: &mut Terminal) {
+    let result = match line.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => a.approve(),
+        "s" | "session" => a.approve_with(RememberScope::Session, None),
+        "t" | "tool" => {
+            terminal.note(&format!(
+                "{} is allowed from now on (undo with: aintern permissions reset {})",
+                a.request.tool_id, a.request.tool_id
+            ));
+            a.approve_with(RememberScope::Tool, None)
+        }
+        _ => a.deny(Some("denied at the prompt".into())),
+    };
+    if let Err(e) = result {
+        terminal.note(&e.to_string());
+    }
+}

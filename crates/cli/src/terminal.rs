@@ -1,0 +1,272 @@
+//! What a person sees: streamed text, dimmed thinking, a status line with a spinner, tool
+//! calls with their risk, the approval prompt and a closing statistics line — or, with
+//! `--json`, every event as one JSON line.
+//!
+//! Colour and the status line are used only when stdout is a terminal and `NO_COLOR` is
+//! not set; the status line is drawn on stderr and only between lines of text, and is
+//! always erased before anything else is written.
+
+use anstyle::{AnsiColor, Style};
+use core_models::{
+    AgentEvent, AgentState, ApprovalRequestEvent, CompletionReason, MachineTransition, RiskLevel,
+};
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// Whether output to a terminal may be styled: `NO_COLOR` (any non-empty value) says no.
+pub(crate) fn colour_allowed() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// Prints events for a person, or as JSON lines.
+pub(crate) struct Terminal {
+    json: bool,
+    colour: bool,
+    /// Whether the status line may be drawn (stdout and stderr are terminals).
+    live: bool,
+    at_line_start: bool,
+    thinking: bool,
+    /// The agent's state while a request is active.
+    status: Option<AgentState>,
+    status_shown: bool,
+    frame: usize,
+}
+
+impl Terminal {
+    /// A terminal printer; `json` prints events as JSON lines instead.
+    pub(crate) fn new(json: bool) -> Self {
+        let tty = std::io::stdout().is_terminal();
+        Terminal {
+            json,
+            colour: !json && tty && colour_allowed(),
+            live: !json && tty && std::io::stderr().is_terminal(),
+            at_line_start: true,
+            thinking: false,
+            status: None,
+            status_shown: false,
+            frame: 0,
+        }
+    }
+
+    fn paint(&self, style: Style, text: &str) -> String {
+        if self.colour {
+            format!("{style}{text}{style:#}")
+        } else {
+            text.to_string()
+        }
+    }
+
+    fn risk(&self, risk: RiskLevel) -> String {
+        let colour = match risk {
+            RiskLevel::Safe => AnsiColor::Green,
+            RiskLevel::Low | RiskLevel::Medium => AnsiColor::Yellow,
+            RiskLevel::High | RiskLevel::Critical => AnsiColor::Red,
+        };
+        self.paint(
+            Style::new().fg_color(Some(colour.into())),
+            &format!("{risk} risk"),
+        )
+    }
+
+    fn clear_status(&mut self) {
+        if self.status_shown {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[2K");
+            let _ = err.flush();
+            self.status_shown = false;
+        }
+    }
+
+    /// Write raw text to stdout (the status line erased first).
+    fn write(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        self.clear_status();
+        let mut out = std::io::stdout().lock();
+        let _ = write!(out, "{text}");
+        let _ = out.flush();
+        self.at_line_start = text.ends_with('\n');
+    }
+
+    /// Write `text` as whole lines, starting on a fresh line.
+    pub(crate) fn line(&mut self, text: &str) {
+        let start = if self.at_line_start { "" } else { "\n" };
+        self.write(&format!("{start}{text}\n"));
+    }
+
+    /// A message from aintern itself (dimmed).
+    pub(crate) fn note(&mut self, text: &str) {
+        if self.json {
+            eprintln!("aintern: {text}");
+        } else {
+            let text = self.paint(Style::new().dimmed(), text);
+            self.line(&text);
+        }
+    }
+
+    /// Redraw the spinner (call about ten times a second).
+    pub(crate) fn tick(&mut self) {
+        self.frame = self.frame.wrapping_add(1);
+        let Some(state) = self.status else { return };
+        if !self.live || !self.at_line_start {
+            return;
+        }
+        self.draw_status(&format!(
+            "{} {}",
+            state.to_icon(),
+            state.to_display_string()
+        ));
+    }
+
+    /// Draw `text` after the spinner on the status line (stderr), replacing what was there.
+    fn draw_status(&mut self, text: &str) {
+        let text = format!("{} {text}", SPINNER[self.frame % SPINNER.len()]);
+        let text = self.paint(Style::new().dimmed(), &text);
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[2K{text}");
+        let _ = err.flush();
+        self.status_shown = true;
+    }
+
+    /// Show that something slow is under way (model loading), with the time so far.
+    pub(crate) fn progress(&mut self, what: &str, elapsed: Duration) {
+        if self.live {
+            self.frame = self.frame.wrapping_add(1);
+            self.draw_status(&format!("{what} {:.1}s", elapsed.as_secs_f64()));
+        }
+    }
+
+    /// Stop showing progress.
+    pub(crate) fn done(&mut self) {
+        self.clear_status();
+    }
+
+    /// Show one event.
+    pub(crate) fn event(&mut self, event: &AgentEvent) {
+        if self.json {
+            match serde_json::to_string(event) {
+                Ok(text) => self.line(&text),
+                Err(e) => eprintln!("aintern: cannot print an event: {e}"),
+            }
+            return;
+        }
+        match event {
+            AgentEvent::StateChanged(s) => {
+                if let MachineTransition::Agent(record) = &s.change {
+                    let state = record.current_state;
+                    self.status = (state.is_active() && state != AgentState::WaitingForApproval)
+                        .then_some(state);
+                    if self.status.is_none() {
+                        self.clear_status();
+                    }
+                }
+            }
+            AgentEvent::TextGeneration(t) if !t.is_complete => {
+                if t.is_thinking != self.thinking && !self.at_line_start {
+                    self.write("\n");
+                }
+                self.thinking = t.is_thinking;
+                let text = if t.is_thinking {
+                    self.paint(Style::new().dimmed().italic(), &t.token)
+                } else {
+                    t.token.clone()
+                };
+                self.write(&text);
+            }
+            AgentEvent::ToolCallRequest(c) => {
+                let text = format!(
+                    "{} {} ({})",
+                    self.paint(Style::new().bold(), "→"),
+                    c.request.execution_summary,
+                    self.risk(c.request.risk_level)
+                );
+                self.line(&text);
+            }
+            AgentEvent::ToolResult(r) => {
+                let text = if r.success() {
+                    let mark =
+                        self.paint(Style::new().fg_color(Some(AnsiColor::Green.into())), "✓");
+                    format!("{mark} {} ({} ms)", r.tool_name, r.duration.as_millis())
+                } else {
+                    // The first line: a failed command's output follows in the message.
+                    let message = r.result.error_message.as_deref().unwrap_or("failed");
+                    let first = message.lines().next().unwrap_or(message);
+                    let mark = self.paint(Style::new().fg_color(Some(AnsiColor::Red.into())), "✗");
+                    format!("{mark} {}: {first}", r.tool_name)
+                };
+                self.line(&text);
+            }
+            AgentEvent::Autoformat(a) if !a.changed_files.is_empty() => {
+                let text = format!("{} reformatted {}", a.formatter, a.changed_files.join(", "));
+                self.note(&text);
+            }
+            AgentEvent::AgentError(e) => {
+                let text = self.paint(
+                    Style::new().fg_color(Some(AnsiColor::Red.into())),
+                    &format!("! {}", e.error),
+                );
+                self.line(&text);
+            }
+            AgentEvent::AgentComplete(c) => {
+                self.status = None;
+                let plural =
+                    |n: u32, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+                let mut text = format!(
+                    "— {} · {} · {} tokens · {:.1}s",
+                    plural(c.total_iterations, "iteration"),
+                    plural(c.tool_calls_executed, "tool call"),
+                    c.total_tokens,
+                    c.total_duration.as_secs_f64(),
+                );
+                let reason = match c.reason {
+                    CompletionReason::Finished => "",
+                    CompletionReason::MaxIterations => " · stopped at the iteration limit",
+                    CompletionReason::Cancelled => " · cancelled",
+                    CompletionReason::Error => " · failed",
+                    CompletionReason::Timeout => " · timed out",
+                    CompletionReason::BudgetExceeded => " · budget exceeded",
+                };
+                text.push_str(reason);
+                self.note(&text);
+            }
+            _ => {}
+        }
+    }
+
+    /// Ask a person about a call, with the event's details and warnings.
+    pub(crate) fn ask(&mut self, a: &ApprovalRequestEvent) {
+        let mut text = format!(
+            "{} {} ({})",
+            self.paint(Style::new().bold(), "?"),
+            a.summary,
+            self.risk(a.risk_level)
+        );
+        for d in &a.details {
+            text.push_str(&format!("\n    {d}"));
+        }
+        for w in &a.warnings {
+            let w = self.paint(
+                Style::new().fg_color(Some(AnsiColor::Yellow.into())),
+                &format!("⚠ {w}"),
+            );
+            text.push_str(&format!("\n    {w}"));
+        }
+        text.push_str(
+            "\n  Approve? [y]es / [n]o / always this [s]ession / always for this [t]ool: ",
+        );
+        let start = if self.at_line_start { "" } else { "\n" };
+        self.write(&format!("{start}{text}"));
+    }
+
+    /// The chat prompt.
+    pub(crate) fn chat_prompt(&mut self) {
+        let text = self.paint(Style::new().bold(), "› ");
+        let start = if self.at_line_start { "" } else { "\n" };
+        self.write(&format!("{start}{text}"));
+        // What the person types ends the line.
+        self.at_line_start = true;
+    }
+}
