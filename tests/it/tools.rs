@@ -4,6 +4,7 @@ use core_models::{Formatter, GitInspector, Tool, ToolExecutionContext, ToolResul
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Command;
+use test_support::processes::{process_gone, written_pid};
 use tools::{
     CommandFormatter, GitCommandInspector, GitDiff, GitStatus, ListDir, ReadFile, RunCommand,
     SearchFiles, Workspace,
@@ -577,23 +578,11 @@ async fn edit_file_replaces_exactly_one_occurrence() {
     assert_eq!(notes(), before);
 }
 
-/// Whether process `pid` is gone (or a zombie waiting for its new parent to reap it).
-fn process_gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        // The state follows the parenthesized name: "PID (NAME) S …".
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
-    }
-}
-
-async fn wait_for_file(path: &Path) -> String {
+/// The pid a shell wrote to `path`, waiting up to 5 s for it.
+async fn wait_for_pid(path: &Path) -> u32 {
     for _ in 0..200 {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            if text.ends_with('\n') {
-                return text;
-            }
+        if let Some(pid) = written_pid(path) {
+            return pid;
         }
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
@@ -698,11 +687,7 @@ async fn run_command_timeout_and_cancel_end_the_whole_process_group() {
     assert!(error(&r).contains("did not finish within 1 s"), "{r:?}");
     assert_eq!(r.data.unwrap()["timed_out"], true);
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
-    let pid: u32 = wait_for_file(&dir.path().join("bg.pid"))
-        .await
-        .trim()
-        .parse()
-        .unwrap();
+    let pid = wait_for_pid(&dir.path().join("bg.pid")).await;
     assert!(
         process_gone(pid),
         "the background sleep {pid} survived the timeout"
@@ -713,11 +698,7 @@ async fn run_command_timeout_and_cancel_end_the_whole_process_group() {
     ctx.workspace_path = Some(dir.path().to_path_buf());
     let token = ctx.cancellation.clone();
     let task = tokio::spawn(async move { RunCommand::default().execute(ctx).await });
-    let pid: u32 = wait_for_file(&dir.path().join("bg.pid"))
-        .await
-        .trim()
-        .parse()
-        .unwrap();
+    let pid = wait_for_pid(&dir.path().join("bg.pid")).await;
     assert!(!process_gone(pid));
     token.cancel();
     let r = tokio::time::timeout(std::time::Duration::from_secs(5), task)
@@ -738,11 +719,7 @@ async fn run_command_timeout_and_cancel_end_the_whole_process_group() {
     )
     .await;
     assert!(r.success, "{r:?}");
-    let pid: u32 = wait_for_file(&dir.path().join("left.pid"))
-        .await
-        .trim()
-        .parse()
-        .unwrap();
+    let pid = wait_for_pid(&dir.path().join("left.pid")).await;
     assert!(process_gone(pid), "the job {pid} outlived its command");
 }
 

@@ -87,21 +87,8 @@ pub(crate) async fn run(action: PermissionsAction) -> Result<(), String> {
             }
             Ok(())
         }
-        PermissionsAction::Allow(rule) | PermissionsAction::Deny(rule)
-            if rule.pattern.as_deref().is_some_and(|p| p.trim().is_empty()) =>
-        {
-            Err(format!("--pattern for {} is empty", rule.tool))
-        }
-        PermissionsAction::Allow(rule) => {
-            known_tool(&rule.tool)?;
-            let s = change(&manager, &rule, true).await?;
-            say(format!("{:<14} {}", s.tool_id, describe(&s)))
-        }
-        PermissionsAction::Deny(rule) => {
-            known_tool(&rule.tool)?;
-            let s = change(&manager, &rule, false).await?;
-            say(format!("{:<14} {}", s.tool_id, describe(&s)))
-        }
+        PermissionsAction::Allow(rule) => say(change(&manager, &rule, true).await?),
+        PermissionsAction::Deny(rule) => say(change(&manager, &rule, false).await?),
         PermissionsAction::Reset { tool: Some(tool) } => {
             let existed = manager
                 .remove_tool_permissions(&tool)
@@ -133,12 +120,16 @@ pub(crate) async fn run(action: PermissionsAction) -> Result<(), String> {
 }
 
 /// Add `rule` to the tool's settings as an allow (`allow`) or a deny; an "always" rule
-/// replaces its opposite.
+/// replaces its opposite. Returns the tool's settings in words.
 async fn change(
     manager: &DefaultPermissionManager,
     rule: &Rule,
     allow: bool,
-) -> Result<ToolPermissionSettings, String> {
+) -> Result<String, String> {
+    if rule.pattern.as_deref().is_some_and(|p| p.trim().is_empty()) {
+        return Err(format!("--pattern for {} is empty", rule.tool));
+    }
+    known_tool(&rule.tool)?;
     let mut s = manager
         .get_tool_permissions(&rule.tool)
         .await
@@ -157,9 +148,10 @@ async fn change(
         (Some(p), false) if !s.denied_patterns.contains(p) => s.denied_patterns.push(p.clone()),
         _ => {}
     }
+    let line = format!("{:<14} {}", s.tool_id, describe(&s));
     manager
-        .set_tool_permissions(&rule.tool, s.clone())
+        .set_tool_permissions(&rule.tool, s)
         .await
         .map_err(|e| e.to_string())?;
-    Ok(s)
+    Ok(line)
 }

@@ -66,6 +66,13 @@ pub(crate) struct SessionArgs {
     max_tokens: Option<u32>,
 }
 
+impl SessionArgs {
+    /// Whether the session runs on the embedded default model (no `--backend`).
+    fn embedded_model(&self) -> bool {
+        self.backend.is_none()
+    }
+}
+
 /// A command on stdin (with `--json`).
 #[derive(Debug, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -112,7 +119,7 @@ impl Session {
     /// Load the configuration and the model and build the agent.
     pub(crate) async fn start(args: SessionArgs, terminal: &mut Terminal) -> Result<Self, String> {
         let workspace = workspace(args.workspace.clone())?;
-        let embedded = args.backend.is_none();
+        let embedded = args.embedded_model();
         // The embedded default model is small: it follows the compact tool prompt.
         let app_defaults: &[(&str, &str)] = if embedded {
             &[("tool_prompt_style", "compact")]
@@ -167,7 +174,7 @@ impl Session {
         request.conversation_id = self.conversation_id;
         request.history = self.agent.conversation();
         request.max_iterations = self.args.max_iterations;
-        let embedded = self.args.backend.is_none();
+        let embedded = self.args.embedded_model();
         let defaults = core_models::InferenceOptions::default();
         request.inference_options = Some(core_models::InferenceOptions {
             temperature: self

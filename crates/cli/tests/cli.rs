@@ -5,6 +5,7 @@
 use serde_json::{json, Value};
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
+use test_support::processes::{process_gone, written_pid};
 
 /// The binary, with the user's config folder in `home` (never the real one).
 fn bin(home: &std::path::Path) -> Command {
@@ -833,16 +834,6 @@ fn permissions_persist_across_runs() {
     assert!(String::from_utf8_lossy(&list.stderr).contains("is corrupt"));
 }
 
-/// Whether process `pid` is gone (or a zombie waiting to be reaped).
-fn process_gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
-    }
-}
-
 #[test]
 fn cancelling_a_running_command_kills_its_process_group() {
     let ws = Workspace::new();
@@ -863,11 +854,8 @@ fn cancelling_a_running_command_kills_its_process_group() {
             }
             AgentEvent::ToolExecution(_) if background.is_none() => {
                 for _ in 0..200 {
-                    if let Some(pid) = std::fs::read_to_string(&pid_file)
-                        .ok()
-                        .filter(|t| t.ends_with('\n'))
-                    {
-                        background = Some(pid.trim().parse::<u32>().unwrap());
+                    background = written_pid(&pid_file);
+                    if background.is_some() {
                         break;
                     }
                     std::thread::sleep(std::time::Duration::from_millis(25));

@@ -12,12 +12,14 @@
 //! * [`ScriptedLlm`] — a model that streams prepared responses chunk by chunk, with an
 //!   optional delay per chunk, records what it received and fails on demand;
 //! * [`fixtures`] — small ready-made values.
+//! * [`processes`] — whether a process is gone, the pid a shell wrote.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod fixtures;
 mod mock_tool;
 pub mod mocks;
+pub mod processes;
 
 pub use mock_tool::MockTool;
 /// The scripted model lives in `services-ai` (it is also the `script:FILE` backend).

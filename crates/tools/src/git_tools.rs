@@ -2,6 +2,7 @@
 
 use crate::fs_tools::workspace_of;
 use crate::git::output;
+use crate::workspace::Workspace;
 use async_trait::async_trait;
 use core_models::{
     RiskLevel, Tool, ToolCategory, ToolDefinition, ToolExecutionContext, ToolResult,
@@ -12,9 +13,13 @@ use serde_json::{json, Value};
 /// Largest diff returned; a longer one is cut with a note.
 pub const GIT_DIFF_CAP: usize = 64 * 1024;
 
-/// Run `git ARGS` in the call's workspace; its stdout, or a failed result in words.
-async fn git(context: &ToolExecutionContext, args: &[&str]) -> Result<String, ToolResult> {
-    let workspace = workspace_of(context).map_err(ToolResult::failed)?;
+/// Run `git ARGS` in `workspace`, stopping at the call's cancellation; its stdout, or a
+/// failed result in words.
+async fn git(
+    workspace: &Workspace,
+    context: &ToolExecutionContext,
+    args: &[&str],
+) -> Result<String, ToolResult> {
     let run = output("git", args, workspace.root());
     let out = tokio::select! {
         out = run => out.map_err(|e| ToolResult::failed(e.to_string()))?,
@@ -75,7 +80,12 @@ impl Tool for GitStatus {
     }
 
     async fn execute(&self, context: ToolExecutionContext) -> ToolResult {
-        match git(&context, &["status", "--short", "--branch", "--no-renames"]).await {
+        let workspace = match workspace_of(&context) {
+            Ok(w) => w,
+            Err(e) => return ToolResult::failed(e),
+        };
+        let args = ["status", "--short", "--branch", "--no-renames"];
+        match git(&workspace, &context, &args).await {
             Ok(text) => {
                 let changed = text.lines().filter(|l| !l.starts_with("##")).count();
                 ToolResult::success_with_data(
@@ -154,25 +164,20 @@ impl Tool for GitDiff {
         if context.parameters.get("staged") == Some(&Value::Bool(true)) {
             args.push("--staged");
         }
-        let path = context
-            .parameters
-            .get("path")
-            .and_then(Value::as_str)
-            .map(String::from);
+        let workspace = match workspace_of(&context) {
+            Ok(w) => w,
+            Err(e) => return ToolResult::failed(e),
+        };
         let relative;
-        if let Some(path) = &path {
+        if let Some(path) = context.parameters.get("path").and_then(Value::as_str) {
             // Confined like every other path: resolved inside the workspace first.
-            let workspace = match workspace_of(&context) {
-                Ok(w) => w,
-                Err(e) => return ToolResult::failed(e),
-            };
             relative = match workspace.resolve_existing(path) {
                 Ok(p) => workspace.relative(&p),
                 Err(e) => return ToolResult::failed(e.to_string()),
             };
             args.extend(["--", relative.as_str()]);
         }
-        match git(&context, &args).await {
+        match git(&workspace, &context, &args).await {
             Ok(text) if text.is_empty() => {
                 ToolResult::success_with_data("no changes", json!({"bytes": 0, "truncated": false}))
             }

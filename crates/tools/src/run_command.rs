@@ -257,15 +257,12 @@ async fn capture(pipe: Option<impl AsyncRead + Unpin>) -> (String, usize) {
             Ok(0) | Err(_) => break,
             Ok(n) => {
                 total += n;
-                for &b in &buf[..n] {
-                    if head.len() < half {
-                        head.push(b);
-                    } else {
-                        if tail.len() == half {
-                            tail.pop_front();
-                        }
-                        tail.push_back(b);
-                    }
+                let chunk = &buf[..n];
+                let to_head = (half - head.len()).min(n);
+                head.extend_from_slice(&chunk[..to_head]);
+                tail.extend(&chunk[to_head..]);
+                if tail.len() > half {
+                    tail.drain(..tail.len() - half);
                 }
             }
         }
