@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use test_support::{MockTool, ScriptedLlm, ScriptedResponse};
 
-fn config() -> AgentConfig {
+pub(crate) fn config() -> AgentConfig {
     AgentConfig {
         iteration_delay_ms: 0,
         tool_execution_timeout_ms: 5_000,
@@ -19,12 +19,12 @@ fn config() -> AgentConfig {
     }
 }
 
-struct Harness {
-    agent: AgentService,
-    llm: Arc<ScriptedLlm>,
+pub(crate) struct Harness {
+    pub(crate) agent: AgentService,
+    pub(crate) llm: Arc<ScriptedLlm>,
 }
 
-fn harness(
+pub(crate) fn harness(
     responses: Vec<ScriptedResponse>,
     tools: Vec<Arc<dyn Tool>>,
     config: AgentConfig,
@@ -37,7 +37,7 @@ fn harness(
     )
 }
 
-fn harness_with(
+pub(crate) fn harness_with(
     responses: Vec<ScriptedResponse>,
     tools: Vec<Arc<dyn Tool>>,
     config: AgentConfig,
@@ -54,19 +54,19 @@ fn harness_with(
 }
 
 /// A Hermes tool call.
-fn call(tool: &str, params: serde_json::Value) -> String {
+pub(crate) fn call(tool: &str, params: serde_json::Value) -> String {
     format!(
         "<tool_call>{}</tool_call>",
         json!({"name": tool, "arguments": params})
     )
 }
 
-fn text(s: &str) -> ScriptedResponse {
+pub(crate) fn text(s: &str) -> ScriptedResponse {
     ScriptedResponse::chunks([s.to_string()])
 }
 
 /// Run to the end, answering approval requests with `answer`.
-async fn run_answering(
+pub(crate) async fn run_answering(
     agent: &AgentService,
     request: AgentRequest,
     mut answer: impl FnMut(&ApprovalRequestEvent),
@@ -93,22 +93,22 @@ async fn run_answering(
     events
 }
 
-async fn run(agent: &AgentService, request: AgentRequest) -> Vec<AgentEvent> {
+pub(crate) async fn run(agent: &AgentService, request: AgentRequest) -> Vec<AgentEvent> {
     run_answering(agent, request, |_| {}).await
 }
 
-fn kinds(events: &[AgentEvent]) -> Vec<&'static str> {
+pub(crate) fn kinds(events: &[AgentEvent]) -> Vec<&'static str> {
     events.iter().map(|e| e.event_type()).collect()
 }
 
-fn complete(events: &[AgentEvent]) -> &AgentCompleteEvent {
+pub(crate) fn complete(events: &[AgentEvent]) -> &AgentCompleteEvent {
     match events.last() {
         Some(AgentEvent::AgentComplete(c)) => c,
         other => panic!("last event is not agent_complete: {other:?}"),
     }
 }
 
-fn results(events: &[AgentEvent]) -> Vec<&ToolResultEvent> {
+pub(crate) fn results(events: &[AgentEvent]) -> Vec<&ToolResultEvent> {
     events
         .iter()
         .filter_map(|e| match e {
@@ -118,7 +118,7 @@ fn results(events: &[AgentEvent]) -> Vec<&ToolResultEvent> {
         .collect()
 }
 
-fn turn_states(events: &[AgentEvent]) -> Vec<TurnState> {
+pub(crate) fn turn_states(events: &[AgentEvent]) -> Vec<TurnState> {
     events
         .iter()
         .filter_map(|e| match e {
@@ -128,13 +128,21 @@ fn turn_states(events: &[AgentEvent]) -> Vec<TurnState> {
         .collect()
 }
 
-/// Every run ends with a terminal event, and both machines' changes chain validly.
-fn check_run(events: &[AgentEvent]) {
+/// Every run ends with exactly one terminal event, the last one, and both machines'
+/// changes chain validly.
+pub(crate) fn check_run(events: &[AgentEvent]) {
     let last = events.last().expect("events");
     assert!(
         last.is_terminal(),
         "last event {} is not terminal; {:?}",
         last.event_type(),
+        kinds(events)
+    );
+    let terminal = events.iter().filter(|e| e.is_terminal()).count();
+    assert_eq!(
+        terminal,
+        1,
+        "exactly one terminal event; {:?}",
         kinds(events)
     );
     let (mut agent, mut turn) = (None::<AgentState>, None::<TurnState>);
@@ -175,7 +183,7 @@ fn check_run(events: &[AgentEvent]) {
     );
 }
 
-fn workspace_request(message: &str) -> AgentRequest {
+pub(crate) fn workspace_request(message: &str) -> AgentRequest {
     AgentRequest::new(message)
         .with_tool_context(ToolAvailabilityContext::for_workspace(std::env::temp_dir()))
 }
@@ -214,6 +222,7 @@ async fn seed_simple_message_returns_text_events() {
         (CompletionReason::Finished, 1, 0)
     );
     assert_eq!(done.total_tokens, 4);
+    assert_eq!(done.stop_message, None, "finished normally");
     assert!(events
         .iter()
         .any(|e| matches!(e, AgentEvent::TextGeneration(t) if t.is_complete)));
@@ -302,12 +311,13 @@ async fn seed_cancel_stops_processing() {
     let done = complete(&events);
     assert!(done.was_cancelled);
     assert_eq!(done.reason, CompletionReason::Cancelled);
+    assert!(done.stop_message.is_some());
     assert_eq!(h.agent.state(), AgentState::Cancelled);
 }
 
 // --- approvals -------------------------------------------------------------------------------
 
-fn risky(id: &str) -> Arc<MockTool> {
+pub(crate) fn risky(id: &str) -> Arc<MockTool> {
     Arc::new(
         MockTool::new(id)
             .with_risk(RiskLevel::High)
@@ -763,12 +773,16 @@ async fn max_iterations_request_override() {
         (done.reason, done.total_iterations, done.tool_calls_executed),
         (CompletionReason::MaxIterations, 2, 2)
     );
+    assert_eq!(
+        done.stop_message.as_deref(),
+        Some("iteration limit (2) reached")
+    );
     assert_eq!(h.llm.calls(), 2);
     assert_eq!(h.agent.state(), AgentState::Error);
 }
 
 #[tokio::test]
-async fn request_timeout_is_fatal_and_reported() {
+async fn request_timeout_ends_with_one_agent_complete_saying_why() {
     let cfg = AgentConfig {
         agent_request_timeout_ms: 150,
         tool_execution_timeout_ms: 150,
@@ -784,16 +798,17 @@ async fn request_timeout_is_fatal_and_reported() {
         AgentRequest::new("slow").with_tools_enabled(false),
     )
     .await;
-    let k = kinds(&events);
-    assert_eq!(&k[k.len() - 2..], ["agent_error", "agent_complete"]);
-    let AgentEvent::AgentError(e) = &events[events.len() - 2] else {
-        unreachable!()
-    };
-    assert_eq!(
-        (e.category, e.is_fatal),
-        (AgentErrorCategory::TimeoutError, true)
+    assert!(
+        !kinds(&events).contains(&"agent_error"),
+        "a timeout is a stop, not an error: {:?}",
+        kinds(&events)
     );
-    assert_eq!(complete(&events).reason, CompletionReason::Timeout);
+    let done = complete(&events);
+    assert_eq!(done.reason, CompletionReason::Timeout);
+    assert!(!done.was_cancelled);
+    let why = done.stop_message.as_deref().unwrap_or_default();
+    assert!(why.contains("longer than 0.15s"), "{why}");
+    assert_eq!(h.agent.state(), AgentState::Error);
 }
 
 #[tokio::test]
@@ -808,7 +823,10 @@ async fn budget_exceeded_stops_after_tools() {
     let h = harness(responses, vec![tool.clone()], cfg);
     let events = run(&h.agent, workspace_request("x")).await;
     assert_eq!(tool.executions(), 1, "tools of the iteration still ran");
-    assert_eq!(complete(&events).reason, CompletionReason::BudgetExceeded);
+    let done = complete(&events);
+    assert_eq!(done.reason, CompletionReason::BudgetExceeded);
+    let why = done.stop_message.as_deref().unwrap_or_default();
+    assert!(why.contains("token budget exceeded"), "{why}");
     assert!(turn_states(&events).contains(&TurnState::BudgetExceeded));
     assert_eq!(h.llm.calls(), 1);
 }
@@ -1348,7 +1366,10 @@ async fn cost_budget() {
         cfg,
     );
     let events = run(&h.agent, workspace_request("x")).await;
-    assert_eq!(complete(&events).reason, CompletionReason::BudgetExceeded);
+    let done = complete(&events);
+    assert_eq!(done.reason, CompletionReason::BudgetExceeded);
+    let why = done.stop_message.as_deref().unwrap_or_default();
+    assert!(why.contains("cost budget exceeded"), "{why}");
 }
 
 /// The compact tool prompt: one line per tool with its required parameters only.
@@ -1436,4 +1457,238 @@ async fn compact_style_offers_only_required_parameters() {
         let sent = h.llm.requests();
         assert_eq!(sent[0].tools[0].input_schema, expected, "{style:?}");
     }
+}
+
+// --- assessment and the request's permission context ------------------------------------------
+
+fn approvals(events: &[AgentEvent]) -> Vec<&ApprovalRequestEvent> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ApprovalRequest(a) => Some(a),
+            _ => None,
+        })
+        .collect()
+}
+
+fn request_with(context: ToolAvailabilityContext) -> AgentRequest {
+    AgentRequest::new("go").with_tool_context(context)
+}
+
+fn context() -> ToolAvailabilityContext {
+    ToolAvailabilityContext::for_workspace(std::env::temp_dir())
+}
+
+/// A manager whose `run` tool refuses commands matching `pattern`.
+async fn denying(pattern: &str) -> Arc<dyn PermissionManager> {
+    let pm = DefaultPermissionManager::in_memory();
+    pm.set_tool_permissions(
+        "run",
+        ToolPermissionSettings {
+            denied_patterns: vec![pattern.to_string()],
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    Arc::new(pm)
+}
+
+#[tokio::test]
+async fn the_assessment_sets_risk_and_subjects_before_the_permission_check() {
+    let seen_workspace = Arc::new(Mutex::new(None));
+    let seen = seen_workspace.clone();
+    let tool = Arc::new(MockTool::new("probe").with_assess(move |_, workspace| {
+        *seen.lock().unwrap() = workspace.map(|w| w.to_path_buf());
+        CallAssessment::new(
+            RiskLevel::High,
+            PermissionSubjects::of(["the subject".to_string()]),
+        )
+    }));
+    let h = harness(
+        vec![text(&call("probe", json!({"path": "a"}))), text("done")],
+        vec![tool.clone()],
+        config(),
+    );
+    let events = run_answering(&h.agent, workspace_request("x"), |a| a.approve().unwrap()).await;
+    assert_eq!(
+        seen_workspace.lock().unwrap().as_deref(),
+        Some(std::env::temp_dir().as_path()),
+        "assessed with the request's workspace"
+    );
+    let subjects = Some(PermissionSubjects::of(["the subject".to_string()]));
+    let requested = events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::ToolCallRequest(r) => Some(r),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(requested.request.risk_level, RiskLevel::High);
+    assert_eq!(requested.request.permission_subjects, subjects);
+    let asked = approvals(&events);
+    assert_eq!(asked.len(), 1, "a safe tool assessed high is asked about");
+    assert_eq!(asked[0].risk_level, RiskLevel::High);
+    assert_eq!(asked[0].request.permission_subjects, subjects);
+    assert_eq!(tool.executions(), 1);
+}
+
+#[tokio::test]
+async fn the_requests_auto_approval_level_approves_without_asking_but_never_past_deny_or_critical()
+{
+    let lenient = ToolAvailabilityContext {
+        max_auto_approval_risk_level: RiskLevel::High,
+        ..context()
+    };
+    // Within the level: no question.
+    let tool = risky("run");
+    let h = harness(
+        vec![text(&call("run", json!({"command": "make"}))), text("ok")],
+        vec![tool.clone()],
+        config(),
+    );
+    let events = run(&h.agent, request_with(lenient.clone())).await;
+    assert!(approvals(&events).is_empty(), "{:?}", kinds(&events));
+    assert_eq!(tool.executions(), 1);
+
+    // Without it: asked.
+    let h = harness(
+        vec![text(&call("run", json!({"command": "make"}))), text("ok")],
+        vec![tool.clone()],
+        config(),
+    );
+    let events = run_answering(&h.agent, request_with(context()), |a| a.deny(None).unwrap()).await;
+    assert_eq!(approvals(&events).len(), 1);
+    assert_eq!(tool.executions(), 1);
+
+    // A deny rule still wins.
+    let h = harness_with(
+        vec![
+            text(&call("run", json!({"command": "rm -rf x"}))),
+            text("ok"),
+        ],
+        vec![tool.clone()],
+        config(),
+        denying("rm *").await,
+    );
+    let events = run(&h.agent, request_with(lenient.clone())).await;
+    assert_eq!(tool.executions(), 1, "denied");
+    assert!(results(&events)[0]
+        .result
+        .error_message
+        .as_deref()
+        .unwrap()
+        .starts_with("Denied by the permission settings"));
+
+    // Critical calls are asked about whatever the level.
+    let critical = Arc::new(MockTool::new("sudo").with_risk(RiskLevel::Critical));
+    let h = harness(
+        vec![text(&call("sudo", json!({"command": "x"}))), text("ok")],
+        vec![critical.clone()],
+        config(),
+    );
+    let all = ToolAvailabilityContext {
+        max_auto_approval_risk_level: RiskLevel::Critical,
+        ..context()
+    };
+    let events = run_answering(&h.agent, request_with(all), |a| a.deny(None).unwrap()).await;
+    assert_eq!(approvals(&events).len(), 1);
+    assert_eq!(critical.executions(), 0);
+}
+
+fn session_permission(pattern: Option<&str>, auto_approved: bool) -> ToolPermission {
+    ToolPermission {
+        tool_id: "run".into(),
+        auto_approved,
+        approval_pattern: pattern.map(str::to_string),
+        granted_at: chrono::Utc::now(),
+        is_persistent: false,
+    }
+}
+
+fn with_session_permission(permission: ToolPermission) -> ToolAvailabilityContext {
+    let mut context = context();
+    context
+        .session_permissions
+        .insert(permission.tool_id.clone(), permission);
+    context
+}
+
+#[tokio::test]
+async fn the_requests_session_permissions_allow_like_a_session_rule() {
+    let tool = risky("run");
+    let reply = format!(
+        "{}{}",
+        call("run", json!({"command": "ls  -la"})),
+        call("run", json!({"command": "rm x"}))
+    );
+    let h = harness(vec![text(&reply), text("ok")], vec![tool.clone()], config());
+    let context = with_session_permission(session_permission(Some("ls *"), true));
+    let events = run_answering(&h.agent, request_with(context), |a| {
+        assert_eq!(a.request.parameters["command"], "rm x");
+        a.deny(None).unwrap()
+    })
+    .await;
+    assert_eq!(
+        approvals(&events).len(),
+        1,
+        "only the call the pattern does not cover"
+    );
+    assert_eq!(tool.received_parameters(), [json!({"command": "ls  -la"})]);
+
+    // Without a pattern: every call of the tool; not when it is not auto-approved.
+    let h = harness(vec![text(&reply), text("ok")], vec![tool.clone()], config());
+    let events = run(
+        &h.agent,
+        request_with(with_session_permission(session_permission(None, true))),
+    )
+    .await;
+    assert!(approvals(&events).is_empty());
+    assert_eq!(tool.executions(), 3);
+    let h = harness(vec![text(&reply), text("ok")], vec![tool.clone()], config());
+    let events = run_answering(
+        &h.agent,
+        request_with(with_session_permission(session_permission(None, false))),
+        |a| a.deny(None).unwrap(),
+    )
+    .await;
+    assert_eq!(approvals(&events).len(), 2);
+    assert_eq!(tool.executions(), 3);
+
+    // Deny rules win over it.
+    let h = harness_with(
+        vec![text(&reply), text("ok")],
+        vec![tool.clone()],
+        config(),
+        denying("rm *").await,
+    );
+    let events = run(
+        &h.agent,
+        request_with(with_session_permission(session_permission(None, true))),
+    )
+    .await;
+    assert!(approvals(&events).is_empty());
+    assert_eq!(tool.executions(), 4, "ls ran, rm was refused");
+    assert!(results(&events)[1]
+        .result
+        .error_message
+        .as_deref()
+        .unwrap()
+        .contains("matches denied pattern 'rm *'"));
+
+    // Never for a critical call.
+    let critical = Arc::new(MockTool::new("run").with_risk(RiskLevel::Critical));
+    let h = harness(
+        vec![text(&call("run", json!({"command": "ls"}))), text("ok")],
+        vec![critical.clone()],
+        config(),
+    );
+    let events = run_answering(
+        &h.agent,
+        request_with(with_session_permission(session_permission(None, true))),
+        |a| a.deny(None).unwrap(),
+    )
+    .await;
+    assert_eq!(approvals(&events).len(), 1);
+    assert_eq!(critical.executions(), 0);
 }

@@ -17,6 +17,7 @@ mod models;
 mod parser;
 mod parser_props;
 mod permissions;
+mod security;
 mod serde_roundtrip;
 mod test_support;
 mod tools;

@@ -255,12 +255,13 @@ async fn remember_for_tool_is_persisted_to_the_file() {
     assert_eq!(verdict(&pm, fresh, &write("z")).await, Verdict::Approval);
     let store = FilePermissionStore::new(&path);
     assert!(!store.load().await.unwrap().contains_key("write_file"));
-    // No temporary files are left beside it.
-    let names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+    // No temporary files are left beside it: only the lock file that writers share.
+    let mut names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
-    assert_eq!(names, ["permissions.json"]);
+    names.sort();
+    assert_eq!(names, ["permissions.json", "permissions.json.lock"]);
 }
 
 #[tokio::test]
@@ -352,4 +353,76 @@ async fn invalid_patterns_are_refused_and_failed_saves_change_nothing() {
         Verdict::Allowed,
         "the failed change was not kept"
     );
+}
+
+#[tokio::test]
+async fn update_tool_permissions_changes_one_tool_as_stored_now() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("permissions.json");
+    let store = FilePermissionStore::new(&path);
+    assert_eq!(store.lock_path(), dir.path().join("permissions.json.lock"));
+    let pm = DefaultPermissionManager::new(Arc::new(FilePermissionStore::new(&path)));
+    let after = pm
+        .update_tool_permissions("run_command", |s| s.allowed_patterns.push("ls *".into()))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(after.tool_id, "run_command");
+    assert_eq!(after.allowed_patterns, ["ls *"]);
+    // Another writer meanwhile; the next change starts from what is stored.
+    FilePermissionStore::new(&path)
+        .update(Box::new(|all| {
+            all.get_mut("run_command")
+                .unwrap()
+                .denied_patterns
+                .push("rm *".into());
+            Ok(())
+        }))
+        .await
+        .unwrap();
+    let after = pm
+        .update_tool_permissions("run_command", |s| s.allowed_patterns.push("cat *".into()))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(after.allowed_patterns, ["ls *", "cat *"]);
+    assert_eq!(after.denied_patterns, ["rm *"]);
+    // An invalid pattern changes nothing.
+    assert!(pm
+        .update_tool_permissions("run_command", |s| s.denied_patterns.push("[x".into()))
+        .await
+        .is_err());
+    assert_eq!(
+        store.load().await.unwrap()["run_command"].denied_patterns,
+        ["rm *"]
+    );
+    // Settings left empty are dropped.
+    let gone = pm
+        .update_tool_permissions("run_command", |s| {
+            *s = ToolPermissionSettings::default();
+        })
+        .await
+        .unwrap();
+    assert!(gone.is_none());
+    assert!(store.load().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn the_memory_store_applies_a_failed_change_not_at_all() {
+    let store = services_ai::MemoryPermissionStore::default();
+    store
+        .update(Box::new(|all| {
+            all.insert("a".into(), ToolPermissionSettings::new("a"));
+            Ok(())
+        }))
+        .await
+        .unwrap();
+    assert!(store
+        .update(Box::new(|all| {
+            all.clear();
+            Err(core_models::Error::permission_store("refused", None))
+        }))
+        .await
+        .is_err());
+    assert!(store.load().await.unwrap().contains_key("a"));
 }

@@ -211,7 +211,7 @@ fn git(dir: &Path, args: &[&str]) {
 #[tokio::test]
 async fn git_inspector_on_a_real_repository() {
     let dir = tempfile::tempdir().unwrap();
-    let inspector = GitCommandInspector;
+    let inspector = GitCommandInspector::default();
     assert_eq!(
         inspector.head(dir.path()).await.unwrap(),
         None,
@@ -342,7 +342,7 @@ async fn agent_detects_commits_made_by_a_tool() {
             .collect::<services_ai::InMemoryToolRegistry>(),
     );
     let agent = tidy_agent(llm.clone(), registry)
-        .git_inspector(Arc::new(GitCommandInspector))
+        .git_inspector(Arc::new(GitCommandInspector::default()))
         .build();
     let request = core_models::AgentRequest::new("commit it").with_tool_context(
         core_models::ToolAvailabilityContext::for_workspace(dir.path()),
@@ -490,7 +490,10 @@ async fn write_file_is_atomic_and_confined() {
     let stray: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().starts_with(".tmp"))
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with(".tmp") || name.starts_with(".aintern-")
+        })
         .collect();
     assert!(stray.is_empty());
 }

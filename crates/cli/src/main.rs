@@ -10,6 +10,7 @@ mod permissions;
 mod run;
 mod session;
 mod settings;
+mod signals;
 mod terminal;
 
 use clap::{Parser, Subcommand};
@@ -110,10 +111,11 @@ struct ConfigSource {
 impl ConfigSource {
     fn load(self) -> Result<services_ai::AgentConfig, String> {
         let workspace = session::workspace(self.workspace)?;
-        settings::load(
-            settings::loader(&workspace, self.config.as_deref(), &[]),
-            |_| {},
-        )
+        let (loader, notes) = settings::loader(&workspace, self.config.as_deref(), &[])?;
+        for note in notes {
+            eprintln!("aintern: {note}");
+        }
+        settings::load(loader, |_| {})
     }
 }
 
@@ -203,6 +205,8 @@ fn request(args: run::RunArgs, json: bool) -> Result<(), String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The commands it starts must not read its environment or memory through /proc.
+    sandbox::hide_this_process();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {

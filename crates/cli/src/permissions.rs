@@ -11,10 +11,11 @@ use std::sync::Arc;
 pub(crate) enum PermissionsAction {
     /// Show every tool's saved permissions and the file they live in.
     List,
-    /// Let a tool run without asking: every call, or only calls whose main argument (a
-    /// path or command) matches the glob --pattern.
+    /// Let a tool run without asking: every call, or only calls whose subjects all match
+    /// the glob --pattern (the normalized workspace-relative path, or each simple command
+    /// of a command line). Saved for every workspace. Critical-risk calls are still asked.
     Allow(Rule),
-    /// Refuse a tool: every call, or only calls matching --pattern.
+    /// Refuse a tool: every call, or only calls with a subject matching --pattern.
     Deny(Rule),
     /// Forget one tool's saved permissions, or everyone's.
     Reset {
@@ -28,7 +29,8 @@ pub(crate) enum PermissionsAction {
 pub(crate) struct Rule {
     /// The tool's id (for example write_file).
     tool: String,
-    /// A glob matched against the call's main argument (for example 'src/**').
+    /// A glob matched against the call's normalized path or each simple command (for
+    /// example 'src/**' or 'rm *').
     #[arg(long, value_name = "GLOB")]
     pattern: Option<String>,
 }
@@ -120,7 +122,8 @@ pub(crate) async fn run(action: PermissionsAction) -> Result<(), String> {
 }
 
 /// Add `rule` to the tool's settings as an allow (`allow`) or a deny; an "always" rule
-/// replaces its opposite. Returns the tool's settings in words.
+/// replaces its opposite. The change is made on the file as it is now, under its lock, so
+/// that concurrent changes are never lost. Returns the tool's settings in words.
 async fn change(
     manager: &DefaultPermissionManager,
     rule: &Rule,
@@ -130,28 +133,26 @@ async fn change(
         return Err(format!("--pattern for {} is empty", rule.tool));
     }
     known_tool(&rule.tool)?;
-    let mut s = manager
-        .get_tool_permissions(&rule.tool)
+    if let Some(p) = &rule.pattern {
+        globset::Glob::new(p).map_err(|e| format!("--pattern '{p}' is not a valid glob: {e}"))?;
+    }
+    let pattern = rule.pattern.clone();
+    let saved = manager
+        .update_tool_permissions(&rule.tool, move |s| match (pattern, allow) {
+            (None, true) => {
+                s.always_allow = true;
+                s.always_deny = false;
+            }
+            (None, false) => {
+                s.always_deny = true;
+                s.always_allow = false;
+            }
+            (Some(p), true) if !s.allowed_patterns.contains(&p) => s.allowed_patterns.push(p),
+            (Some(p), false) if !s.denied_patterns.contains(&p) => s.denied_patterns.push(p),
+            _ => {}
+        })
         .await
         .map_err(|e| e.to_string())?
         .unwrap_or_else(|| ToolPermissionSettings::new(rule.tool.clone()));
-    match (&rule.pattern, allow) {
-        (None, true) => {
-            s.always_allow = true;
-            s.always_deny = false;
-        }
-        (None, false) => {
-            s.always_deny = true;
-            s.always_allow = false;
-        }
-        (Some(p), true) if !s.allowed_patterns.contains(p) => s.allowed_patterns.push(p.clone()),
-        (Some(p), false) if !s.denied_patterns.contains(p) => s.denied_patterns.push(p.clone()),
-        _ => {}
-    }
-    let line = format!("{:<14} {}", s.tool_id, describe(&s));
-    manager
-        .set_tool_permissions(&rule.tool, s)
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(line)
+    Ok(format!("{:<14} {}", saved.tool_id, describe(&saved)))
 }

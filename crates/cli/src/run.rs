@@ -1,6 +1,7 @@
 //! `aintern run` / `exec` (one request) and `aintern chat` (a conversation).
 
 use crate::session::{next_line, stdin_lines, Session, SessionArgs};
+use crate::signals::Interrupts;
 use crate::terminal::Terminal;
 
 /// The `run` command's options.
@@ -26,13 +27,14 @@ pub(crate) struct ChatArgs {
 /// end, `Ok(false)` when it failed.
 pub(crate) async fn run(args: RunArgs, json: bool) -> Result<bool, String> {
     let json = json || args.json;
+    let mut interrupts = Interrupts::listen()?;
     let mut terminal = Terminal::new(json);
-    let session = Session::start(args.session.clone(), &mut terminal).await?;
+    let session = Session::start(args.session.clone(), &mut terminal, &mut interrupts).await?;
     // Without a person or a program to answer, approvals come from --approve alone.
     let mut input = (json || args.session.approve.is_none()).then(stdin_lines);
     let request = session.request(args.message);
     let driven = session
-        .drive(request, &mut terminal, &mut input, json)
+        .drive(request, &mut terminal, &mut input, &mut interrupts, json)
         .await?;
     if !driven.unsent.is_empty() {
         terminal.note(&format!(
@@ -48,8 +50,9 @@ pub(crate) async fn run(args: RunArgs, json: bool) -> Result<bool, String> {
 /// the next requests). Ctrl-C cancels the running request; at the prompt, a second
 /// Ctrl-C in a row, Ctrl-D or `/exit` ends the chat.
 pub(crate) async fn chat(args: ChatArgs) -> Result<(), String> {
+    let mut interrupts = Interrupts::listen()?;
     let mut terminal = Terminal::new(false);
-    let session = Session::start(args.session, &mut terminal).await?;
+    let session = Session::start(args.session, &mut terminal, &mut interrupts).await?;
     let mut input = Some(stdin_lines());
     terminal.note("aintern chat — type a request; /exit or Ctrl-D to leave");
     let mut interrupted = false;
@@ -64,7 +67,7 @@ pub(crate) async fn chat(args: ChatArgs) -> Result<(), String> {
             None if input.is_none() => None,
             None => tokio::select! {
                 line = next_line(&mut input) => line,
-                _ = tokio::signal::ctrl_c() => {
+                () = interrupts.next() => {
                     terminal.line("");
                     if interrupted {
                         return Ok(());
@@ -88,7 +91,7 @@ pub(crate) async fn chat(args: ChatArgs) -> Result<(), String> {
         }
         let request = session.request(line.to_string());
         let driven = session
-            .drive(request, &mut terminal, &mut input, false)
+            .drive(request, &mut terminal, &mut input, &mut interrupts, false)
             .await?;
         if !driven.ok {
             terminal.note("the request failed; the conversation goes on");

@@ -2,6 +2,7 @@
 //! loop that drives one request while reading the person's input.
 
 use crate::settings;
+use crate::signals::Interrupts;
 use crate::terminal::Terminal;
 use core_models::{
     AgentEvent, AgentRequest, AgentService as _, ApprovalDecision, ApprovalRequestEvent,
@@ -16,7 +17,7 @@ use services_ai::{
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::io::AsyncBufReadExt;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 /// How approvals are answered without asking.
@@ -59,11 +60,24 @@ pub(crate) struct SessionArgs {
     config: Option<PathBuf>,
     /// Sampling temperature (0: greedy). Default: 0 with the embedded model, which answers
     /// best greedy; 0.7 otherwise.
-    #[arg(long, value_name = "T")]
+    #[arg(long, value_name = "T", value_parser = temperature)]
     temperature: Option<f32>,
     /// Most tokens per reply. Default: 512 with the embedded model, 4096 otherwise.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_tokens: Option<u32>,
+}
+
+/// A temperature: a finite number from 0 to 100.
+fn temperature(text: &str) -> Result<f32, String> {
+    let t: f32 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number"))?;
+    if t.is_finite() && (0.0..=100.0).contains(&t) {
+        Ok(t)
+    } else {
+        Err(format!("must be a number from 0 to 100 (got {text})"))
+    }
 }
 
 impl SessionArgs {
@@ -99,16 +113,60 @@ pub(crate) struct Session {
     args: SessionArgs,
     workspace: PathBuf,
     conversation_id: uuid::Uuid,
+    launcher: Arc<sandbox::Launcher>,
 }
 
-/// Lines read from stdin, as they come; `None` once stdin ends.
+/// Longest stdin line taken (a longer one is reported and skipped).
+const STDIN_LINE_CAP: usize = 16 * 1024 * 1024;
+
+/// Lines read from stdin, as they come; `None` once stdin ends. A line that is not UTF-8,
+/// or longer than [`STDIN_LINE_CAP`], is reported on stderr and skipped; the lines after it
+/// still come.
 pub(crate) fn stdin_lines() -> UnboundedReceiver<String> {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     tokio::spawn(async move {
-        let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            if tx.send(line).is_err() {
-                break;
+        let mut input = tokio::io::BufReader::new(tokio::io::stdin());
+        let mut number = 0u64;
+        loop {
+            let mut bytes = Vec::new();
+            let read = (&mut input)
+                .take(STDIN_LINE_CAP as u64 + 1)
+                .read_until(b'\n', &mut bytes)
+                .await;
+            match read {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            number += 1;
+            if bytes.len() > STDIN_LINE_CAP && !bytes.ends_with(b"\n") {
+                // Skip the rest of the over-long line.
+                let mut rest = Vec::new();
+                while !rest.ends_with(b"\n") {
+                    rest.clear();
+                    match (&mut input)
+                        .take(64 * 1024)
+                        .read_until(b'\n', &mut rest)
+                        .await
+                    {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {}
+                    }
+                }
+                eprintln!(
+                    "aintern: stdin line {number} is longer than {STDIN_LINE_CAP} bytes; ignored"
+                );
+                continue;
+            }
+            while bytes.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+                bytes.pop();
+            }
+            match String::from_utf8(bytes) {
+                Ok(line) => {
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+                Err(_) => eprintln!("aintern: stdin line {number} is not UTF-8 text; ignored"),
             }
         }
     });
@@ -116,8 +174,13 @@ pub(crate) fn stdin_lines() -> UnboundedReceiver<String> {
 }
 
 impl Session {
-    /// Load the configuration and the model and build the agent.
-    pub(crate) async fn start(args: SessionArgs, terminal: &mut Terminal) -> Result<Self, String> {
+    /// Load the configuration and the model and build the agent. An interrupt while the
+    /// model loads ends the program.
+    pub(crate) async fn start(
+        args: SessionArgs,
+        terminal: &mut Terminal,
+        interrupts: &mut Interrupts,
+    ) -> Result<Self, String> {
         let workspace = workspace(args.workspace.clone())?;
         let embedded = args.embedded_model();
         // The embedded default model is small: it follows the compact tool prompt.
@@ -126,7 +189,10 @@ impl Session {
         } else {
             &[]
         };
-        let loader = settings::loader(&workspace, args.config.as_deref(), app_defaults);
+        let (loader, notes) = settings::loader(&workspace, args.config.as_deref(), app_defaults)?;
+        for note in notes {
+            terminal.note(&note);
+        }
         let config = settings::load(loader, |config| {
             if let Some(secs) = args.timeout {
                 config.agent_request_timeout_ms = secs.saturating_mul(1000);
@@ -135,12 +201,33 @@ impl Session {
                     .min(config.agent_request_timeout_ms);
             }
         })?;
-        let llm = backend(args.backend.as_deref(), terminal).await?;
+        let launcher = Arc::new(sandbox::Launcher::new(settings::sandbox_settings(&config)));
         let registry: Arc<dyn ToolRegistry> = Arc::new(
-            tools::builtin_tools()
+            tools::builtin_tools_with(Arc::clone(&launcher))
                 .into_iter()
                 .collect::<InMemoryToolRegistry>(),
         );
+        if let Some(ToolChoice::Tool(id)) = &args.tool_choice {
+            if registry.get_tool(id).is_none() {
+                let mut ids: Vec<String> = registry
+                    .all_tools()
+                    .iter()
+                    .map(|t| t.definition().id.clone())
+                    .collect();
+                ids.sort();
+                return Err(format!(
+                    "--tool-choice: unknown tool '{id}' (auto, required, none, or one of: {})",
+                    ids.join(", ")
+                ));
+            }
+        }
+        if let Some(note) = sandbox_note(&launcher) {
+            terminal.note(&note);
+        }
+        let llm = tokio::select! {
+            llm = backend(args.backend.as_deref(), terminal) => llm?,
+            () = interrupts.next() => crate::signals::leave(130),
+        };
         let permissions = match settings::permissions_file() {
             Ok(file) => DefaultPermissionManager::new(Arc::new(FilePermissionStore::new(file))),
             Err(e) => {
@@ -150,13 +237,14 @@ impl Session {
         };
         let mut builder = AgentService::builder(llm, registry)
             .permissions(Arc::new(permissions))
-            .git_inspector(Arc::new(tools::GitCommandInspector));
+            .git_inspector(Arc::new(tools::GitCommandInspector::new(Arc::clone(
+                &launcher,
+            ))));
         for (name, f) in &config.formatters {
-            builder = builder.formatter(Arc::new(tools::CommandFormatter::new(
-                name.clone(),
-                f.extensions.clone(),
-                f.command.clone(),
-            )));
+            builder = builder.formatter(Arc::new(
+                tools::CommandFormatter::new(name.clone(), f.extensions.clone(), f.command.clone())
+                    .with_launcher(Arc::clone(&launcher)),
+            ));
         }
         let agent = builder.config(config).build();
         Ok(Session {
@@ -164,6 +252,7 @@ impl Session {
             args,
             workspace,
             conversation_id: uuid::Uuid::new_v4(),
+            launcher,
         })
     }
 
@@ -205,6 +294,7 @@ impl Session {
         request: AgentRequest,
         terminal: &mut Terminal,
         input: &mut Option<UnboundedReceiver<String>>,
+        interrupts: &mut Interrupts,
         json: bool,
     ) -> Result<Driven, String> {
         let mut events = self
@@ -228,13 +318,13 @@ impl Session {
                         }
                     }
                     if let AgentEvent::AgentError(e) = &event {
-                        if e.is_fatal && e.category != core_models::AgentErrorCategory::TimeoutError {
+                        if e.is_fatal {
                             ok = false;
                         }
                     }
                     if let AgentEvent::ApprovalRequest(a) = event {
                         match self.args.approve {
-                            Some(mode) => answer_by_mode(&a, mode),
+                            Some(mode) => answer_by_mode(&a, mode, self.launcher.settings()),
                             None if input.is_none() => no_one_answers(&a),
                             None => {
                                 if !json {
@@ -267,7 +357,7 @@ impl Session {
                         unsent.push(line);
                     }
                 }
-                _ = tokio::signal::ctrl_c() => {
+                () = interrupts.next() => {
                     terminal.note("cancelling (Ctrl-C)");
                     self.agent.cancel();
                 }
@@ -397,6 +487,28 @@ async fn backend(
     }
 }
 
+/// What to tell the person, once, when the kernel cannot sandbox commands.
+fn sandbox_note(launcher: &sandbox::Launcher) -> Option<String> {
+    let settings = launcher.settings();
+    if settings.mode == core_models::SandboxMode::FullAccess {
+        return Some("sandbox.mode = full-access: commands run without a sandbox".to_string());
+    }
+    let support = launcher.support();
+    if support.can_enforce() {
+        return None;
+    }
+    let what = match settings.fallback {
+        core_models::SandboxFallback::Ask => {
+            "every command will be put to you before it runs, unsandboxed (sandbox.fallback = ask)"
+        }
+        core_models::SandboxFallback::Deny => "commands will be refused (sandbox.fallback = deny)",
+        core_models::SandboxFallback::Unsandboxed => {
+            "commands will run WITHOUT a sandbox (sandbox.fallback = unsandboxed)"
+        }
+    };
+    Some(format!("{}: {what}", support.reason()))
+}
+
 /// The workspace folder, canonical: `dir` or the current folder.
 pub(crate) fn workspace(dir: Option<PathBuf>) -> Result<PathBuf, String> {
     let dir = match dir {
@@ -410,8 +522,26 @@ pub(crate) fn workspace(dir: Option<PathBuf>) -> Result<PathBuf, String> {
         .map_err(|e| e.to_string())
 }
 
-fn answer_by_mode(a: &ApprovalRequestEvent, mode: ApproveMode) {
+/// Whether the call asks for more than the configured sandbox: the network when it is
+/// closed, or no sandbox when there is one. Only a person (or a JSON client) may grant
+/// that, never `--approve`.
+fn escalates(a: &ApprovalRequestEvent, settings: &sandbox::SandboxSettings) -> bool {
+    a.sandbox.as_ref().is_some_and(|s| {
+        (s.network && !settings.network)
+            || (s.mode == core_models::SandboxMode::FullAccess
+                && settings.mode != core_models::SandboxMode::FullAccess)
+    })
+}
+
+fn answer_by_mode(
+    a: &ApprovalRequestEvent,
+    mode: ApproveMode,
+    settings: &sandbox::SandboxSettings,
+) {
     let result = match mode {
+        ApproveMode::All if escalates(a, settings) => a.deny(Some(
+            "--approve all does not lift the sandbox; approve this call yourself".into(),
+        )),
         ApproveMode::All => a.approve(),
         ApproveMode::Safe if a.risk_level == RiskLevel::Safe => a.approve(),
         ApproveMode::Safe => a.deny(Some(format!("--approve safe: {} risk", a.risk_level))),
@@ -428,7 +558,7 @@ fn answer_typed(a: &ApprovalRequestEvent, line: &str, terminal: &mut Terminal) {
         "s" | "session" => a.approve_with(RememberScope::Session, None),
         "t" | "tool" => {
             terminal.note(&format!(
-                "{} is allowed from now on (undo with: aintern permissions reset {})",
+                "{} is allowed from now on, in every workspace (undo with: aintern permissions reset {})",
                 a.request.tool_id, a.request.tool_id
             ));
             a.approve_with(RememberScope::Tool, None)

@@ -20,26 +20,81 @@ pub(crate) fn permissions_file() -> Result<PathBuf, String> {
         .ok_or_else(|| "cannot find the user's configuration folder (is HOME set?)".to_string())
 }
 
+/// Top-level keys a workspace's `aintern.toml` may not set: the workspace is not trusted
+/// (a repository can ship the file), and these would loosen what commands may do.
+const USER_ONLY_KEYS: [&str; 1] = ["sandbox"];
+
 /// The configuration's layers, lowest first: the built-in defaults, `app_defaults`, the
-/// user's `aintern.toml`, the workspace's `aintern.toml` (or `explicit` instead of both
-/// files), `AINTERN_*` environment variables.
+/// user's `aintern.toml`, the workspace's `aintern.toml` without [`USER_ONLY_KEYS`] (or
+/// `explicit` instead of both files), `AINTERN_*` environment variables. Also the notes to
+/// show (keys of the workspace's file that were ignored).
 pub(crate) fn loader(
     workspace: &Path,
     explicit: Option<&Path>,
     app_defaults: &[(&str, &str)],
-) -> ConfigLoader {
+) -> Result<(ConfigLoader, Vec<String>), String> {
     let mut loader = ConfigLoader::new();
     for (key, value) in app_defaults {
         loader = loader.default_value(*key, *value);
     }
-    match explicit {
+    let mut notes = Vec::new();
+    let loader = match explicit {
         Some(file) => loader.file(file),
         None => {
             if let Some(dir) = config_dir() {
                 loader = loader.optional_file(dir.join(CONFIG_FILE));
             }
-            loader.optional_file(workspace.join(CONFIG_FILE))
+            let file = workspace.join(CONFIG_FILE);
+            match std::fs::read_to_string(&file) {
+                Ok(text) => {
+                    let (kept, dropped) = without_user_only_keys(&text).map_err(|e| {
+                        format!("cannot read the configuration {}: {e}", file.display())
+                    })?;
+                    if !dropped.is_empty() {
+                        notes.push(format!(
+                            "{} sets [{}], which only your own configuration may set: ignored",
+                            file.display(),
+                            dropped.join("], [")
+                        ));
+                    }
+                    loader.toml_text(kept)
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => loader,
+                Err(e) => {
+                    return Err(format!(
+                        "cannot read the configuration {}: {e}",
+                        file.display()
+                    ))
+                }
+            }
         }
+    };
+    Ok((loader, notes))
+}
+
+/// `text` (TOML) without [`USER_ONLY_KEYS`], and the keys that were there.
+fn without_user_only_keys(text: &str) -> Result<(String, Vec<String>), String> {
+    let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| e.to_string())?;
+    let dropped: Vec<String> = USER_ONLY_KEYS
+        .iter()
+        .filter(|k| table.remove(**k).is_some())
+        .map(|k| (*k).to_string())
+        .collect();
+    let kept = toml::to_string(&table).map_err(|e| e.to_string())?;
+    Ok((kept, dropped))
+}
+
+/// The sandbox settings of the configuration, for the tools.
+pub(crate) fn sandbox_settings(config: &AgentConfig) -> sandbox::SandboxSettings {
+    let s = &config.sandbox;
+    sandbox::SandboxSettings {
+        mode: s.mode,
+        network: s.network,
+        writable: s.writable_paths.iter().map(PathBuf::from).collect(),
+        deny_read: s.deny_read.iter().map(PathBuf::from).collect(),
+        pass_env: s.pass_env.clone(),
+        fallback: s.fallback,
+        home: None,
     }
 }
 

@@ -254,8 +254,11 @@ impl Terminal {
             );
             text.push_str(&format!("\n    {w}"));
         }
+        if let Some(why) = &a.must_ask {
+            text.push_str(&format!("\n    Asked because: {why}"));
+        }
         text.push_str(
-            "\n  Approve? [y]es / [n]o / always this [s]ession / always for this [t]ool: ",
+            "\n  Approve? [y]es / [n]o / always this [s]ession / always for this [t]ool, in every workspace: ",
         );
         let start = if self.at_line_start { "" } else { "\n" };
         self.write(&format!("{start}{text}"));

@@ -432,6 +432,12 @@ pub struct ApprovalRequestEvent {
     /// How long the agent waits before treating silence as denial.
     #[serde(rename = "timeout_ms", with = "duration_ms")]
     pub timeout: Duration,
+    /// The sandbox the call's process will run under, when it starts one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::SandboxSummary>,
+    /// Why the call is put to a person even though its risk alone would not need it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub must_ask: Option<String>,
     /// Where the answer goes; not serialized.
     #[serde(skip)]
     pub responder: ApprovalResponder,
@@ -455,6 +461,8 @@ impl ApprovalRequestEvent {
             details: Vec::new(),
             warnings: Vec::new(),
             timeout,
+            sandbox: None,
+            must_ask: None,
             responder,
         };
         (event, receiver)
@@ -469,6 +477,18 @@ impl ApprovalRequestEvent {
     /// Set the warnings.
     pub fn with_warnings(mut self, warnings: Vec<String>) -> Self {
         self.warnings = warnings;
+        self
+    }
+
+    /// Set the sandbox the call will run under.
+    pub fn with_sandbox(mut self, sandbox: Option<crate::SandboxSummary>) -> Self {
+        self.sandbox = sandbox;
+        self
+    }
+
+    /// Say why a person is asked whatever the risk.
+    pub fn with_must_ask(mut self, reason: Option<String>) -> Self {
+        self.must_ask = reason;
         self
     }
 
@@ -1237,6 +1257,10 @@ pub struct AgentCompleteEvent {
     /// Per-tool statistics.
     #[serde(default)]
     pub tool_usage: Vec<ToolUsageSummary>,
+    /// Why the request stopped early, in words (the timeout, the iteration limit, the
+    /// budget); `None` when it finished normally.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_message: Option<String>,
 }
 
 impl AgentCompleteEvent {
@@ -1262,6 +1286,7 @@ impl AgentCompleteEvent {
             prompt_tokens: 0,
             completion_tokens: tokens,
             tool_usage: usage,
+            stop_message: None,
         }
     }
 
@@ -1311,6 +1336,12 @@ impl AgentCompleteEvent {
     /// Set the per-tool statistics.
     pub fn with_tool_usage(mut self, usage: Vec<ToolUsageSummary>) -> Self {
         self.tool_usage = usage;
+        self
+    }
+
+    /// Say why the request stopped early.
+    pub fn with_stop_message(mut self, message: impl Into<String>) -> Self {
+        self.stop_message = Some(message.into());
         self
     }
 

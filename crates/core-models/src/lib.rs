@@ -58,6 +58,7 @@ pub mod llm;
 pub mod permission;
 pub mod ports;
 pub mod request;
+pub mod sandbox;
 mod serde_util;
 pub mod state;
 pub mod tool;
@@ -72,27 +73,31 @@ pub use events::{
     ToolExecutionEvent, ToolExecutionStatus, ToolResultEvent, ToolUsageSummary, TransitionRecord,
 };
 pub use llm::{LlmChunk, LlmRequest, LlmStream, LlmUsage};
-pub use permission::{PermissionCheckResult, ToolPermissionSettings};
+pub use permission::{
+    collapse_whitespace, normalize_path, PermissionCheckResult, PermissionSubjects,
+    ToolPermissionSettings,
+};
 pub use ports::{
-    AgentService, EventStream, Formatter, GitInspector, LlmService, PermissionManager,
-    PermissionStore, Tool, ToolExecutionService, ToolRegistry,
+    AgentService, EventStream, Formatter, GitInspector, LlmService, PermissionChange,
+    PermissionManager, PermissionMap, PermissionStore, Tool, ToolExecutionService, ToolRegistry,
 };
 pub use request::{
     AgentRequest, ChatMessage, FileContext, InferenceOptions, MessageRole, TextSelection,
     ToolAvailabilityContext, ToolChoice, ToolPermission,
 };
+pub use sandbox::{SandboxFallback, SandboxMode, SandboxSummary};
 pub use state::{
     AgentMachine, AgentState, AgentStateChange, AgentStateTransition, MachineKind, StateChange,
     StateTable, StateTransitionError, TurnMachine, TurnState, TurnStateChange, AGENT_TRANSITIONS,
     TURN_EDGES,
 };
 pub use tool::{
-    ProgressReporter, RiskLevel, ToolCategory, ToolDefinition, ToolExecutionContext, ToolProgress,
-    ToolResult, ToolValidationResult,
+    CallAssessment, ProgressReporter, RiskLevel, ToolCategory, ToolDefinition,
+    ToolExecutionContext, ToolProgress, ToolResult, ToolValidationResult,
 };
 pub use tool_call::{
-    ApprovalDecision, RememberScope, ToolCallLifecycle, ToolCallRequest, ToolCallStatus,
-    MAIN_ARGUMENT_KEYS,
+    main_argument_of, ApprovalDecision, RememberScope, ToolCallLifecycle, ToolCallRequest,
+    ToolCallStatus, MAIN_ARGUMENT_KEYS,
 };
 
 /// Re-exported so implementers of the ports need not add the crate themselves.

@@ -4,11 +4,12 @@
 use crate::error::Error;
 use crate::events::{AgentEvent, GitCommit};
 use crate::llm::{LlmRequest, LlmStream};
-use crate::permission::{PermissionCheckResult, ToolPermissionSettings};
+use crate::permission::{PermissionCheckResult, PermissionSubjects, ToolPermissionSettings};
 use crate::request::{AgentRequest, ToolAvailabilityContext};
 use crate::state::{AgentState, AgentStateChange};
 use crate::tool::{
-    RiskLevel, ToolDefinition, ToolExecutionContext, ToolResult, ToolValidationResult,
+    CallAssessment, RiskLevel, ToolDefinition, ToolExecutionContext, ToolResult,
+    ToolValidationResult,
 };
 use crate::tool_call::{ApprovalDecision, ToolCallRequest};
 use async_trait::async_trait;
@@ -40,6 +41,20 @@ pub trait Tool: Send + Sync {
     /// Risk of a call with these parameters (defaults to the definition's).
     fn effective_risk_level(&self, _parameters: &Value) -> RiskLevel {
         self.definition().default_risk_level
+    }
+
+    /// Judge a valid call before it may run, knowing the workspace: its risk (which may
+    /// look at the files, e.g. where a path leads), what permission patterns are matched
+    /// against, the sandbox it would run under and whether a person must be asked. The
+    /// agent calls it after validation and before the permission check.
+    ///
+    /// The default: [`Tool::effective_risk_level`], the main argument as the subject
+    /// ([`PermissionSubjects::from_parameters`]), no sandbox, no forced question.
+    fn assess(&self, parameters: &Value, workspace: Option<&Path>) -> CallAssessment {
+        CallAssessment::new(
+            self.effective_risk_level(parameters),
+            PermissionSubjects::from_parameters(parameters, workspace),
+        )
     }
 
     /// Run the tool. Failures are a failed [`ToolResult`], never a panic. Must return
@@ -144,7 +159,27 @@ pub trait PermissionStore: Send + Sync {
 
     /// Replace everything stored with `settings`.
     async fn save(&self, settings: &BTreeMap<String, ToolPermissionSettings>) -> Result<(), Error>;
+
+    /// Apply `change` to the settings as they are stored now and save the result, as one
+    /// step: a store several processes share re-reads under a lock, so that concurrent
+    /// changes are never lost. Returns the settings saved. A `change` that fails saves
+    /// nothing.
+    ///
+    /// The default (load, change, save) is right only for a store no other process
+    /// writes; stores on shared files override it.
+    async fn update(&self, change: PermissionChange) -> Result<PermissionMap, Error> {
+        let mut settings = self.load().await?;
+        change(&mut settings)?;
+        self.save(&settings).await?;
+        Ok(settings)
+    }
 }
+
+/// Every tool's permission settings, by tool id.
+pub type PermissionMap = BTreeMap<String, ToolPermissionSettings>;
+
+/// A change to the stored permission settings (see [`PermissionStore::update`]).
+pub type PermissionChange = Box<dyn FnOnce(&mut PermissionMap) -> Result<(), Error> + Send>;
 
 /// Looks at the workspace's git history (seed 004's "checking git commits" after a tool).
 #[async_trait]

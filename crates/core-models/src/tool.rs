@@ -394,3 +394,44 @@ impl ToolExecutionContext {
         }
     }
 }
+
+/// What the agent must know about one call before it may run, as the tool judges it with
+/// the workspace at hand (see [`crate::Tool::assess`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallAssessment {
+    /// The call's risk.
+    pub risk: RiskLevel,
+    /// What permission patterns are matched against.
+    pub subjects: crate::PermissionSubjects,
+    /// The sandbox the call's process would run under, for the approval prompt; `None`
+    /// when the tool starts no process.
+    pub sandbox: Option<crate::SandboxSummary>,
+    /// Why a person must be asked even when the call's risk would be approved without
+    /// asking (for example: the kernel cannot sandbox commands here). Decisions the person
+    /// asked the agent to remember still apply; deny rules always do.
+    pub must_ask: Option<String>,
+}
+
+impl CallAssessment {
+    /// An assessment with `risk` and `subjects`, no sandbox and no forced question.
+    pub fn new(risk: RiskLevel, subjects: crate::PermissionSubjects) -> Self {
+        CallAssessment {
+            risk,
+            subjects,
+            sandbox: None,
+            must_ask: None,
+        }
+    }
+
+    /// Set the sandbox.
+    pub fn with_sandbox(mut self, sandbox: crate::SandboxSummary) -> Self {
+        self.sandbox = Some(sandbox);
+        self
+    }
+
+    /// Ask a person, for this reason, whatever the risk.
+    pub fn asking(mut self, reason: impl Into<String>) -> Self {
+        self.must_ask = Some(reason.into());
+        self
+    }
+}

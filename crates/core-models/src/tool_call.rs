@@ -1,6 +1,7 @@
 //! Tool-call models (seed 001 part f): a parsed call, the user's decision on it and its
 //! lifecycle.
 
+use crate::permission::PermissionSubjects;
 use crate::serde_util::duration_ms;
 use crate::tool::{RiskLevel, ToolResult, ToolValidationResult};
 use chrono::{DateTime, Utc};
@@ -50,6 +51,20 @@ pub struct ToolCallRequest {
     /// The result of validating the parameters, once done.
     #[serde(default)]
     pub validation_result: Option<ToolValidationResult>,
+    /// What permission patterns are matched against, as the tool assessed it (see
+    /// [`crate::Tool::assess`]); `None` until assessed, and then the main argument is used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_subjects: Option<PermissionSubjects>,
+}
+
+/// The first string among [`MAIN_ARGUMENT_KEYS`] in `parameters`, with its key.
+pub fn main_argument_of(parameters: &Value) -> Option<(&'static str, &str)> {
+    MAIN_ARGUMENT_KEYS.iter().find_map(|key| {
+        parameters
+            .get(*key)
+            .and_then(Value::as_str)
+            .map(|v| (*key, v))
+    })
 }
 
 impl ToolCallRequest {
@@ -67,6 +82,7 @@ impl ToolCallRequest {
             raw_json: None,
             iteration_number: 0,
             validation_result: None,
+            permission_subjects: None,
         }
     }
 
@@ -78,9 +94,15 @@ impl ToolCallRequest {
     /// The argument permission patterns are matched against: the first string among
     /// [`MAIN_ARGUMENT_KEYS`].
     pub fn main_argument(&self) -> Option<&str> {
-        MAIN_ARGUMENT_KEYS
-            .iter()
-            .find_map(|key| self.parameters.get(*key).and_then(Value::as_str))
+        main_argument_of(&self.parameters).map(|(_, value)| value)
+    }
+
+    /// The subjects permission patterns are matched against: the tool's assessment, or
+    /// else the main argument, normalized ([`PermissionSubjects::from_parameters`]).
+    pub fn subjects(&self) -> PermissionSubjects {
+        self.permission_subjects
+            .clone()
+            .unwrap_or_else(|| PermissionSubjects::from_parameters(&self.parameters, None))
     }
 
     /// Whether `other` calls the same tool with the same parameters.

@@ -18,7 +18,7 @@ fn plain_text(size: usize) -> String {
     let mut s = String::with_capacity(size + line.len());
     while s.len() < size {
         s.push_str(line);
-        if s.len() % 7 == 0 {
+        if s.len().is_multiple_of(7) {
             s.push('\n');
         }
     }

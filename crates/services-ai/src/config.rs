@@ -6,6 +6,7 @@
 //! `AINTERN_MAX_AGENT_ITERATIONS=5`, `AINTERN_BUDGET__MAX_TOTAL_TOKENS=20000`.
 
 use crate::error::{Error, Result};
+use core_models::{SandboxFallback, SandboxMode};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -149,6 +150,46 @@ pub struct AgentConfig {
     /// Formatters run on the files tools write and new commits touch, by name (seed 004's
     /// autoformatters). The application turns each into a [`core_models::Formatter`].
     pub formatters: BTreeMap<String, FormatterConfig>,
+    /// The sandbox of commands (`run_command`, formatters, git).
+    pub sandbox: SandboxConfig,
+}
+
+/// How commands the tools start are sandboxed (see the `sandbox` crate).
+///
+/// Only the user's own configuration (their `aintern.toml`, `AINTERN_SANDBOX__*`, flags)
+/// should set these: an application reading a workspace's configuration file must not let
+/// it loosen the sandbox (the `aintern` command ignores the section there).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// `workspace-write` (default), `read-only` or `full-access`.
+    pub mode: SandboxMode,
+    /// Whether commands may use the network.
+    pub network: bool,
+    /// Extra folders commands may write in `workspace-write` (caches): absolute, or
+    /// starting with `~/`.
+    pub writable_paths: Vec<String>,
+    /// Extra paths commands must not read, besides the default secret locations:
+    /// absolute, or starting with `~/`.
+    pub deny_read: Vec<String>,
+    /// Environment variables passed to commands although they look like secrets.
+    pub pass_env: Vec<String>,
+    /// What to do when the kernel cannot sandbox: `ask` (default: every command is put to
+    /// a person), `deny` (commands are refused) or `unsandboxed` (they run as rated).
+    pub fallback: SandboxFallback,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig {
+            mode: SandboxMode::WorkspaceWrite,
+            network: false,
+            writable_paths: Vec::new(),
+            deny_read: Vec::new(),
+            pass_env: Vec::new(),
+            fallback: SandboxFallback::Ask,
+        }
+    }
 }
 
 /// One formatter: which files, and the command that formats them.
@@ -183,6 +224,7 @@ impl Default for AgentConfig {
             streaming_buffer_size: 1,
             budget: BudgetConfig::default(),
             formatters: BTreeMap::new(),
+            sandbox: SandboxConfig::default(),
         }
     }
 }
@@ -344,6 +386,30 @@ impl AgentConfig {
             "approval_timeout_ms",
             format!("must be at least 1 (got {})", self.approval_timeout_ms),
         );
+        check(
+            self.iteration_delay_ms <= MAX_ITERATION_DELAY_MS,
+            "iteration_delay_ms",
+            format!(
+                "must be at most {MAX_ITERATION_DELAY_MS} (allowed: 0 to {MAX_ITERATION_DELAY_MS}; got {})",
+                self.iteration_delay_ms
+            ),
+        );
+        for (field, paths) in [
+            ("sandbox.writable_paths", &self.sandbox.writable_paths),
+            ("sandbox.deny_read", &self.sandbox.deny_read),
+        ] {
+            for path in paths {
+                let (ok, why) = sandbox_path(path, field == "sandbox.writable_paths");
+                check(ok, field, format!("'{path}' {why}"));
+            }
+        }
+        for name in &self.sandbox.pass_env {
+            check(
+                !name.is_empty() && !name.contains('=') && !name.contains('\0'),
+                "sandbox.pass_env",
+                format!("'{name}' is not an environment variable name"),
+            );
+        }
         for (name, formatter) in &self.formatters {
             check(
                 formatter
@@ -377,10 +443,40 @@ impl AgentConfig {
     }
 }
 
+/// The longest pause between iterations.
+pub const MAX_ITERATION_DELAY_MS: u64 = 60_000;
+
+/// Whether a sandbox path setting is usable, and why not.
+fn sandbox_path(path: &str, writable: bool) -> (bool, &'static str) {
+    let trimmed = path.trim();
+    let home_relative = trimmed == "~" || trimmed.starts_with("~/");
+    if !(home_relative || trimmed.starts_with('/')) {
+        return (false, "must be absolute or start with ~/");
+    }
+    let normalized = core_models::normalize_path(trimmed.trim_start_matches('~'), None);
+    let whole = matches!(normalized.as_str(), "/" | "." | "");
+    if writable && whole {
+        return (
+            false,
+            "would make the whole home folder or file system writable",
+        );
+    }
+    (true, "")
+}
+
+/// One file layer of a [`ConfigLoader`].
+#[derive(Debug, Clone)]
+enum FileLayer {
+    /// A file, and whether it must exist.
+    Path(PathBuf, bool),
+    /// TOML text.
+    Text(String),
+}
+
 /// Builds an [`AgentConfig`] from its layers.
 #[derive(Debug, Clone)]
 pub struct ConfigLoader {
-    files: Vec<(PathBuf, bool)>,
+    files: Vec<FileLayer>,
     env_prefix: String,
     env_source: Option<HashMap<String, String>>,
     overrides: Vec<(String, config::Value)>,
@@ -407,13 +503,20 @@ impl ConfigLoader {
 
     /// Add a TOML file that must exist. Later files win over earlier ones.
     pub fn file(mut self, path: impl Into<PathBuf>) -> Self {
-        self.files.push((path.into(), true));
+        self.files.push(FileLayer::Path(path.into(), true));
         self
     }
 
     /// Add a TOML file that is read only if it exists.
     pub fn optional_file(mut self, path: impl Into<PathBuf>) -> Self {
-        self.files.push((path.into(), false));
+        self.files.push(FileLayer::Path(path.into(), false));
+        self
+    }
+
+    /// Add TOML text as a file layer (for a file the application read and filtered itself,
+    /// e.g. a workspace's file with the keys it may not set removed).
+    pub fn toml_text(mut self, text: impl Into<String>) -> Self {
+        self.files.push(FileLayer::Text(text.into()));
         self
     }
 
@@ -459,12 +562,17 @@ impl ConfigLoader {
             base = base.set_override(key, value)?;
         }
         let mut builder = config::Config::builder().add_source(base.build()?);
-        for (path, required) in &self.files {
-            builder = builder.add_source(
-                config::File::from(path.as_path())
-                    .format(config::FileFormat::Toml)
-                    .required(*required),
-            );
+        for layer in &self.files {
+            builder = match layer {
+                FileLayer::Path(path, required) => builder.add_source(
+                    config::File::from(path.as_path())
+                        .format(config::FileFormat::Toml)
+                        .required(*required),
+                ),
+                FileLayer::Text(text) => {
+                    builder.add_source(config::File::from_str(text, config::FileFormat::Toml))
+                }
+            };
         }
         let env = config::Environment::with_prefix(&self.env_prefix)
             .prefix_separator("_")

@@ -2,27 +2,36 @@
 
 use async_trait::async_trait;
 use core_models::{
-    RiskLevel, Tool, ToolAvailabilityContext, ToolCategory, ToolDefinition, ToolExecutionContext,
-    ToolResult, ToolValidationResult,
+    CallAssessment, PermissionSubjects, RiskLevel, Tool, ToolAvailabilityContext, ToolCategory,
+    ToolDefinition, ToolExecutionContext, ToolResult, ToolValidationResult,
 };
 use futures::future::BoxFuture;
 use serde_json::Value;
 use std::fmt;
 use std::future::Future;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 type ExecuteHandler =
     Arc<dyn Fn(ToolExecutionContext) -> BoxFuture<'static, ToolResult> + Send + Sync>;
 type ValidateHandler = Arc<dyn Fn(&Value) -> ToolValidationResult + Send + Sync>;
+type AssessHandler = Arc<dyn Fn(&Value, Option<&Path>) -> CallAssessment + Send + Sync>;
+type SummaryHandler = Arc<dyn Fn(&Value) -> String + Send + Sync>;
+type RiskHandler = Arc<dyn Fn(&Value) -> RiskLevel + Send + Sync>;
 
 /// A tool for tests: id `mock-tool`, name "Mock Tool", `Custom`, `Safe` by default.
-/// Execution returns `ToolResult::success("Mock success")` unless a handler is set.
+/// Execution returns `ToolResult::success("Mock success")` unless a handler is set; the
+/// assessment is the trait's default (the tool's risk, the main argument as subject)
+/// unless a handler is set.
 pub struct MockTool {
     definition: ToolDefinition,
     available: AtomicBool,
     execute_handler: Option<ExecuteHandler>,
     validate_handler: Option<ValidateHandler>,
+    assess_handler: Option<AssessHandler>,
+    summary_handler: Option<SummaryHandler>,
+    risk_handler: Option<RiskHandler>,
     executions: AtomicUsize,
     received: Mutex<Vec<Value>>,
 }
@@ -59,6 +68,9 @@ impl MockTool {
             available: AtomicBool::new(true),
             execute_handler: None,
             validate_handler: None,
+            assess_handler: None,
+            summary_handler: None,
+            risk_handler: None,
             executions: AtomicUsize::new(0),
             received: Mutex::new(Vec::new()),
         }
@@ -101,6 +113,33 @@ impl MockTool {
         self
     }
 
+    /// Run `handler` to assess each call (see [`Tool::assess`]).
+    pub fn with_assess(
+        mut self,
+        handler: impl Fn(&Value, Option<&Path>) -> CallAssessment + Send + Sync + 'static,
+    ) -> Self {
+        self.assess_handler = Some(Arc::new(handler));
+        self
+    }
+
+    /// Run `handler` for each call's summary (default: "Execute mock tool").
+    pub fn with_summary(
+        mut self,
+        handler: impl Fn(&Value) -> String + Send + Sync + 'static,
+    ) -> Self {
+        self.summary_handler = Some(Arc::new(handler));
+        self
+    }
+
+    /// Run `handler` for each call's risk (default: the definition's).
+    pub fn with_effective_risk(
+        mut self,
+        handler: impl Fn(&Value) -> RiskLevel + Send + Sync + 'static,
+    ) -> Self {
+        self.risk_handler = Some(Arc::new(handler));
+        self
+    }
+
     /// Set availability (may be changed while shared).
     pub fn set_available(&self, available: bool) {
         self.available.store(available, Ordering::SeqCst);
@@ -134,8 +173,28 @@ impl Tool for MockTool {
         }
     }
 
-    fn execution_summary(&self, _parameters: &Value) -> String {
-        "Execute mock tool".to_string()
+    fn assess(&self, parameters: &Value, workspace: Option<&Path>) -> CallAssessment {
+        match &self.assess_handler {
+            Some(h) => h(parameters, workspace),
+            None => CallAssessment::new(
+                self.effective_risk_level(parameters),
+                PermissionSubjects::from_parameters(parameters, workspace),
+            ),
+        }
+    }
+
+    fn execution_summary(&self, parameters: &Value) -> String {
+        match &self.summary_handler {
+            Some(h) => h(parameters),
+            None => "Execute mock tool".to_string(),
+        }
+    }
+
+    fn effective_risk_level(&self, parameters: &Value) -> RiskLevel {
+        match &self.risk_handler {
+            Some(h) => h(parameters),
+            None => self.definition.default_risk_level,
+        }
     }
 
     async fn execute(&self, context: ToolExecutionContext) -> ToolResult {

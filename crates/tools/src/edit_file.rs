@@ -1,15 +1,23 @@
 //! `edit_file`: replace one exact piece of a file, atomically.
 
+use crate::atomic::{replace_atomically, write_all};
 use crate::params::{require_path, verdict};
-use crate::workspace::Workspace;
-use crate::write_file::{replace_atomically, run_to_end, write_risk};
+use crate::special::{kind_of, FileKind};
+use crate::workspace::{check_regular, special_error, Workspace};
+use crate::write_file::{run_to_end, write_risk};
 use async_trait::async_trait;
 use core_models::{
     RiskLevel, Tool, ToolCategory, ToolDefinition, ToolExecutionContext, ToolResult,
     ToolValidationResult,
 };
 use serde_json::{json, Value};
+use std::io::Read;
 use std::path::Path;
+
+/// Largest file `edit_file` changes (it holds the file once in memory).
+pub const EDIT_FILE_CAP: u64 = 64 * 1024 * 1024;
+/// Most places of a repeated search text the error names.
+const SHOWN_PLACES: usize = 20;
 
 /// Replaces exactly one occurrence of a search text in an existing file. A search text
 /// that is absent, or found more than once, is an error that says so (the model must give
@@ -94,45 +102,113 @@ fn edit(root: &Path, params: &Value, token: &core_models::CancellationToken) -> 
     if search.is_empty() {
         return ToolResult::failed("search is empty");
     }
-    let target = match Workspace::new(root).and_then(|w| w.resolve_existing(path)) {
+    let target = match Workspace::new(root).and_then(|w| w.existing_target(path)) {
         Ok(t) => t,
         Err(e) => return ToolResult::failed(e.to_string()),
     };
-    if target.is_dir() {
-        return ToolResult::failed(format!("'{path}' is a folder"));
-    }
-    let original = match std::fs::read_to_string(&target) {
+    let original = match read_text(&target, path) {
         Ok(s) => s,
-        Err(e) => return ToolResult::failed(format!("cannot read '{path}' as text: {e}")),
+        Err(message) => return ToolResult::failed(message),
     };
-    let found: Vec<usize> = original.match_indices(search).map(|(i, _)| i).collect();
-    let at = match found.as_slice() {
-        [] => return ToolResult::failed(absent(path)),
-        [one] => *one,
-        many => {
-            let lines: Vec<String> = many
+    // Where it occurs: the first few places kept (for the message), all counted.
+    let (mut count, mut found) = (0usize, Vec::new());
+    for (i, _) in original.match_indices(search) {
+        count += 1;
+        if found.len() < SHOWN_PLACES {
+            found.push(i);
+        }
+    }
+    let at = match (count, found.first()) {
+        (1, Some(one)) => *one,
+        (0, _) | (_, None) => return ToolResult::failed(absent(path)),
+        (many, Some(_)) => {
+            let mut lines: Vec<String> = found
                 .iter()
                 .map(|i| (original[..*i].matches('\n').count() + 1).to_string())
                 .collect();
+            if many > found.len() {
+                lines.push("…".into());
+            }
             return ToolResult::failed(format!(
-                "the search text occurs {} times in '{path}' (lines {}); include more surrounding text so it occurs once",
-                many.len(),
+                "the search text occurs {many} times in '{path}' (lines {}); include more surrounding text so it occurs once",
                 lines.join(", ")
             ));
         }
     };
-    let mut updated = String::with_capacity(original.len() + replace.len());
-    updated.push_str(&original[..at]);
-    updated.push_str(replace);
-    updated.push_str(&original[at + search.len()..]);
-    if let Err(message) = replace_atomically(&target, path, updated.as_bytes(), token) {
+    let (before, after) = (&original[..at], &original[at + search.len()..]);
+    let written = replace_atomically(
+        &target,
+        path,
+        |file| {
+            write_all(
+                file,
+                &[before.as_bytes(), replace.as_bytes(), after.as_bytes()],
+            )
+        },
+        token,
+    );
+    if let Err(message) = written {
         return ToolResult::failed(message);
     }
-    let line = original[..at].matches('\n').count() + 1;
+    let line = before.matches('\n').count() + 1;
+    let bytes = before.len() + replace.len() + after.len();
     ToolResult::success_with_data(
         format!("Edited {path} at line {line}"),
-        json!({"path": path, "line": line, "bytes": updated.len()}),
+        json!({"path": path, "line": line, "bytes": bytes}),
     )
+}
+
+/// The text of the file at `target`: opened through its folder's handle without
+/// following a link or blocking, a regular file of at most [`EDIT_FILE_CAP`] bytes, in
+/// UTF-8.
+fn read_text(target: &crate::workspace::Target, path: &str) -> Result<String, String> {
+    let flags = (nix::fcntl::OFlag::O_NONBLOCK
+        | nix::fcntl::OFlag::O_NOCTTY
+        | nix::fcntl::OFlag::O_NOFOLLOW)
+        .bits();
+    // Checked before opening so a device or a socket is never opened; checked again on
+    // the handle.
+    let meta = target
+        .dir
+        .symlink_metadata(&target.name)
+        .map_err(|e| format!("cannot read '{path}': {e}"))?;
+    match kind_of(&meta.file_type()) {
+        FileKind::File => {}
+        FileKind::Folder => return Err(format!("'{path}' is a folder")),
+        other => return Err(special_error(path, other).to_string()),
+    }
+    let file = {
+        use cap_std::fs::OpenOptionsExt;
+        target
+            .dir
+            .open_with(
+                &target.name,
+                cap_std::fs::OpenOptions::new()
+                    .read(true)
+                    .custom_flags(flags),
+            )
+            .map_err(|e| format!("cannot read '{path}': {e}"))?
+            .into_std()
+    };
+    check_regular(path, &file).map_err(|e| e.to_string())?;
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if size > EDIT_FILE_CAP {
+        return Err(format!(
+            "'{path}' is {size} bytes, more than the {} MiB edit_file handles",
+            EDIT_FILE_CAP / (1024 * 1024)
+        ));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    file.take(EDIT_FILE_CAP + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read '{path}': {e}"))?;
+    if bytes.len() as u64 > EDIT_FILE_CAP {
+        return Err(format!(
+            "'{path}' grew past the {} MiB edit_file handles",
+            EDIT_FILE_CAP / (1024 * 1024)
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| format!("cannot read '{path}' as text: {e}"))
 }
 
 fn absent(path: &str) -> String {

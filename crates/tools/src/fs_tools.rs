@@ -1,16 +1,18 @@
 //! `read_file` and `list_dir`: safe, read-only, confined to the workspace.
 
+use crate::lines::{CappedLines, LINE_CAP};
 use crate::params::{positive, require_path, verdict};
-use crate::workspace::Workspace;
+use crate::walk::walker;
+use crate::workspace::{Opened, Workspace};
 use async_trait::async_trait;
 use core_models::{
     RiskLevel, Tool, ToolCategory, ToolDefinition, ToolExecutionContext, ToolResult,
     ToolValidationResult,
 };
 use serde_json::{json, Value};
-use std::io::{BufRead, Read};
 
-/// Largest file `read_file` returns whole (a line range may read past it).
+/// Largest file `read_file` returns whole, and the most text one call returns (a line
+/// range may start past it). A line longer than 64 KiB is cut, with a note.
 pub const READ_FILE_CAP: u64 = 256 * 1024;
 /// Most entries `list_dir` lists.
 pub const LIST_DIR_CAP: usize = 2_000;
@@ -23,21 +25,6 @@ pub(crate) fn workspace_of(context: &ToolExecutionContext) -> Result<Workspace, 
         .as_ref()
         .ok_or("no workspace is open")?;
     Workspace::new(root).map_err(|e| e.to_string())
-}
-
-/// A walk of `dir` in name order that honours `.gitignore` (also outside a git
-/// repository), shows hidden files, skips `.git` and does not follow symlinks.
-pub(crate) fn walker(dir: &std::path::Path) -> ignore::WalkBuilder {
-    let mut builder = ignore::WalkBuilder::new(dir);
-    builder
-        .hidden(false)
-        .git_ignore(true)
-        .git_exclude(true)
-        .require_git(false)
-        .follow_links(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(|e| e.file_name() != ".git");
-    builder
 }
 
 /// Run blocking file work off the async runtime, unless cancelled first.
@@ -131,20 +118,17 @@ fn read(workspace: &Workspace, params: &Value) -> ToolResult {
         .get("path")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let file = match workspace.resolve_existing(path) {
-        Ok(f) => f,
+    let file = match workspace.open_existing(path) {
+        Ok(Opened::File(f)) => f,
+        Ok(Opened::Folder) => {
+            return ToolResult::failed(format!("'{path}' is a folder; use list_dir"))
+        }
         Err(e) => return ToolResult::failed(e.to_string()),
     };
-    if file.is_dir() {
-        return ToolResult::failed(format!("'{path}' is a folder; use list_dir"));
-    }
-    let size = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     let start = params.get("start_line").and_then(Value::as_u64);
     let end = params.get("end_line").and_then(Value::as_u64);
-    let opened = match std::fs::File::open(&file) {
-        Ok(f) => f,
-        Err(e) => return ToolResult::failed(format!("cannot read '{path}': {e}")),
-    };
+    let lines = CappedLines::new(std::io::BufReader::new(file), LINE_CAP);
     if start.is_none() && end.is_none() {
         if size > READ_FILE_CAP {
             return ToolResult::failed(format!(
@@ -152,52 +136,107 @@ fn read(workspace: &Workspace, params: &Value) -> ToolResult {
                 READ_FILE_CAP / 1024
             ));
         }
-        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-        if let Err(e) = opened.take(READ_FILE_CAP + 1).read_to_end(&mut bytes) {
-            return ToolResult::failed(format!("cannot read '{path}': {e}"));
-        }
-        if bytes.iter().take(8192).any(|b| *b == 0) {
-            return ToolResult::failed(format!("'{path}' is a binary file"));
-        }
-        let text = String::from_utf8_lossy(&bytes).into_owned();
-        let lines = text.lines().count();
-        return ToolResult::success_with_data(
-            text,
-            json!({"path": path, "bytes": size, "lines": lines}),
-        );
+        return read_whole(lines, path, size);
     }
-    let (first, last) = (start.unwrap_or(1), end.unwrap_or(u64::MAX));
+    read_range(lines, path, start.unwrap_or(1), end.unwrap_or(u64::MAX))
+}
+
+/// The note that ends a line cut at the cap.
+fn cut_note(number: u64, len: u64) -> String {
+    format!("… (line {number} cut: {len} bytes)")
+}
+
+/// A whole (small) file, exactly as it is but for lines longer than the line cap.
+fn read_whole<R: std::io::BufRead>(mut lines: CappedLines<R>, path: &str, size: u64) -> ToolResult {
     let mut out = String::new();
-    let mut total = 0u64;
-    for line in std::io::BufReader::new(opened).split(b'\n') {
-        let line = match line {
-            Ok(l) => l,
+    let mut count = 0u64;
+    let mut cut = Vec::new();
+    loop {
+        let line = match lines.next_line() {
+            Ok(Some(l)) => l,
+            Ok(None) => break,
             Err(e) => return ToolResult::failed(format!("cannot read '{path}': {e}")),
         };
-        total += 1;
-        if total >= first && total <= last {
-            if line.contains(&0) {
-                return ToolResult::failed(format!("'{path}' is a binary file"));
-            }
-            out.push_str(String::from_utf8_lossy(&line).trim_end_matches('\r'));
-            out.push('\n');
-            if out.len() as u64 > READ_FILE_CAP {
-                return ToolResult::failed(format!(
-                    "lines {first}-{last} of '{path}' are more than the {} KiB cap; read fewer lines",
-                    READ_FILE_CAP / 1024
-                ));
-            }
+        if line.nul {
+            return ToolResult::failed(format!("'{path}' is a binary file"));
         }
+        if out.len() as u64 + line.kept.len() as u64 > READ_FILE_CAP {
+            // The file grew past the cap while it was read.
+            out.push_str(&format!(
+                "(only the first {count} lines are shown: the {} KiB cap)\n",
+                READ_FILE_CAP / 1024
+            ));
+            break;
+        }
+        count = line.number;
+        out.push_str(&line.text(false));
+        if line.is_cut() {
+            out.push_str(&cut_note(line.number, line.len));
+            cut.push(line.number);
+        }
+        if line.terminated {
+            out.push('\n');
+        }
+    }
+    ToolResult::success_with_data(
+        out,
+        json!({"path": path, "bytes": size, "lines": count, "cut_lines": cut}),
+    )
+}
+
+/// Lines `first..=last` of a file, each cut at the line cap, all within the read cap.
+fn read_range<R: std::io::BufRead>(
+    mut lines: CappedLines<R>,
+    path: &str,
+    first: u64,
+    last: u64,
+) -> ToolResult {
+    let mut out = String::new();
+    let mut total = 0u64;
+    let mut shown_last = 0u64;
+    let mut full = false;
+    let mut cut = Vec::new();
+    loop {
+        let line = match lines.next_line() {
+            Ok(Some(l)) => l,
+            Ok(None) => break,
+            Err(e) => return ToolResult::failed(format!("cannot read '{path}': {e}")),
+        };
+        total = line.number;
+        if total < first || total > last || full {
+            continue;
+        }
+        if line.nul {
+            return ToolResult::failed(format!("'{path}' is a binary file"));
+        }
+        let mut text = line.text(true);
+        if line.is_cut() {
+            text.push_str(&cut_note(line.number, line.len));
+            cut.push(line.number);
+        }
+        if shown_last >= first && (out.len() + text.len() + 1) as u64 > READ_FILE_CAP {
+            full = true;
+            continue;
+        }
+        out.push_str(&text);
+        out.push('\n');
+        shown_last = total;
     }
     if first > total {
         return ToolResult::failed(format!(
             "'{path}' has only {total} lines; start_line {first} is past its end"
         ));
     }
-    let shown_last = last.min(total);
+    if full {
+        out.push_str(&format!(
+            "(only lines {first}-{shown_last} are shown: the {} KiB cap; read on from line {})\n",
+            READ_FILE_CAP / 1024,
+            shown_last + 1
+        ));
+    }
     ToolResult::success_with_data(
         out,
-        json!({"path": path, "start_line": first, "end_line": shown_last, "total_lines": total}),
+        json!({"path": path, "start_line": first, "end_line": shown_last, "total_lines": total, "cut_lines": cut, "truncated": full}),
     )
 }
 
@@ -282,7 +321,9 @@ fn list(workspace: &Workspace, params: &Value) -> ToolResult {
     if !dir.is_dir() {
         return ToolResult::failed(format!("'{path}' is a file; use read_file"));
     }
-    let walker = walker(&dir).max_depth(usize::try_from(depth).ok()).build();
+    let walker = walker(workspace, &dir)
+        .max_depth(usize::try_from(depth).ok())
+        .build();
     let mut entries = Vec::new();
     let mut truncated = false;
     for entry in walker {

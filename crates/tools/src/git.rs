@@ -1,47 +1,222 @@
 //! The seed-004 ports over commands: [`GitCommandInspector`] (the `git` program) and
 //! [`CommandFormatter`] (any formatter program, per file extension).
+//!
+//! Every program this crate starts goes through [`run`], in a kernel sandbox
+//! ([`sandbox::Sandbox`]) and its own process group: git read-only (it only reads, and the
+//! sandbox keeps it so whatever the repository's configuration says), formatters in the
+//! configured mode. Git goes through [`git`] first, which makes it run nothing the
+//! repository names (see [`crate::git_config`]).
 
 use crate::error::Error;
+use crate::git_config::hardened;
+use crate::workspace::{Opened, Workspace};
 use async_trait::async_trait;
 use core_models::{Formatter, GitCommit, GitInspector};
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use sandbox::{Admission, Job, Launcher, Sandbox, Variant};
+use std::hash::Hasher;
+use std::io::Read;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 
-pub(crate) async fn output(
-    program: &str,
-    args: &[&str],
-    dir: &Path,
-) -> Result<std::process::Output, Error> {
-    Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output()
-        .await
-        .map_err(|e| Error::Command {
-            program: program.into(),
-            message: if e.kind() == std::io::ErrorKind::NotFound {
-                format!("{program} is not installed")
-            } else {
-                e.to_string()
-            },
-        })
+/// Longest a git command or a formatter may run before it is ended.
+pub(crate) const PROGRAM_TIMEOUT: Duration = Duration::from_secs(120);
+/// Most of a program's stderr kept (the rest is read and dropped).
+const STDERR_CAP: usize = 16 * 1024;
+/// Most of `git log`'s output [`GitCommandInspector::commits_since`] reads.
+const LOG_CAP: usize = 4 * 1024 * 1024;
+
+/// What happens when a program writes more to stdout than is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Overflow {
+    /// Stop reading and end the program (its output is only shown).
+    Stop,
+    /// Read on and drop the rest (the program must finish its work).
+    Drain,
 }
 
-/// Reads git history with the `git` command.
+/// How much of a program's stdout is kept.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// Most bytes kept.
+    pub(crate) stdout: usize,
+    /// What happens past them.
+    pub(crate) overflow: Overflow,
+}
+
+/// What a program wrote and how it ended.
+#[derive(Debug)]
+pub(crate) struct Captured {
+    /// Its exit status (killed when its output was cut with [`Overflow::Stop`]).
+    pub(crate) status: ExitStatus,
+    /// The first bytes of its stdout.
+    pub(crate) stdout: Vec<u8>,
+    /// Whether it wrote more than was kept.
+    pub(crate) stdout_cut: bool,
+    /// The first bytes of its stderr.
+    pub(crate) stderr: Vec<u8>,
+}
+
+impl Captured {
+    /// Its stderr as text, trimmed.
+    pub(crate) fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).trim().to_string()
+    }
+}
+
+/// The sandbox git runs in over `dir`: read-only. Where the kernel cannot sandbox, git
+/// runs without one (it is hardened by its configuration overrides either way).
+pub(crate) fn git_sandbox(launcher: &Launcher, dir: &Path) -> Sandbox {
+    launcher
+        .sandbox(dir, Variant::ReadOnly)
+        .unwrap_or_else(|_| Sandbox::without(launcher.summary(dir, Variant::ReadOnly)))
+}
+
+/// The one function through which this crate starts a program other than `run_command`'s
+/// shell: `command` (named `program` in errors) in `sandbox`, as the leader of its own
+/// process group, with no stdin, its stdout kept within `limits`, its stderr within a cap;
+/// the whole group is ended when it runs longer than [`PROGRAM_TIMEOUT`], when its output
+/// is cut with [`Overflow::Stop`], or when the returned future is dropped (cancellation).
+///
+/// # Errors
+/// [`Error::Command`] when the program cannot be started or runs too long.
+pub(crate) async fn run(
+    mut command: Command,
+    program: &str,
+    limits: Limits,
+    sandbox: &Sandbox,
+) -> Result<Captured, Error> {
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    sandbox.apply(command.as_std_mut());
+    let failed = |message: String| Error::Command {
+        program: program.into(),
+        message,
+    };
+    let mut child = command.spawn().map_err(|e| {
+        failed(if e.kind() == std::io::ErrorKind::NotFound {
+            format!("{program} is not installed")
+        } else {
+            e.to_string()
+        })
+    })?;
+    // Dropping the job (on timeout, or with the future) kills the whole group.
+    let job = child.id().and_then(Job::track);
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    let work = async move {
+        let (out, err) = tokio::join!(
+            async {
+                let read = read_capped(stdout, limits.stdout, limits.overflow).await;
+                if read.1 && limits.overflow == Overflow::Stop {
+                    if let Some(job) = &job {
+                        job.kill();
+                    }
+                }
+                read
+            },
+            read_capped(stderr, STDERR_CAP, Overflow::Drain),
+        );
+        (out, err, child.wait().await)
+    };
+    let ((stdout, stdout_cut), (stderr, _), status) =
+        match tokio::time::timeout(PROGRAM_TIMEOUT, work).await {
+            Ok(done) => done,
+            // Dropping `work` dropped the child, which kills it.
+            Err(_) => {
+                return Err(failed(format!(
+                    "did not finish within {} s",
+                    PROGRAM_TIMEOUT.as_secs()
+                )))
+            }
+        };
+    let status = status.map_err(|e| failed(e.to_string()))?;
+    Ok(Captured {
+        status,
+        stdout,
+        stdout_cut,
+        stderr,
+    })
+}
+
+/// Read `pipe` keeping its first `cap` bytes; whether there was more. With
+/// [`Overflow::Stop`] reading stops at the first byte past the cap.
+async fn read_capped<R: AsyncRead + Unpin>(
+    pipe: Option<R>,
+    cap: usize,
+    overflow: Overflow,
+) -> (Vec<u8>, bool) {
+    let Some(mut pipe) = pipe else {
+        return (Vec::new(), false);
+    };
+    let mut kept = Vec::new();
+    let mut cut = false;
+    let mut chunk = vec![0u8; 16 * 1024];
+    loop {
+        let n = match pipe.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let room = cap.saturating_sub(kept.len());
+        kept.extend_from_slice(&chunk[..n.min(room)]);
+        if n > room {
+            cut = true;
+            if overflow == Overflow::Stop {
+                break;
+            }
+        }
+    }
+    (kept, cut)
+}
+
+/// Run `git ARGS` in `dir` on a repository that is not trusted: its configuration names
+/// no program git runs (hooks, fsmonitor, pagers, external diffs, textconv, filter
+/// drivers, …; see [`crate::git_config`]).
+///
+/// # Errors
+/// As for [`run`]; or the repository's configuration cannot be read.
+pub(crate) async fn git(
+    dir: &Path,
+    args: &[&str],
+    limits: Limits,
+    sandbox: &Sandbox,
+) -> Result<Captured, Error> {
+    let command = hardened(dir, args, sandbox).await?;
+    run(command, "git", limits, sandbox).await
+}
+
+/// Reads git history with the `git` command, running nothing the repository's
+/// configuration names, in a read-only sandbox.
 #[derive(Debug, Clone, Default)]
-pub struct GitCommandInspector;
+pub struct GitCommandInspector {
+    launcher: Arc<Launcher>,
+}
+
+impl GitCommandInspector {
+    /// An inspector whose git runs through `launcher`.
+    pub fn new(launcher: Arc<Launcher>) -> Self {
+        GitCommandInspector { launcher }
+    }
+}
 
 #[async_trait]
 impl GitInspector for GitCommandInspector {
     async fn head(&self, workspace: &Path) -> Result<Option<String>, core_models::Error> {
-        let out = output(
-            "git",
-            &["rev-parse", "--verify", "--quiet", "HEAD"],
+        let limits = Limits {
+            stdout: 1024,
+            overflow: Overflow::Stop,
+        };
+        let sandbox = git_sandbox(&self.launcher, workspace);
+        let out = git(
             workspace,
+            &["rev-parse", "--verify", "--quiet", "HEAD"],
+            limits,
+            &sandbox,
         )
         .await?;
         if !out.status.success() {
@@ -58,29 +233,42 @@ impl GitInspector for GitCommandInspector {
         since: &str,
     ) -> Result<Vec<GitCommit>, core_models::Error> {
         let range = format!("{since}..HEAD");
-        let out = output(
-            "git",
+        let limits = Limits {
+            stdout: LOG_CAP,
+            overflow: Overflow::Stop,
+        };
+        let out = git(
+            workspace,
             &[
                 "log",
+                "--no-ext-diff",
+                "--no-textconv",
                 "--reverse",
                 "--format=%x01%H%x00%s",
                 "--name-only",
+                "--end-of-options",
                 &range,
                 "--",
             ],
-            workspace,
+            limits,
+            &git_sandbox(&self.launcher, workspace),
         )
         .await?;
-        if !out.status.success() {
+        if !out.status.success() && !out.stdout_cut {
             return Err(Error::Command {
                 program: "git log".into(),
-                message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                message: out.stderr_text(),
             }
             .into());
         }
         let text = String::from_utf8_lossy(&out.stdout);
-        Ok(text
-            .split('\u{1}')
+        let mut records: Vec<&str> = text.split('\u{1}').collect();
+        if out.stdout_cut {
+            // The last record may be cut short.
+            records.pop();
+        }
+        Ok(records
+            .into_iter()
             .filter(|r| !r.trim().is_empty())
             .filter_map(|record| {
                 let mut lines = record.lines();
@@ -100,12 +288,16 @@ impl GitInspector for GitCommandInspector {
 }
 
 /// Runs a formatter program on files with given extensions, e.g.
-/// `CommandFormatter::new("rustfmt", ["rs"], ["rustfmt", "--edition", "2021"])`.
+/// `CommandFormatter::new("rustfmt", ["rs"], ["rustfmt", "--edition", "2021"])`, in the
+/// configured sandbox (no network; by default it writes only the workspace). Formatters run
+/// without asking anyone, so where the kernel cannot sandbox they run only when
+/// `sandbox.fallback` says commands may run unsandboxed.
 #[derive(Debug, Clone)]
 pub struct CommandFormatter {
     name: String,
     extensions: Vec<String>,
     command: Vec<String>,
+    launcher: Arc<Launcher>,
 }
 
 impl CommandFormatter {
@@ -125,8 +317,38 @@ impl CommandFormatter {
                 .map(|e| e.into().trim_start_matches('.').to_string())
                 .collect(),
             command: command.into_iter().map(Into::into).collect(),
+            launcher: Arc::new(Launcher::default()),
         }
     }
+
+    /// Start the formatter through `launcher` (shared with the other tools).
+    pub fn with_launcher(mut self, launcher: Arc<Launcher>) -> Self {
+        self.launcher = launcher;
+        self
+    }
+}
+
+/// A digest of the regular file `path` in `workspace` (read beneath the workspace,
+/// without blocking), or `None` when it is missing, outside, or not a regular file.
+fn digest(workspace: Option<&Workspace>, path: &str) -> Option<(u64, u64)> {
+    let Opened::File(mut file) = workspace?.open_existing(path).ok()? else {
+        return None;
+    };
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut len = 0u64;
+    loop {
+        match file.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                hasher.write(&chunk[..n]);
+                len += n as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    Some((hasher.finish(), len))
 }
 
 #[async_trait]
@@ -153,31 +375,58 @@ impl Formatter for CommandFormatter {
                 self.name
             )));
         };
-        let paths: Vec<PathBuf> = files.iter().map(|f| workspace.join(f)).collect();
-        let before: Vec<Option<Vec<u8>>> = paths.iter().map(|p| std::fs::read(p).ok()).collect();
-        let existing: Vec<&str> = files
+        let confined = Workspace::new(workspace).ok();
+        let before: Vec<_> = files.iter().map(|f| digest(confined.as_ref(), f)).collect();
+        // Paths that could pass for options are given as `./PATH`.
+        let existing: Vec<String> = files
             .iter()
             .zip(&before)
             .filter(|(_, b)| b.is_some())
-            .map(|(f, _)| f.as_str())
+            .map(|(f, _)| {
+                if f.starts_with('-') {
+                    format!("./{f}")
+                } else {
+                    f.clone()
+                }
+            })
             .collect();
         if existing.is_empty() {
             return Ok(Vec::new());
         }
-        let mut all: Vec<&str> = args.iter().map(String::as_str).collect();
-        all.extend(existing);
-        let out = output(program, &all, workspace).await?;
+        let refused = |why: String| Error::Command {
+            program: program.clone(),
+            message: format!("not run: {why}"),
+        };
+        match self.launcher.admission(Variant::Configured) {
+            Admission::Run => {}
+            Admission::AskFirst(why) | Admission::Refuse(why) => return Err(refused(why).into()),
+        }
+        let sandbox = self
+            .launcher
+            .sandbox(workspace, Variant::Configured)
+            .map_err(|e| refused(e.to_string()))?;
+        let mut command = Command::new(program);
+        command
+            .args(args)
+            .args(&existing)
+            .current_dir(workspace)
+            .env("GIT_TERMINAL_PROMPT", "0");
+        let limits = Limits {
+            stdout: STDERR_CAP,
+            overflow: Overflow::Drain,
+        };
+        let out = run(command, program, limits, &sandbox).await?;
         if !out.status.success() {
             return Err(Error::Command {
                 program: program.clone(),
-                message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                message: out.stderr_text(),
             }
             .into());
         }
         Ok(files
             .iter()
-            .zip(paths.iter().zip(before))
-            .filter(|(_, (p, b))| b.is_some() && std::fs::read(p).ok() != *b)
+            .zip(before)
+            .filter(|(f, b)| b.is_some() && digest(confined.as_ref(), f) != *b)
             .map(|(f, _)| f.clone())
             .collect())
     }

@@ -1,39 +1,66 @@
 //! `git_status` and `git_diff`: read-only views of the workspace's git repository.
 
 use crate::fs_tools::workspace_of;
-use crate::git::output;
+use crate::git::{git as run_git, git_sandbox, Limits, Overflow};
+use crate::lines::whole_chars;
 use crate::workspace::Workspace;
 use async_trait::async_trait;
 use core_models::{
     RiskLevel, Tool, ToolCategory, ToolDefinition, ToolExecutionContext, ToolResult,
     ToolValidationResult,
 };
+use sandbox::Launcher;
 use serde_json::{json, Value};
+use std::sync::Arc;
 
-/// Largest diff returned; a longer one is cut with a note.
+/// Largest diff returned; a longer one is cut with a note. Git's output is read only up
+/// to it: git is ended then, so a diff of any size costs no more.
 pub const GIT_DIFF_CAP: usize = 64 * 1024;
+/// Largest status returned, likewise.
+const GIT_STATUS_CAP: usize = 64 * 1024;
 
-/// Run `git ARGS` in `workspace`, stopping at the call's cancellation; its stdout, or a
-/// failed result in words.
+/// What a git tool got: the kept start of git's output, and whether there was more.
+struct Shown {
+    text: String,
+    cut: bool,
+}
+
+/// Run `git ARGS` in `workspace` (hardened: see `git_config`), keeping `cap` bytes of its
+/// output, stopping at the call's cancellation; its output, or a failed result in words.
 async fn git(
+    launcher: &Launcher,
     workspace: &Workspace,
     context: &ToolExecutionContext,
     args: &[&str],
-) -> Result<String, ToolResult> {
-    let run = output("git", args, workspace.root());
+    cap: usize,
+) -> Result<Shown, ToolResult> {
+    let limits = Limits {
+        stdout: cap,
+        overflow: Overflow::Stop,
+    };
+    let sandbox = git_sandbox(launcher, workspace.root());
+    let run = run_git(workspace.root(), args, limits, &sandbox);
     let out = tokio::select! {
         out = run => out.map_err(|e| ToolResult::failed(e.to_string()))?,
         () = context.cancellation.cancelled() => return Err(ToolResult::failed("Cancelled")),
     };
-    if out.status.success() {
-        return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
+    if out.status.success() || out.stdout_cut {
+        let kept = if out.stdout_cut {
+            &out.stdout[..whole_chars(&out.stdout)]
+        } else {
+            &out.stdout[..]
+        };
+        return Ok(Shown {
+            text: String::from_utf8_lossy(kept).into_owned(),
+            cut: out.stdout_cut,
+        });
     }
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = out.stderr_text();
     Err(ToolResult::failed(
         if stderr.contains("not a git repository") {
             "the workspace is not a git repository".to_string()
         } else {
-            format!("git {} failed: {}", args.join(" "), stderr.trim())
+            format!("git {} failed: {stderr}", args.join(" "))
         },
     ))
 }
@@ -50,11 +77,20 @@ fn definition(id: &str, name: &str, description: &str, schema: Value) -> ToolDef
 #[derive(Debug)]
 pub struct GitStatus {
     definition: ToolDefinition,
+    launcher: Arc<Launcher>,
 }
 
 impl Default for GitStatus {
     fn default() -> Self {
+        Self::new(Arc::new(Launcher::default()))
+    }
+}
+
+impl GitStatus {
+    /// `git_status`, its git started through `launcher` (read-only).
+    pub fn new(launcher: Arc<Launcher>) -> Self {
         GitStatus {
+            launcher,
             definition: definition(
                 "git_status",
                 "Git Status",
@@ -84,17 +120,28 @@ impl Tool for GitStatus {
             Ok(w) => w,
             Err(e) => return ToolResult::failed(e),
         };
-        let args = ["status", "--short", "--branch", "--no-renames"];
-        match git(&workspace, &context, &args).await {
-            Ok(text) => {
+        let args = [
+            "status",
+            "--short",
+            "--branch",
+            "--no-renames",
+            "--ignore-submodules=all",
+        ];
+        match git(&self.launcher, &workspace, &context, &args, GIT_STATUS_CAP).await {
+            Ok(Shown { text, cut }) => {
                 let changed = text.lines().filter(|l| !l.starts_with("##")).count();
+                let text = if cut {
+                    format!(
+                        "{text}\n(the status is longer than {GIT_STATUS_CAP} bytes; only its start is shown)"
+                    )
+                } else if changed == 0 {
+                    format!("{text}nothing changed")
+                } else {
+                    text
+                };
                 ToolResult::success_with_data(
-                    if changed == 0 {
-                        format!("{}nothing changed", text)
-                    } else {
-                        text
-                    },
-                    json!({"changed_files": changed}),
+                    text,
+                    json!({"changed_files": changed, "truncated": cut}),
                 )
             }
             Err(failed) => failed,
@@ -106,11 +153,20 @@ impl Tool for GitStatus {
 #[derive(Debug)]
 pub struct GitDiff {
     definition: ToolDefinition,
+    launcher: Arc<Launcher>,
 }
 
 impl Default for GitDiff {
     fn default() -> Self {
+        Self::new(Arc::new(Launcher::default()))
+    }
+}
+
+impl GitDiff {
+    /// `git_diff`, its git started through `launcher` (read-only).
+    pub fn new(launcher: Arc<Launcher>) -> Self {
         GitDiff {
+            launcher,
             definition: definition(
                 "git_diff",
                 "Git Diff",
@@ -160,7 +216,13 @@ impl Tool for GitDiff {
     }
 
     async fn execute(&self, context: ToolExecutionContext) -> ToolResult {
-        let mut args = vec!["diff", "--no-color", "--no-ext-diff"];
+        let mut args = vec![
+            "diff",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--ignore-submodules=all",
+        ];
         if context.parameters.get("staged") == Some(&Value::Bool(true)) {
             args.push("--staged");
         }
@@ -177,24 +239,18 @@ impl Tool for GitDiff {
             };
             args.extend(["--", relative.as_str()]);
         }
-        match git(&workspace, &context, &args).await {
-            Ok(text) if text.is_empty() => {
+        match git(&self.launcher, &workspace, &context, &args, GIT_DIFF_CAP).await {
+            Ok(Shown { text, .. }) if text.is_empty() => {
                 ToolResult::success_with_data("no changes", json!({"bytes": 0, "truncated": false}))
             }
-            Ok(mut text) => {
+            Ok(Shown { mut text, cut }) => {
                 let bytes = text.len();
-                let truncated = bytes > GIT_DIFF_CAP;
-                if truncated {
-                    let mut cut = GIT_DIFF_CAP;
-                    while !text.is_char_boundary(cut) {
-                        cut -= 1;
-                    }
-                    text.truncate(cut);
+                if cut {
                     text.push_str(&format!(
-                        "\n(the diff has {bytes} bytes; only the first {GIT_DIFF_CAP} are shown — pass a path to see less)"
+                        "\n(the diff is longer than {GIT_DIFF_CAP} bytes; only the first {bytes} are shown — pass a path to see less)"
                     ));
                 }
-                ToolResult::success_with_data(text, json!({"bytes": bytes, "truncated": truncated}))
+                ToolResult::success_with_data(text, json!({"bytes": bytes, "truncated": cut}))
             }
             Err(failed) => failed,
         }

@@ -2,28 +2,43 @@
 //!
 //! AIntern's built-in tools and the command-backed ports of seed 004's checks.
 //!
-//! * [`ReadFile`] and [`ListDir`] (safe, read-only), [`WriteFile`] and [`EditFile`]
-//!   (exact search/replace; both atomic), confined
-//!   to a [`Workspace`]: every path is canonicalized, and absolute paths, `..` that climbs
-//!   out and symlinks leading out are refused with a clear error.
-//! * [`GitCommandInspector`] — the [`core_models::GitInspector`] port over `git`.
+//! * [`ReadFile`] and [`ListDir`] (safe, read-only), [`SearchFiles`], [`WriteFile`] and
+//!   [`EditFile`] (exact search/replace; both atomic), confined to a [`Workspace`]: absolute
+//!   paths, `..` that climbs out and symlinks leading out are refused with a clear error,
+//!   and every file is opened, created or renamed through a handle that resolves paths
+//!   only beneath the workspace (`openat2` with `RESOLVE_BENEATH`), so a path swapped for
+//!   a link while a tool runs cannot reach outside. FIFOs, sockets and devices are never
+//!   read or written; lines and outputs are read with caps, so memory stays bounded on
+//!   any input.
+//! * [`GitStatus`], [`GitDiff`] and [`GitCommandInspector`] (the
+//!   [`core_models::GitInspector`] port over `git`) run git so that it runs nothing the
+//!   repository's configuration names (hooks, fsmonitor, pagers, external diffs,
+//!   textconv, filter drivers, …).
 //! * [`CommandFormatter`] — the [`core_models::Formatter`] port over a formatter program.
+//!
+//! Every program the git ports and the formatters start goes through one function
+//! (`git::run`).
 //!
 //! These live apart from `services-ai`, which knows tools only through the
 //! [`core_models::Tool`] trait.
 
+mod atomic;
 mod edit_file;
 mod error;
 mod fs_tools;
 mod git;
+mod git_config;
 mod git_tools;
+mod lines;
 mod params;
 mod run_command;
 mod search_files;
+mod special;
+mod walk;
 mod workspace;
 mod write_file;
 
-pub use edit_file::EditFile;
+pub use edit_file::{EditFile, EDIT_FILE_CAP};
 pub use error::Error;
 pub use fs_tools::{ListDir, ReadFile, LIST_DIR_CAP, LIST_DIR_MAX_DEPTH, READ_FILE_CAP};
 pub use git::{CommandFormatter, GitCommandInspector};
@@ -39,16 +54,22 @@ pub use write_file::WriteFile;
 use core_models::Tool;
 use std::sync::Arc;
 
-/// Every built-in tool.
+/// Every built-in tool, starting processes with the default sandbox settings.
 pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
+    builtin_tools_with(Arc::new(sandbox::Launcher::default()))
+}
+
+/// Every built-in tool; the ones that start processes (`run_command`, the git tools) start
+/// them through `launcher`, which carries the application's sandbox settings.
+pub fn builtin_tools_with(launcher: Arc<sandbox::Launcher>) -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(ReadFile::default()),
         Arc::new(ListDir::default()),
         Arc::new(SearchFiles::default()),
         Arc::new(WriteFile::default()),
         Arc::new(EditFile::default()),
-        Arc::new(RunCommand::default()),
-        Arc::new(GitStatus::default()),
-        Arc::new(GitDiff::default()),
+        Arc::new(RunCommand::new(Arc::clone(&launcher))),
+        Arc::new(GitStatus::new(Arc::clone(&launcher))),
+        Arc::new(GitDiff::new(launcher)),
     ]
 }

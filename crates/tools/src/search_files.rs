@@ -1,26 +1,30 @@
 //! `search_files`: a regular expression across the workspace, with ripgrep's crates.
 
-use crate::fs_tools::{blocking, walker, workspace_of};
+use crate::fs_tools::{blocking, workspace_of};
+use crate::lines::{CappedLines, LINE_CAP};
 use crate::params::{positive, verdict};
+use crate::walk::walker;
 use crate::workspace::Workspace;
 use async_trait::async_trait;
 use core_models::{
     CancellationToken, RiskLevel, Tool, ToolCategory, ToolDefinition, ToolExecutionContext,
     ToolResult, ToolValidationResult,
 };
-use grep_regex::RegexMatcherBuilder;
-use grep_searcher::{sinks::UTF8, BinaryDetection, SearcherBuilder};
+use grep_matcher::Matcher;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use serde_json::{json, Value};
 
 /// Most matching lines returned when the call does not say.
 pub const SEARCH_DEFAULT_RESULTS: u64 = 100;
 /// Most matching lines a call may ask for.
 pub const SEARCH_MAX_RESULTS: u64 = 1_000;
-/// Longest matching line shown whole; longer ones are cut.
-const LINE_CAP: usize = 300;
+/// Most characters of a matching line shown; longer ones are cut around the match.
+const SHOWN_CAP: usize = 300;
 
 /// Searches file contents with a regular expression, honouring `.gitignore` and skipping
-/// binary files.
+/// binary files. Files are read a line at a time: only the first 64 KiB of a longer line
+/// are searched (a match there is still found, and the line says it was cut), so memory
+/// stays bounded whatever the files hold.
 #[derive(Debug)]
 pub struct SearchFiles {
     definition: ToolDefinition,
@@ -145,18 +149,16 @@ fn search(workspace: &Workspace, params: &Value, token: &CancellationToken) -> T
         Ok(r) => r,
         Err(e) => return ToolResult::failed(e.to_string()),
     };
-    let mut searcher = SearcherBuilder::new()
-        .binary_detection(BinaryDetection::quit(0))
-        .line_number(true)
-        .build();
     let mut lines: Vec<String> = Vec::new();
     let mut files_with_matches = 0usize;
     let mut truncated = false;
-    for entry in walker(&root).build() {
+    let mut cut_lines = 0usize;
+    for entry in walker(workspace, &root).build() {
         if token.is_cancelled() {
             return ToolResult::failed("Cancelled");
         }
         let Ok(entry) = entry else { continue };
+        // Only regular files: FIFOs, sockets and devices are never opened.
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }
@@ -166,29 +168,27 @@ fn search(workspace: &Workspace, params: &Value, token: &CancellationToken) -> T
             }
         }
         let rel = workspace.relative(entry.path());
-        let before = lines.len();
-        let result = searcher.search_path(
-            &matcher,
-            entry.path(),
-            UTF8(|number, line| {
-                if lines.len() >= limit {
-                    truncated = true;
-                    return Ok(false);
+        let Ok(relative) = entry.path().strip_prefix(workspace.root()) else {
+            continue;
+        };
+        let file = match workspace.open_file_beneath(&rel, relative) {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::debug!(file = %rel, error = %e, "search_files skipped a file");
+                continue;
+            }
+        };
+        let room = limit - lines.len();
+        match search_file(&matcher, file, &rel, room, token) {
+            Ok(found) => {
+                if !found.lines.is_empty() {
+                    files_with_matches += 1;
                 }
-                let line = line.trim_end_matches(['\n', '\r']);
-                let shown = match line.char_indices().nth(LINE_CAP) {
-                    Some((cut, _)) => format!("{}…", &line[..cut]),
-                    None => line.to_string(),
-                };
-                lines.push(format!("{rel}:{number}: {shown}"));
-                Ok(true)
-            }),
-        );
-        if let Err(e) = result {
-            tracing::debug!(file = %rel, error = %e, "search_files skipped a file");
-        }
-        if lines.len() > before {
-            files_with_matches += 1;
+                cut_lines += found.cut;
+                truncated = found.more;
+                lines.extend(found.lines);
+            }
+            Err(e) => tracing::debug!(file = %rel, error = %e, "search_files skipped a file"),
         }
         if truncated {
             break;
@@ -204,8 +204,97 @@ fn search(workspace: &Workspace, params: &Value, token: &CancellationToken) -> T
             "\n(only the first {limit} matching lines are shown)"
         ));
     }
+    if cut_lines > 0 {
+        text.push_str(&format!(
+            "\n({cut_lines} line(s) longer than {} KiB were searched only in their first {} KiB)",
+            LINE_CAP / 1024,
+            LINE_CAP / 1024
+        ));
+    }
     ToolResult::success_with_data(
         text,
-        json!({"pattern": pattern, "matches": lines.len(), "files": files_with_matches, "truncated": truncated}),
+        json!({"pattern": pattern, "matches": lines.len(), "files": files_with_matches, "truncated": truncated, "cut_lines": cut_lines}),
+    )
+}
+
+/// What one file gave.
+struct Found {
+    /// Its matching lines, as `path:line: text`.
+    lines: Vec<String>,
+    /// How many of its lines were longer than the cap.
+    cut: usize,
+    /// Whether it had more matching lines than there was room for.
+    more: bool,
+}
+
+/// The matching lines of one file, at most `room` of them; none for a binary file (a NUL
+/// byte anywhere in it).
+fn search_file(
+    matcher: &RegexMatcher,
+    file: std::fs::File,
+    rel: &str,
+    room: usize,
+    token: &CancellationToken,
+) -> std::io::Result<Found> {
+    let mut reader = CappedLines::new(std::io::BufReader::new(file), LINE_CAP);
+    let mut found = Found {
+        lines: Vec::new(),
+        cut: 0,
+        more: false,
+    };
+    while let Some(line) = reader.next_line()? {
+        if line.nul {
+            return Ok(Found {
+                lines: Vec::new(),
+                cut: 0,
+                more: false,
+            });
+        }
+        if line.is_cut() {
+            found.cut += 1;
+        }
+        if line.number % 4096 == 0 && token.is_cancelled() {
+            break;
+        }
+        let text = line.text(true);
+        let Ok(Some(at)) = matcher.find(text.as_bytes()) else {
+            continue;
+        };
+        if found.lines.len() >= room {
+            found.more = true;
+            break;
+        }
+        let mut shown = excerpt(&text, at.start(), at.end());
+        if line.is_cut() {
+            shown.push_str(&format!(
+                " (line cut: only the first {} of its {} bytes were searched)",
+                line.kept.len(),
+                line.len
+            ));
+        }
+        found.lines.push(format!("{rel}:{}: {shown}", line.number));
+    }
+    Ok(found)
+}
+
+/// At most [`SHOWN_CAP`] characters of `line`: its start, or a window around the match
+/// `start..end` when the match lies further in; `…` marks what is left out.
+fn excerpt(line: &str, start: usize, end: usize) -> String {
+    let chars_to = |byte: usize| line[..byte].chars().count();
+    if line.chars().nth(SHOWN_CAP).is_none() {
+        return line.to_string();
+    }
+    let (match_start, match_end) = (chars_to(start), chars_to(end));
+    let from = if match_end <= SHOWN_CAP {
+        0
+    } else {
+        match_start.saturating_sub(SHOWN_CAP / 3)
+    };
+    let window: String = line.chars().skip(from).take(SHOWN_CAP).collect();
+    let more_after = line.chars().nth(from + SHOWN_CAP).is_some();
+    format!(
+        "{}{window}{}",
+        if from > 0 { "…" } else { "" },
+        if more_after { "…" } else { "" }
     )
 }

@@ -1,5 +1,6 @@
 //! `write_file`: create or replace a file, atomically.
 
+use crate::atomic::{replace_atomically, write_all, Replaced};
 use crate::params::{require_path, verdict};
 use crate::workspace::Workspace;
 use async_trait::async_trait;
@@ -8,7 +9,6 @@ use core_models::{
     ToolValidationResult,
 };
 use serde_json::{json, Value};
-use std::io::Write;
 use std::path::Path;
 
 /// Paths whose change is riskier than ordinary source files.
@@ -23,7 +23,10 @@ const SENSITIVE: [&str; 6] = [
 
 /// Writes a whole file. The new content goes to a temporary file in the same folder,
 /// which is flushed and then renamed over the old file: a failed or cancelled write never
-/// leaves half a file.
+/// leaves half a file. Missing folders are created, only beneath the workspace. A
+/// replaced file keeps its mode (and, for root, its owner); a file the user could not
+/// write is refused; a new file gets 0666 less the umask. FIFOs, sockets and devices are
+/// refused.
 #[derive(Debug)]
 pub struct WriteFile {
     definition: ToolDefinition,
@@ -99,21 +102,24 @@ fn write(root: &Path, params: &Value, token: &core_models::CancellationToken) ->
         .get("content")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let target = match workspace.resolve_new_creating(path) {
+    let target = match workspace.new_target(path, true) {
         Ok(t) => t,
         Err(e) => return ToolResult::failed(e.to_string()),
     };
-    if target.is_dir() {
-        return ToolResult::failed(format!("'{path}' is a folder"));
-    }
-    let existed = target.exists();
-    if let Err(message) = replace_atomically(&target, path, content.as_bytes(), token) {
-        return ToolResult::failed(message);
-    }
-    let verb = if existed { "Replaced" } else { "Created" };
+    let done = match replace_atomically(
+        &target,
+        path,
+        |file| write_all(file, &[content.as_bytes()]),
+        token,
+    ) {
+        Ok(done) => done,
+        Err(message) => return ToolResult::failed(message),
+    };
+    let created = done == Replaced::Created;
+    let verb = if created { "Created" } else { "Replaced" };
     ToolResult::success_with_data(
         format!("{verb} {path} ({} bytes)", content.len()),
-        json!({"path": path, "bytes": content.len(), "created": !existed}),
+        json!({"path": path, "bytes": content.len(), "created": created}),
     )
 }
 
@@ -132,35 +138,6 @@ pub(crate) async fn run_to_end(
     tokio::task::spawn_blocking(move || change(&root, &params, &token))
         .await
         .unwrap_or_else(|e| ToolResult::failed(format!("the tool stopped unexpectedly: {e}")))
-}
-
-/// Put `content` at `target` (shown to the user as `path`): written to a temporary file
-/// in the same folder, flushed, given the old file's permissions, then renamed over it. A
-/// failure or a cancellation before the rename leaves the old file as it was.
-pub(crate) fn replace_atomically(
-    target: &Path,
-    path: &str,
-    content: &[u8],
-    token: &core_models::CancellationToken,
-) -> Result<(), String> {
-    let Some(dir) = target.parent() else {
-        return Err(format!("'{path}' has no folder"));
-    };
-    let mut tmp =
-        tempfile::NamedTempFile::new_in(dir).map_err(|e| format!("cannot write '{path}': {e}"))?;
-    tmp.write_all(content)
-        .and_then(|()| tmp.as_file().sync_all())
-        .map_err(|e| format!("cannot write '{path}': {e}"))?;
-    if let Ok(meta) = std::fs::metadata(target) {
-        let _ = std::fs::set_permissions(tmp.path(), meta.permissions());
-    }
-    if token.is_cancelled() {
-        // The temporary file is removed when dropped; the old file is untouched.
-        return Err("Cancelled".into());
-    }
-    tmp.persist(target)
-        .map_err(|e| format!("cannot replace '{path}': {}", e.error))?;
-    Ok(())
 }
 
 /// Whether changing `path` deserves more care than an ordinary source file.

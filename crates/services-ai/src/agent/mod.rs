@@ -7,6 +7,14 @@
 //! `state_changed` event. An invalid transition is a bug: it panics in debug builds (and
 //! so in tests) and is logged in release builds.
 
+mod after_tools;
+mod approval;
+mod execute;
+mod finish;
+mod generate;
+pub(crate) mod guard;
+mod iterate;
+mod prepare;
 pub mod prompt;
 mod run;
 

@@ -1,7 +1,8 @@
 //! Turning parsed JSON or XML into [`ToolCallRequest`]s.
 
 use super::json;
-use core_models::{ToolCallRequest, ToolDefinition, ToolRegistry};
+use crate::agent::guard::guarded;
+use core_models::{RiskLevel, ToolCallRequest, ToolDefinition, ToolRegistry};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -60,8 +61,13 @@ impl ToolCatalog {
             ToolCatalog::Registry(r) => {
                 if let Some(tool) = r.get_tool(id) {
                     call.tool_name = tool.definition().name.clone();
-                    call.risk_level = tool.effective_risk_level(&call.parameters);
-                    call.execution_summary = tool.execution_summary(&call.parameters);
+                    // A tool that panics here is judged critical and summarized by its id;
+                    // the agent's own guarded assessment fails the call later.
+                    call.risk_level = guarded(|| tool.effective_risk_level(&call.parameters))
+                        .unwrap_or(RiskLevel::Critical);
+                    if let Ok(summary) = guarded(|| tool.execution_summary(&call.parameters)) {
+                        call.execution_summary = summary;
+                    }
                 }
             }
             ToolCatalog::Definitions(d) => {

@@ -109,6 +109,8 @@ impl ParserOptions {
 }
 
 /// What became known while parsing.
+// Calls are rare next to text pieces, and boxing them would change the public API.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum ParseEvent {
     /// Visible text (never part of a call).

@@ -2,6 +2,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod security;
+
 use serde_json::{json, Value};
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
@@ -1012,7 +1014,7 @@ fn the_approval_prompt_under_a_terminal() {
         ],
     );
     p.expect("Write 2 bytes to a.txt").unwrap();
-    p.expect("Approve? [y]es / [n]o / always this [s]ession / always for this [t]ool: ")
+    p.expect("Approve? [y]es / [n]o / always this [s]ession / always for this [t]ool, in every workspace: ")
         .unwrap();
     p.send_line("t").unwrap();
     // The second write is not asked about: the first answer was "always for this tool".
@@ -1045,7 +1047,7 @@ fn the_approval_prompt_under_a_terminal() {
     ]);
     let mut p = expectrl::Session::spawn(command).unwrap();
     p.set_expect_timeout(Some(std::time::Duration::from_secs(20)));
-    p.expect("[t]ool: ").unwrap();
+    p.expect("in every workspace: ").unwrap();
     p.send_line("n").unwrap();
     let rest = p.expect("Fine.").unwrap();
     let before = String::from_utf8_lossy(rest.before()).into_owned();

@@ -1,0 +1,399 @@
+//! Attacks on the `aintern` binary itself: its permission file shared by processes, its
+//! signals, its stdin, its configuration layers, and commands approved with `--approve all`
+//! that try to leave the sandbox. Each asserts that the side effect did not happen.
+
+use super::{bin, call, completed, events, results, run_json, spawn_json, Workspace};
+use core_models::{AgentEvent, SandboxMode};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+use test_support::processes::{process_gone, written_pid};
+
+fn permissions_file(ws: &Workspace) -> Value {
+    let text = std::fs::read_to_string(ws.home.path().join("aintern/permissions.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn signal(child: &Child, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .args([format!("-{signal}"), child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+fn wait_for_pid(file: &std::path::Path) -> u32 {
+    for _ in 0..400 {
+        if let Some(pid) = written_pid(file) {
+            return pid;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!("no pid in {}", file.display());
+}
+
+fn wait_gone(pid: u32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if process_gone(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+#[test]
+fn concurrent_permission_changes_lose_nothing() {
+    let ws = Workspace::new();
+    let children: Vec<Child> = (0..20)
+        .map(|i| {
+            let kind = if i % 2 == 0 { "allow" } else { "deny" };
+            bin(ws.home.path())
+                .args(["permissions", kind, "write_file", "--pattern"])
+                .arg(format!("dir{i}/**"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let file = permissions_file(&ws);
+    let tool = &file["tools"]["write_file"];
+    let count = |key: &str| tool[key].as_array().map_or(0, Vec::len);
+    assert_eq!(
+        (count("allowed_patterns"), count("denied_patterns")),
+        (10, 10),
+        "{file}"
+    );
+}
+
+#[test]
+fn saving_always_allow_keeps_a_deny_made_meanwhile() {
+    let ws = Workspace::new();
+    let script = ws.script(&[
+        &call("write_file", json!({"path": "a.txt", "content": "a"})),
+        "done",
+    ]);
+    let (mut child, mut stdin, stdout) = spawn_json(&ws, &script, "write");
+    for line in stdout {
+        let event: AgentEvent = serde_json::from_str(&line.unwrap()).unwrap();
+        if let AgentEvent::ApprovalRequest(a) = &event {
+            // Another process adds a deny rule while the request waits.
+            let out = bin(ws.home.path())
+                .args(["permissions", "deny", "run_command", "--pattern", "rm *"])
+                .output()
+                .unwrap();
+            assert!(out.status.success());
+            let answer = json!({"op": "approve", "call_id": a.request.id, "remember": "tool"});
+            writeln!(stdin, "{answer}").unwrap();
+        }
+    }
+    assert!(child.wait().unwrap().success());
+    let file = permissions_file(&ws);
+    assert_eq!(file["tools"]["write_file"]["always_allow"], true, "{file}");
+    assert_eq!(
+        file["tools"]["run_command"]["denied_patterns"],
+        json!(["rm *"]),
+        "the deny made meanwhile was erased: {file}"
+    );
+}
+
+#[test]
+fn a_deny_pattern_holds_for_every_spelling_of_a_path() {
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.dir.path().join("secret")).unwrap();
+    std::fs::write(ws.dir.path().join("secret/key"), "k").unwrap();
+    let out = bin(ws.home.path())
+        .args(["permissions", "deny", "read_file", "--pattern", "secret/*"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let absolute = format!(
+        "{}/secret/key",
+        ws.dir.path().canonicalize().unwrap().display()
+    );
+    for path in [
+        "secret/key",
+        "./secret/key",
+        " secret/key",
+        "secret//key",
+        "x/../secret/key",
+        "secret/./key",
+        absolute.as_str(),
+    ] {
+        let script = ws.script(&[&call("read_file", json!({ "path": path })), "done"]);
+        let (out, events) = run_json(&ws, &script, &["--approve", "all"], b"");
+        let (_, _) = completed(&out);
+        let r = results(&events);
+        assert!(!r[0].result.success, "{path:?} was read: {:?}", r[0].result);
+        assert!(
+            r[0].result
+                .error_message
+                .as_deref()
+                .unwrap_or_default()
+                .contains("Denied"),
+            "{path:?}: {:?}",
+            r[0].result
+        );
+    }
+}
+
+/// `aintern run --json` running a long command; returns the child and the command's pid.
+fn running_command(ws: &Workspace) -> (Child, u32) {
+    let script = ws.script(&[&call(
+        "run_command",
+        json!({"command": "sh -c 'trap \"\" TERM HUP INT; while :; do sleep 1; done' & echo $! > bg.pid; sleep 300"}),
+    )]);
+    let mut child = bin(ws.home.path())
+        .args([
+            "run",
+            "--json",
+            "--approve",
+            "all",
+            "--workspace",
+            ws.path(),
+            "--backend",
+            &script,
+            "go",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = wait_for_pid(&ws.dir.path().join("bg.pid"));
+    assert!(!process_gone(pid));
+    assert!(child.try_wait().unwrap().is_none());
+    (child, pid)
+}
+
+#[test]
+fn sigterm_and_sighup_end_every_command_before_aintern_exits() {
+    for sig in ["TERM", "HUP"] {
+        let ws = Workspace::new();
+        let (mut child, pid) = running_command(&ws);
+        signal(&child, sig);
+        let status = child.wait().unwrap();
+        assert!(!status.success(), "SIG{sig}: {status:?}");
+        assert!(
+            wait_gone(pid),
+            "SIG{sig}: the command's child {pid} outlived aintern"
+        );
+    }
+}
+
+#[test]
+fn sigint_to_exec_is_never_lost() {
+    let ws = Workspace::new();
+    let file = ws.dir.path().join("slow.json");
+    std::fs::write(
+        &file,
+        json!({"responses": [{"chunks": vec!["tok "; 2000], "delay_ms": 5}]}).to_string(),
+    )
+    .unwrap();
+    let script = format!("script:{}", file.display());
+    for round in 0..15u64 {
+        let mut child = bin(ws.home.path())
+            .args(["exec", "--workspace", ws.path(), "--backend", &script, "go"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        // Wait until the request runs, then interrupt it at a varying moment.
+        let first = lines.next().unwrap().unwrap();
+        assert!(first.contains("state_changed"), "{first}");
+        std::thread::sleep(Duration::from_millis(round * 7));
+        signal(&child, "INT");
+        let started = Instant::now();
+        let last = lines.map(Result::unwrap).last().unwrap_or_default();
+        let status = child.wait().unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "round {round}: SIGINT was lost (the request ran on)"
+        );
+        let event: AgentEvent = serde_json::from_str(&last).unwrap();
+        assert!(
+            matches!(&event, AgentEvent::AgentComplete(c) if c.was_cancelled),
+            "round {round}: {last}"
+        );
+        assert!(
+            status.success(),
+            "round {round}: a cancelled request exits 0"
+        );
+    }
+}
+
+#[test]
+fn an_invalid_stdin_line_does_not_end_the_approval_channel() {
+    let ws = Workspace::new();
+    let script = ws.script(&[
+        &call("write_file", json!({"path": "w.txt", "content": "ok"})),
+        "done",
+    ]);
+    let (mut child, mut stdin, stdout) = spawn_json(&ws, &script, "write");
+    for line in stdout {
+        let event: AgentEvent = serde_json::from_str(&line.unwrap()).unwrap();
+        if let AgentEvent::ApprovalRequest(a) = &event {
+            stdin.write_all(b"\xff\xfe not utf-8 \xc3\x28\n").unwrap();
+            stdin.write_all(b"{not json}\n").unwrap();
+            let answer = json!({"op": "approve", "call_id": a.request.id});
+            writeln!(stdin, "{answer}").unwrap();
+        }
+    }
+    assert!(child.wait().unwrap().success());
+    assert_eq!(
+        std::fs::read_to_string(ws.dir.path().join("w.txt")).unwrap(),
+        "ok",
+        "the approval after the invalid line was not taken"
+    );
+}
+
+#[test]
+fn bad_options_are_refused_before_the_model_loads() {
+    let ws = Workspace::new();
+    for (args, message) in [
+        (
+            &["--tool-choice", "no_such_tool"][..],
+            "unknown tool 'no_such_tool'",
+        ),
+        (&["--temperature", "nan"][..], "--temperature"),
+        (&["--temperature", "inf"][..], "--temperature"),
+        (&["--temperature=-1"][..], "--temperature"),
+    ] {
+        // A model file that does not exist: the option must be refused first.
+        let out = bin(ws.home.path())
+            .args([
+                "run",
+                "--workspace",
+                ws.path(),
+                "--backend",
+                "llama:/nonexistent.gguf",
+            ])
+            .args(args)
+            .arg("x")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+        assert!(!stderr.contains("does not exist"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn a_workspace_configuration_cannot_loosen_the_sandbox() {
+    let ws = Workspace::new();
+    std::fs::write(
+        ws.dir.path().join("aintern.toml"),
+        "[sandbox]\nmode = \"full-access\"\nnetwork = true\nwritable_paths = [\"/\"]\n",
+    )
+    .unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("escaped.txt");
+    let script = ws.script(&[
+        &call(
+            "run_command",
+            json!({"command": format!("echo pwned > {}", target.display())}),
+        ),
+        "done",
+    ]);
+    let (out, events) = run_json(&ws, &script, &["--approve", "all"], b"");
+    completed(&out);
+    assert!(
+        !target.exists(),
+        "the workspace's aintern.toml loosened the sandbox"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("[sandbox]") && stderr.contains("ignored"),
+        "{stderr}"
+    );
+    let sandbox = events.iter().find_map(|e| match e {
+        AgentEvent::ApprovalRequest(a) => a.sandbox.clone(),
+        _ => None,
+    });
+    let sandbox = sandbox.expect("the approval request shows the sandbox");
+    assert_eq!(sandbox.mode, SandboxMode::WorkspaceWrite);
+    assert!(sandbox.enforced && !sandbox.network);
+}
+
+#[test]
+fn approve_all_does_not_lift_the_sandbox() {
+    let ws = Workspace::new();
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("escaped.txt");
+    let script = ws.script(&[
+        &call(
+            "run_command",
+            json!({"command": format!("echo pwned > {}", target.display()), "sandbox": "full-access"}),
+        ),
+        "done",
+    ]);
+    let (out, events) = run_json(&ws, &script, &["--approve", "all"], b"");
+    completed(&out);
+    assert!(!target.exists(), "--approve all granted full access");
+    let r = results(&events);
+    assert!(!r[0].result.success);
+}
+
+#[test]
+fn approved_commands_stay_in_the_sandbox_end_to_end() {
+    let ws = Workspace::new();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join(".ssh")).unwrap();
+    std::fs::write(home.path().join(".ssh/id_rsa"), "SECRET-KEY-99").unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let commands = [
+        format!("touch {}/escaped", outside.path().display()),
+        format!("cat {}/.ssh/id_rsa", home.path().display()),
+        "cat /proc/$PPID/environ".to_string(),
+        "python3 -c \"import socket; socket.create_connection(('127.0.0.1', 9), 1)\"".to_string(),
+    ];
+    let responses: Vec<String> = commands
+        .iter()
+        .map(|c| call("run_command", json!({ "command": c })))
+        .chain(std::iter::once("done".to_string()))
+        .collect();
+    let refs: Vec<&str> = responses.iter().map(String::as_str).collect();
+    let script = ws.script(&refs);
+    let out = bin(ws.home.path())
+        .args([
+            "run",
+            "--json",
+            "--approve",
+            "all",
+            "--max-iterations",
+            "10",
+        ])
+        .args(["--workspace", ws.path(), "--backend", &script, "go"])
+        .env("HOME", home.path())
+        .env("AINTERN_TEST_SECRET_TOKEN", "tok-abc-123")
+        .output()
+        .unwrap();
+    let events = events(&out.stdout);
+    let everything = String::from_utf8_lossy(&out.stdout);
+    assert!(!outside.path().join("escaped").exists());
+    assert!(
+        !everything.contains("SECRET-KEY-99"),
+        "a secret file was read"
+    );
+    assert!(
+        !everything.contains("tok-abc-123"),
+        "aintern's environment was read"
+    );
+    let r = results(&events);
+    assert_eq!(r.len(), 4);
+    assert!(r.iter().all(|r| !r.result.success), "{r:?}");
+}

@@ -1,0 +1,140 @@
+//! Asking the model: its reply streamed through the tool-call parser, text forwarded as
+//! events (buffered as configured), calls gathered.
+
+use super::run::{Reply, Run, Stopped};
+use crate::parser::{FunctionCallParser, ParseEvent};
+use core_models::{
+    AgentErrorEvent, Error, LlmChunk, LlmRequest, TextGenerationEvent, TurnState as S,
+};
+use futures::StreamExt;
+use std::sync::Arc;
+
+/// Text waiting to be sent: the text, whether it is thinking, the chunks gathered.
+type Pending = (String, bool, u32);
+
+impl Run {
+    /// Ask the model and stream its reply through the parser.
+    pub(super) async fn generate(
+        &mut self,
+        request: LlmRequest,
+        parser: &FunctionCallParser,
+    ) -> Result<Reply, Result<Stopped, Error>> {
+        let stop = self.handle.stop.clone();
+        let llm = Arc::clone(&self.shared.ports.llm);
+        let mut stream = tokio::select! {
+            r = llm.generate(request) => r.map_err(Err)?,
+            _ = stop.cancelled() => return Err(Ok(Stopped)),
+        };
+        self.turn(S::ProcessingLlmResponse, None);
+        let mut parsing = parser.streaming();
+        let mut reply = Reply {
+            raw: String::new(),
+            visible: String::new(),
+            calls: Vec::new(),
+        };
+        let buffer = if self.shared.config.enable_streaming {
+            self.shared.config.streaming_buffer_size.max(1)
+        } else {
+            u32::MAX
+        };
+        let mut pending: Pending = (String::new(), false, 0);
+        loop {
+            let item = tokio::select! {
+                item = stream.next() => item,
+                _ = stop.cancelled() => {
+                    self.flush_text(&mut pending);
+                    return Err(Ok(Stopped));
+                }
+            };
+            match item {
+                None => break,
+                Some(Err(e)) => {
+                    self.flush_text(&mut pending);
+                    return Err(Err(e));
+                }
+                Some(Ok(LlmChunk::Usage(usage))) => {
+                    self.prompt_tokens += usage.prompt_tokens;
+                    self.completion_tokens += usage.generated_tokens;
+                }
+                Some(Ok(LlmChunk::Text { text })) => {
+                    self.tokens += 1;
+                    reply.raw.push_str(&text);
+                    pending.2 += 1;
+                    let events = parsing.process_token(&text);
+                    self.handle_parse_events(events, &mut reply, &mut pending, buffer);
+                    if pending.2 >= buffer {
+                        self.flush_text(&mut pending);
+                    }
+                }
+            }
+        }
+        let events = parsing.flush();
+        self.handle_parse_events(events, &mut reply, &mut pending, buffer);
+        self.flush_text(&mut pending);
+        if self.completion_tokens == 0 {
+            self.completion_tokens = self.tokens;
+        }
+        self.emit(TextGenerationEvent::complete(
+            self.request.request_id,
+            u32::try_from(self.tokens).unwrap_or(u32::MAX),
+            self.iteration,
+        ));
+        Ok(reply)
+    }
+
+    fn handle_parse_events(
+        &mut self,
+        events: Vec<ParseEvent>,
+        reply: &mut Reply,
+        pending: &mut Pending,
+        buffer: u32,
+    ) {
+        for event in events {
+            match event {
+                ParseEvent::Text(text) | ParseEvent::Thinking(text) if text.is_empty() => {}
+                ParseEvent::Text(text) => {
+                    reply.visible.push_str(&text);
+                    self.gather_text(pending, text, false, buffer);
+                }
+                ParseEvent::Thinking(text) => self.gather_text(pending, text, true, buffer),
+                ParseEvent::ToolCall(mut call) => {
+                    call.iteration_number = self.iteration;
+                    reply.calls.push(call);
+                }
+                ParseEvent::Diagnostic(message) => {
+                    self.emit(AgentErrorEvent::parsing_error(
+                        self.request.request_id,
+                        message,
+                        self.iteration,
+                    ));
+                }
+            }
+        }
+    }
+
+    fn gather_text(&self, pending: &mut Pending, text: String, thinking: bool, buffer: u32) {
+        if pending.1 != thinking && !pending.0.is_empty() {
+            let kept = pending.2;
+            self.flush_text(pending);
+            pending.2 = kept;
+        }
+        pending.0.push_str(&text);
+        pending.1 = thinking;
+        if buffer <= 1 {
+            self.flush_text(pending);
+        }
+    }
+
+    fn flush_text(&self, pending: &mut Pending) {
+        if !pending.0.is_empty() {
+            self.emit(TextGenerationEvent::token(
+                self.request.request_id,
+                std::mem::take(&mut pending.0),
+                u32::try_from(self.tokens).unwrap_or(u32::MAX),
+                pending.1,
+                self.iteration,
+            ));
+        }
+        pending.2 = 0;
+    }
+}

@@ -1,0 +1,262 @@
+//! The loop: ask the model, and while it calls tools, prepare and run them and ask again.
+
+use super::prompt;
+use super::run::{Outcome, Prepared, Reply, Run, Stopped};
+use crate::parser::{FunctionCallParser, ParserOptions, ToolCallFormat, ToolCatalog};
+use core_models::{
+    AgentIterationEvent, AgentStateTransition as T, ChatMessage, LlmRequest, ToolCallRequest,
+    ToolCallRequestEvent, ToolChoice, ToolDefinition, ToolResult, ToolResultEvent, TurnState as S,
+};
+use std::ops::ControlFlow;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What stays the same across the iterations of one request.
+struct Setup {
+    max: u32,
+    any_tools: bool,
+    system: Option<String>,
+    definitions: Vec<ToolDefinition>,
+    parser: FunctionCallParser,
+    text_only: FunctionCallParser,
+}
+
+/// What one iteration hands the next.
+#[derive(Default)]
+struct Carry {
+    /// Calls that ran in the previous iteration.
+    previous_tools: u32,
+    /// Every call of the previous reply was refused after asking: the agent machine went
+    /// back to Thinking already.
+    skip_begin: bool,
+}
+
+impl Run {
+    pub(super) async fn iterate(&mut self) -> Outcome {
+        let setup = self.setup();
+        let mut carry = Carry::default();
+        loop {
+            if let Some(outcome) = self.begin_iteration(&setup, &mut carry) {
+                return outcome;
+            }
+            let (request, text_only) = self.llm_request(&setup);
+            let parser = if text_only {
+                &setup.text_only
+            } else {
+                &setup.parser
+            };
+            let reply = match self.generate(request, parser).await {
+                Ok(reply) => reply,
+                Err(Ok(Stopped)) => return self.stop_outcome(),
+                Err(Err(e)) => return Outcome::LlmFailed(e),
+            };
+            if reply.calls.is_empty() {
+                self.answered(reply);
+                return Outcome::Finished;
+            }
+            if let ControlFlow::Break(outcome) = self.tool_round(reply, &mut carry).await {
+                return outcome;
+            }
+        }
+    }
+
+    fn setup(&self) -> Setup {
+        let max = self
+            .request
+            .max_iterations
+            .unwrap_or(self.shared.config.max_agent_iterations)
+            .max(1);
+        let tools = self.tools_offered();
+        let definitions: Vec<_> = tools.iter().map(|t| t.definition().clone()).collect();
+        let system = prompt::system_prompt(
+            &self.shared.config,
+            self.request.system_prompt.as_deref(),
+            &definitions,
+        );
+        // The model is given the tools as the prompt shows them: with the compact prompt,
+        // only their required parameters (a grammar-constrained call then cannot invent
+        // the optional ones either).
+        let definitions = prompt::offered_definitions(&self.shared.config, definitions);
+        let catalog = ToolCatalog::Registry(Arc::clone(&self.shared.ports.registry));
+        let parser = FunctionCallParser::new(catalog.clone())
+            .with_options(self.shared.parser_options.clone());
+        // When no call may happen, nothing the model writes is run: call-like text stays
+        // text.
+        let text_only = FunctionCallParser::new(catalog)
+            .with_options(ParserOptions::only([ToolCallFormat::Reasoning]));
+        Setup {
+            max,
+            any_tools: !tools.is_empty(),
+            system,
+            definitions,
+            parser,
+            text_only,
+        }
+    }
+
+    /// Stop checks, the machines' moves into a new iteration, and its event.
+    fn begin_iteration(&mut self, setup: &Setup, carry: &mut Carry) -> Option<Outcome> {
+        if self.stopped() {
+            return Some(self.stop_outcome());
+        }
+        if self.iteration >= setup.max {
+            return Some(Outcome::MaxIterations(setup.max));
+        }
+        self.iteration += 1;
+        if self.iteration == 1 {
+            self.agent(T::BeginThinking, None);
+            self.turn(S::SendingToLlm, None);
+        } else {
+            if !carry.skip_begin {
+                self.agent(T::BeginThinking, None);
+            }
+            self.turn(S::SendingToolResults, None);
+        }
+        carry.skip_begin = false;
+        self.emit(AgentIterationEvent::create(
+            self.request.request_id,
+            self.iteration,
+            setup.max,
+            carry.previous_tools,
+            self.tools_executed,
+            self.started.elapsed(),
+        ));
+        None
+    }
+
+    /// The model request of this iteration, and whether its reply is text only.
+    fn llm_request(&self, setup: &Setup) -> (LlmRequest, bool) {
+        let choice = if !setup.any_tools {
+            ToolChoice::None
+        } else {
+            match (&self.request.tool_choice, self.iteration) {
+                (ToolChoice::Auto, _) => ToolChoice::Auto,
+                // A forced call (required or a named tool) is one round of tool use: the
+                // first reply must call, the replies after the results answer.
+                (choice, 1) => choice.clone(),
+                _ => ToolChoice::None,
+            }
+        };
+        let text_only = choice == ToolChoice::None;
+        let mut messages = Vec::with_capacity(self.history.len() + 1);
+        if let Some(system) = &setup.system {
+            messages.push(ChatMessage::system(system.clone()));
+        }
+        messages.extend(self.history.iter().cloned());
+        let request = LlmRequest {
+            messages,
+            tools: setup.definitions.clone(),
+            tool_choice: choice,
+            options: self.request.inference_options.clone().unwrap_or_default(),
+        };
+        (request, text_only)
+    }
+
+    /// The model answered without calling a tool.
+    fn answered(&mut self, reply: Reply) {
+        self.agent(T::NoToolCalls, None);
+        self.final_response = reply.visible.trim().to_string();
+        self.history.push(ChatMessage::assistant(reply.raw));
+        self.agent(T::Complete, None);
+        self.turn(S::EndOfTurn, None);
+        self.turn(S::WaitingForUserInput, None);
+    }
+
+    /// One round of tool use: prepare the calls, run them, keep their results, and the
+    /// checks after tools.
+    async fn tool_round(&mut self, reply: Reply, carry: &mut Carry) -> ControlFlow<Outcome> {
+        self.agent(T::DetectToolCall, Some(&summarize_calls(&reply.calls)));
+        self.turn(S::ToolUseRequested, None);
+        self.history.push(ChatMessage::assistant(reply.raw));
+        let screened = self.screen(reply.calls);
+        self.announce(&screened);
+        let (prepared, asked) = match self.decide(screened).await {
+            Ok(p) => p,
+            Err(Stopped) => return ControlFlow::Break(self.stop_outcome()),
+        };
+
+        self.turn(S::CheckingForCancellation, None);
+        if self.stopped() {
+            self.cancelled_before_running(&prepared);
+            return ControlFlow::Break(self.stop_outcome());
+        }
+        self.turn(S::RunningTool, None);
+        let runnable = prepared
+            .iter()
+            .filter(|p| matches!(p, Prepared::Run { .. }))
+            .count();
+        if runnable == 0 && asked {
+            self.agent(T::ApprovalDenied, Some("no call may run"));
+            carry.skip_begin = true;
+        } else {
+            self.agent(T::ApprovalGranted, None);
+        }
+        let head_before = self.git_head().await;
+        let results = self.execute_all(prepared).await;
+        carry.previous_tools = u32::try_from(runnable).unwrap_or(u32::MAX);
+        if !carry.skip_begin {
+            self.agent(T::ToolComplete, None);
+        }
+        self.keep_results(&results);
+        if self.stopped() {
+            return ControlFlow::Break(self.stop_outcome());
+        }
+        self.after_tools(head_before, &results).await
+    }
+
+    /// A `tool_call_request` event for each call of the reply, as assessed.
+    fn announce(&self, screened: &[super::prepare::Screened]) {
+        let total = u32::try_from(screened.len()).unwrap_or(u32::MAX);
+        for (i, s) in screened.iter().enumerate() {
+            self.emit(ToolCallRequestEvent::create(
+                self.request.request_id,
+                s.call().clone(),
+                u32::try_from(i).unwrap_or(u32::MAX),
+                total,
+                self.iteration,
+            ));
+        }
+    }
+
+    /// The request was stopped after the calls were prepared: none of them runs.
+    fn cancelled_before_running(&self, prepared: &[Prepared]) {
+        self.turn(S::Cancelled, Some("cancelled before the tools ran"));
+        self.turn(S::WaitingForUserInput, None);
+        for p in prepared {
+            self.emit(ToolResultEvent::create(
+                self.request.request_id,
+                p.call(),
+                ToolResult::failed("Cancelled before it ran"),
+                Duration::ZERO,
+                self.iteration,
+            ));
+        }
+    }
+
+    /// The results go into the conversation (or a note that they ran, when the
+    /// configuration keeps them out).
+    fn keep_results(&mut self, results: &[(ToolCallRequest, ToolResult)]) {
+        if self.shared.config.include_tool_results_in_history {
+            for (call, result) in results {
+                self.history.push(prompt::tool_result_message(
+                    call,
+                    result,
+                    self.shared.config.max_tool_result_tokens,
+                ));
+            }
+        } else {
+            self.history.push(ChatMessage::user(format!(
+                "({} tool call(s) ran; their results are not kept in this conversation)",
+                results.len()
+            )));
+        }
+    }
+}
+
+fn summarize_calls(calls: &[ToolCallRequest]) -> String {
+    calls
+        .iter()
+        .map(|c| c.tool_id.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,325 @@
+//! Preparing the calls of one reply: repeats, lookup, validation and the tool's assessment
+//! (risk, permission subjects, sandbox, forced question) first, for every call; then, call
+//! by call, the permission check and, when needed, a person's approval.
+//!
+//! Who decides, in order:
+//! 1. the permission manager's deny rules refuse (they always win);
+//! 2. a critical call goes to a person, whatever allowed it;
+//! 3. a decision the person asked to have remembered (the manager's `was_cached`) or a
+//!    session permission in the request's [`ToolAvailabilityContext`] allows;
+//! 4. a tool that says a person must be asked (`must_ask`, e.g. no sandbox) is asked;
+//! 5. the manager's risk rule or the request's `max_auto_approval_risk_level` allows;
+//! 6. a person is asked.
+//!
+//! [`ToolAvailabilityContext`]: core_models::ToolAvailabilityContext
+
+use super::guard::{failed_unexpectedly, guarded};
+use super::run::{Prepared, Run, Stopped};
+use crate::permissions::patterns_allow;
+use core_models::{
+    AgentErrorCategory, AgentErrorEvent, AgentStateTransition as T, CallAssessment,
+    PermissionCheckResult, RiskLevel, Tool, ToolCallRequest, ToolResult,
+};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// One call after lookup, validation and assessment.
+pub(super) enum Screened {
+    /// Goes on to the permission check.
+    Ready {
+        call: ToolCallRequest,
+        tool: Arc<dyn Tool>,
+        assessment: CallAssessment,
+    },
+    /// Settled already (repeated, unknown, invalid, or the tool failed).
+    Settled {
+        call: ToolCallRequest,
+        result: ToolResult,
+    },
+}
+
+impl Screened {
+    pub(super) fn call(&self) -> &ToolCallRequest {
+        match self {
+            Screened::Ready { call, .. } | Screened::Settled { call, .. } => call,
+        }
+    }
+}
+
+/// What the rules say about one call.
+enum Route {
+    Deny(String),
+    Run { approved: bool },
+    Ask,
+}
+
+impl Run {
+    /// Repeats, lookup, validation and assessment of each call, in order.
+    pub(super) fn screen(&mut self, calls: Vec<ToolCallRequest>) -> Vec<Screened> {
+        let mut seen_now: HashSet<String> = HashSet::new();
+        let mut screened = Vec::with_capacity(calls.len());
+        for call in calls {
+            let key = format!("{}\u{0}{}", call.tool_id, call.parameters);
+            let s = if let Some(result) = self.repeated(&call) {
+                Screened::Settled { call, result }
+            } else if !seen_now.insert(key) {
+                let result = ToolResult::failed(format!(
+                    "Not run: the same call ({} with the same parameters) appears earlier in this reply",
+                    call.tool_id
+                ));
+                Screened::Settled { call, result }
+            } else {
+                self.screen_one(call)
+            };
+            screened.push(s);
+        }
+        screened
+    }
+
+    /// The answer to a call made earlier in this request, when this is one.
+    fn repeated(&self, call: &ToolCallRequest) -> Option<ToolResult> {
+        let (earlier, result) = self.done.iter().find(|(c, _)| c.is_same_call(call))?;
+        let note = format!(
+            "Not run again: this exact call ({} with the same parameters) was already made in this request (call {}). Its result was:\n{}",
+            call.tool_id,
+            earlier.id,
+            if result.success {
+                result.content.clone()
+            } else {
+                format!("Error: {}", result.error_message.clone().unwrap_or_default())
+            }
+        );
+        Some(ToolResult {
+            content: note,
+            ..result.clone()
+        })
+    }
+
+    fn screen_one(&self, mut call: ToolCallRequest) -> Screened {
+        let Some(tool) = self.shared.ports.registry.get_tool(&call.tool_id) else {
+            let result = ToolResult::failed(format!("Tool not found: {}", call.tool_id));
+            return Screened::Settled { call, result };
+        };
+        match self.validate_and_assess(&mut call, tool.as_ref(), "Validation") {
+            Ok(assessment) => Screened::Ready {
+                call,
+                tool,
+                assessment,
+            },
+            Err(result) => Screened::Settled { call, result },
+        }
+    }
+
+    /// Validate `call` and let the tool assess and summarize it; the assessment's risk and
+    /// subjects, and the summary, are stored in the call. Invalid parameters yield "{what} failed: …", a tool that panics
+    /// a failed result.
+    pub(super) fn validate_and_assess(
+        &self,
+        call: &mut ToolCallRequest,
+        tool: &dyn Tool,
+        what: &str,
+    ) -> Result<CallAssessment, ToolResult> {
+        let validation = guarded(|| tool.validate(&call.parameters))
+            .map_err(|panic| self.tool_panicked(call, "validate", &panic))?;
+        call.validation_result = Some(validation.clone());
+        if !validation.is_valid {
+            return Err(ToolResult::failed(format!(
+                "{what} failed: {}",
+                validation.errors.join("; ")
+            )));
+        }
+        let workspace = self.workspace.as_deref();
+        let assessment = guarded(|| tool.assess(&call.parameters, workspace))
+            .map_err(|panic| self.tool_panicked(call, "assess", &panic))?;
+        let summary = guarded(|| tool.execution_summary(&call.parameters))
+            .map_err(|panic| self.tool_panicked(call, "execution_summary", &panic))?;
+        call.risk_level = assessment.risk;
+        call.permission_subjects = Some(assessment.subjects.clone());
+        call.execution_summary = summary;
+        Ok(assessment)
+    }
+
+    /// Report a tool's panic (not fatal) and turn it into a failed result.
+    pub(super) fn tool_panicked(
+        &self,
+        call: &ToolCallRequest,
+        stage: &str,
+        panic: &str,
+    ) -> ToolResult {
+        let message = failed_unexpectedly(panic);
+        tracing::error!(tool = %call.tool_id, stage, panic, "a tool panicked");
+        self.emit(AgentErrorEvent::tool_error(
+            self.request.request_id,
+            &call.tool_id,
+            &format!("{message} (in {stage})"),
+            false,
+            self.iteration,
+        ));
+        ToolResult::failed(message)
+    }
+
+    /// Permission and approval for each screened call, in order. Returns the prepared
+    /// calls and whether anyone was asked.
+    pub(super) async fn decide(
+        &mut self,
+        screened: Vec<Screened>,
+    ) -> Result<(Vec<Prepared>, bool), Stopped> {
+        let mut prepared = Vec::with_capacity(screened.len());
+        let mut asked = false;
+        for s in screened {
+            let p = match s {
+                Screened::Settled { call, result } => Prepared::Settled { call, result },
+                Screened::Ready {
+                    call,
+                    tool,
+                    assessment,
+                } => self.decide_one(call, tool, assessment, &mut asked).await?,
+            };
+            prepared.push(p);
+        }
+        Ok((prepared, asked))
+    }
+
+    async fn decide_one(
+        &mut self,
+        call: ToolCallRequest,
+        tool: Arc<dyn Tool>,
+        assessment: CallAssessment,
+        asked: &mut bool,
+    ) -> Result<Prepared, Stopped> {
+        let permission = match self.check_permission(&call).await {
+            Ok(p) => p,
+            Err(result) => return Ok(Prepared::Settled { call, result }),
+        };
+        match self.route(&call, &permission, &assessment).await {
+            Route::Deny(why) => {
+                let result =
+                    ToolResult::failed(format!("Denied by the permission settings: {why}"));
+                Ok(Prepared::Settled { call, result })
+            }
+            Route::Run { approved } => Ok(Prepared::Run {
+                call,
+                tool,
+                approved,
+            }),
+            Route::Ask => {
+                if !*asked {
+                    self.agent(T::RequestApproval, Some(&call.tool_id));
+                    *asked = true;
+                }
+                self.ask(call, tool, assessment).await
+            }
+        }
+    }
+
+    /// The permission manager's answer; a failure is reported and refuses the call.
+    pub(super) async fn check_permission(
+        &self,
+        call: &ToolCallRequest,
+    ) -> Result<PermissionCheckResult, ToolResult> {
+        let conversation = self.request.conversation_id;
+        match self
+            .shared
+            .ports
+            .permissions
+            .check_permission(conversation, call)
+            .await
+        {
+            Ok(p) => Ok(p),
+            Err(e) => {
+                self.emit(
+                    AgentErrorEvent::new(
+                        self.request.request_id,
+                        AgentErrorCategory::PermissionError,
+                        format!("Permission check failed for {}: {e}", call.tool_id),
+                        false,
+                        self.iteration,
+                    )
+                    .with_source(e),
+                );
+                Err(ToolResult::failed(
+                    "Not run: the permission settings could not be read",
+                ))
+            }
+        }
+    }
+
+    /// Apply the order in the module's documentation.
+    async fn route(
+        &self,
+        call: &ToolCallRequest,
+        permission: &PermissionCheckResult,
+        assessment: &CallAssessment,
+    ) -> Route {
+        if permission.is_denied() {
+            let why = permission.denial_reason.clone();
+            return Route::Deny(why.unwrap_or_else(|| "denied".into()));
+        }
+        if call.risk_level == RiskLevel::Critical {
+            return Route::Ask;
+        }
+        if permission.is_allowed && permission.was_cached {
+            return Route::Run { approved: true };
+        }
+        if self.session_permission_allows(call).await {
+            return Route::Run { approved: true };
+        }
+        if assessment.must_ask.is_some() {
+            return Route::Ask;
+        }
+        if permission.is_allowed || self.auto_approved_by_request(call).await {
+            return Route::Run { approved: false };
+        }
+        Route::Ask
+    }
+
+    /// The request's `session_permissions` allow the call: an auto-approved permission for
+    /// the tool whose pattern (if any) covers every subject of the call.
+    async fn session_permission_allows(&self, call: &ToolCallRequest) -> bool {
+        let Some(context) = &self.request.tool_context else {
+            return false;
+        };
+        let Some(permission) = context.session_permissions.get(&call.tool_id) else {
+            return false;
+        };
+        if !permission.auto_approved
+            || !(permission.tool_id.is_empty() || permission.tool_id == call.tool_id)
+        {
+            return false;
+        }
+        let covered = match &permission.approval_pattern {
+            None => true,
+            Some(pattern) => patterns_allow(std::slice::from_ref(pattern), &call.subjects()),
+        };
+        covered && self.deny_rules_verifiable(call).await
+    }
+
+    /// The request's `max_auto_approval_risk_level` covers the call's risk.
+    async fn auto_approved_by_request(&self, call: &ToolCallRequest) -> bool {
+        let Some(context) = &self.request.tool_context else {
+            return false;
+        };
+        call.risk_level <= context.max_auto_approval_risk_level
+            && self.deny_rules_verifiable(call).await
+    }
+
+    /// Whether the tool's stored deny patterns could be checked against the call (its
+    /// subjects are complete and not empty, or there are none): otherwise nothing but a
+    /// person approves it. Settings that cannot be read count as "no".
+    async fn deny_rules_verifiable(&self, call: &ToolCallRequest) -> bool {
+        let subjects = call.subjects();
+        if subjects.complete && !subjects.is_empty() {
+            return true;
+        }
+        match self
+            .shared
+            .ports
+            .permissions
+            .get_tool_permissions(&call.tool_id)
+            .await
+        {
+            Ok(settings) => settings.is_none_or(|s| s.denied_patterns.is_empty()),
+            Err(_) => false,
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! How risky a command line is: an allow-list judge over a real shell parse.
+//!
+//! The line is parsed with brush-parser's POSIX `sh` grammar (commands run as `sh -c`).
+//! It is **safe** only when all of this holds:
+//!
+//! * it parses, and is simple commands joined by `|`, `&&`, `||`, `;` and newlines — no
+//!   background `&`, subshell, `{ }` group, `if`/`for`/`while`/`until`/`case`, function,
+//!   coprocess or arithmetic command;
+//! * no redirection of any kind, no variable assignment, and every word is literal: no
+//!   `$…` (parameters, `$(…)`, `$((…))`, `$'…'`), no backquote, no unquoted glob or brace
+//!   character, no `~` a shell would expand (see [`words`]);
+//! * each program is a bare word on the read-only list ([`table`], plus `echo`, `true`,
+//!   `false`, `test`, `find`, `xxd`, `sed` and `git` judged by their own code), used only
+//!   with options known to be safe (unknown long options are refused);
+//! * every operand a program may open is inside the workspace: not absolute, its `..`
+//!   never above the workspace root from the call's folder, and — when the workspace is
+//!   known — where it leads on disk is inside too (a symlink `docs -> /etc` is outside).
+//!   Operands that are never opened are not checked: `echo`'s words, the pattern of
+//!   `grep`/`rg`/`git grep`, `sed`'s script, `tr`'s sets, `basename`/`dirname`/`which`/`id`
+//!   operands, `date`'s `+FORMAT`, `find`'s expression values except file references
+//!   (`-newer F`, `-samefile F`). Git revisions are checked as paths, conservatively.
+//! * an independent lexical scan finds none of `$`, backquote, `<`, `>`, a lone `&`,
+//!   parentheses, braces, glob characters, a leading `~` or `#`, control characters.
+//!
+//! Anything else is at least **medium**, and the deny-list ([`severity`]) applied to every
+//! simple command found anywhere — in pipelines and lists, compound commands, function
+//! bodies, command and process substitutions, here-documents, the script of `sh -c` (and
+//! `su -c`, `eval`, `watch`…), and the command behind a wrapper (`env`, `sudo`, `xargs`,
+//! `timeout`, `find -exec`…) — raises it: privilege and disk tools, recursive `rm` of an
+//! absolute path or the home folder, and fork bombs are **critical**; deleting, moving,
+//! permissions, processes, the network, installing packages, pushing or rewriting git
+//! history, and piping into a shell or an interpreter are **high**. Text that does not parse
+//! is judged lexically and never safe.
+
+mod fallback;
+mod git;
+mod git_options;
+mod paths;
+mod programs;
+mod sed;
+mod severity;
+mod syntax;
+mod table;
+mod table_text;
+mod words;
+mod wrappers;
+
+#[cfg(test)]
+mod props;
+#[cfg(test)]
+mod tests;
+
+use core_models::{collapse_whitespace, PermissionSubjects, RiskLevel};
+use paths::Place;
+use std::path::Path;
+use syntax::Cmd;
+use words::WordInfo;
+
+/// Most reasons kept for the approval prompt.
+const MAX_REASONS: usize = 16;
+
+/// One reason a command line is not safe, with the least risk it implies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Finding {
+    risk: RiskLevel,
+    reason: String,
+}
+
+impl Finding {
+    fn new(risk: RiskLevel, reason: impl Into<String>) -> Self {
+        Finding {
+            risk,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// The judgement of one command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Judgement {
+    /// How risky the line is: [`RiskLevel::Safe`] only when every part of it is a plainly
+    /// read-only command inside the workspace (see the module documentation).
+    pub risk: RiskLevel,
+    /// Why it is not safe, in words for the approval prompt; empty when it is safe.
+    pub reasons: Vec<String>,
+    /// What permission patterns are matched against: each simple command found anywhere
+    /// (assignments, words after quote removal and redirections, joined by single spaces;
+    /// a wrapped command also on its own), the whole line (whitespace collapsed) for deny
+    /// patterns only, and `complete` = false when the line did not parse in full or a
+    /// program name is not a literal word.
+    pub subjects: PermissionSubjects,
+}
+
+/// The risk of a shell command line, judged from the text alone (no folder, no
+/// workspace on disk): `Safe` only for plainly read-only command lines.
+pub fn command_risk(command: &str) -> RiskLevel {
+    judge(command, None, None).risk
+}
+
+/// Judge `command`, run in `cwd` (relative to the workspace; `None` = its root), with the
+/// canonical `workspace` root when known (then symlinks are followed on disk).
+pub(crate) fn judge(command: &str, cwd: Option<&str>, workspace: Option<&Path>) -> Judgement {
+    let deny_only = vec![collapse_whitespace(command)];
+    if command.trim().is_empty() {
+        return Judgement {
+            risk: RiskLevel::Medium,
+            reasons: vec!["the command is empty".to_string()],
+            subjects: PermissionSubjects {
+                subjects: Vec::new(),
+                deny_only,
+                complete: false,
+            },
+        };
+    }
+    let mut findings = Vec::new();
+    let place = match Place::new(cwd, workspace) {
+        Ok(place) => place,
+        Err(why) => {
+            findings.push(Finding::new(RiskLevel::Medium, why));
+            Place::at_root(workspace)
+        }
+    };
+    let (commands, complete) = match syntax::analyse(command) {
+        Ok(analysis) => {
+            findings.extend(analysis.findings);
+            (analysis.commands, analysis.complete)
+        }
+        Err(why) => {
+            findings.push(Finding::new(RiskLevel::Medium, why));
+            findings.extend(fallback::text_findings(command));
+            let commands = fallback::split(command)
+                .into_iter()
+                .map(|words| Cmd {
+                    words: words.iter().map(|w| WordInfo::unparsed(w)).collect(),
+                    assignments: Vec::new(),
+                    redirects: Vec::new(),
+                    piped_into: false,
+                })
+                .collect();
+            (commands, false)
+        }
+    };
+    if commands.is_empty() {
+        findings.push(Finding::new(RiskLevel::Medium, "runs no command"));
+    }
+    for cmd in &commands {
+        findings.extend(judge_command(cmd, &place));
+    }
+    if findings.is_empty() {
+        if let Some(why) = fallback::gate(command) {
+            findings.push(Finding::new(
+                RiskLevel::Medium,
+                format!("uses shell syntax the judge does not accept ({why})"),
+            ));
+        }
+    }
+    let risk = findings
+        .iter()
+        .map(|f| f.risk)
+        .max()
+        .map_or(RiskLevel::Safe, |r| r.max(RiskLevel::Medium));
+    let mut subjects = PermissionSubjects::of(commands.iter().map(Cmd::subject));
+    subjects.deny_only = deny_only;
+    subjects.complete = complete;
+    Judgement {
+        risk,
+        reasons: reasons(findings),
+        subjects,
+    }
+}
+
+/// The findings for one simple command: the deny-list, then the allow-list.
+fn judge_command(cmd: &Cmd, place: &Place) -> Vec<Finding> {
+    let Some(first) = cmd.words.first() else {
+        // A bare assignment or redirection: its findings are already there.
+        return Vec::new();
+    };
+    let texts: Vec<&str> = cmd.words.iter().map(WordInfo::text).collect();
+    let mut out = Vec::new();
+    let deny = severity::assess(&texts, cmd.piped_into);
+    let name = first.text();
+    let listed = first.literal.is_some() && !name.contains('/') && programs::is_listed(name);
+    if listed {
+        let literals: Option<Vec<String>> = cmd.words.iter().map(|w| w.literal.clone()).collect();
+        match literals {
+            Some(literals) => out.extend(
+                programs::check(&literals, place)
+                    .into_iter()
+                    .map(|why| Finding::new(RiskLevel::Medium, why)),
+            ),
+            // Each such word has its own finding; this one stands in case none does.
+            None if cmd.words.iter().all(|w| w.expansions.is_empty()) => out.push(Finding::new(
+                RiskLevel::Medium,
+                "a word the judge cannot read",
+            )),
+            None => {}
+        }
+    } else if deny.is_none() && first.literal.is_some() {
+        let why = if name.contains('/') {
+            format!("runs a program by its path ('{}')", syntax::shorten(name))
+        } else {
+            format!("unknown program '{}'", syntax::shorten(name))
+        };
+        out.push(Finding::new(RiskLevel::Medium, why));
+    }
+    out.extend(deny);
+    out
+}
+
+/// The reasons, each once, in order, at most [`MAX_REASONS`].
+fn reasons(findings: Vec<Finding>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut more = 0;
+    for f in findings {
+        if !seen.insert(f.reason.clone()) {
+            continue;
+        }
+        if out.len() < MAX_REASONS {
+            out.push(f.reason);
+        } else {
+            more += 1;
+        }
+    }
+    if more > 0 {
+        out.push(format!("… and {more} more"));
+    }
+    out
+}

@@ -1,0 +1,260 @@
+//! `git`: the read-only subcommands a safe command may run, and the risk of the others.
+//!
+//! Safe: `status`, `diff`, `log`, `show`, `blame`, `rev-parse`, `ls-files`, `grep`,
+//! `describe`, `shortlog`, `branch`/`tag` only when listing, `remote` only when listing or
+//! printing a URL, `stash list`/`stash show`; the global options `--no-pager` (`-P`),
+//! `--no-optional-locks`, `--literal-pathspecs`, `--no-replace-objects`, and `-C`,
+//! `--git-dir`, `--work-tree` inside the workspace. Never `-c`, `--exec-path`, `--output`,
+//! `--ext-diff`, `--textconv`, `--show-signature` or `-O`/`--open-files-in-pager`.
+//! Operands (revisions and paths alike) are checked as paths, conservatively.
+//!
+//! A repository's own configuration can still make git run programs (a pager, a textconv
+//! or fsmonitor hook); commands judged safe run under a read-only sandbox, which contains
+//! that. The judge's job is the command line.
+
+use super::git_options::{GLOBAL_FLAGS, SUBCOMMANDS};
+use super::paths::Place;
+use super::programs::{scan, Operands};
+use super::Finding;
+use core_models::RiskLevel;
+
+/// Why `git ARGS` is not safe; empty when it is.
+pub(super) fn check(args: &[String], place: &Place) -> Vec<String> {
+    let mut dirs: Vec<&str> = Vec::new();
+    let mut reasons = Vec::new();
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        let a = a.as_str();
+        if !a.starts_with('-') {
+            break;
+        }
+        i += 1;
+        if GLOBAL_FLAGS.contains(&a) {
+            continue;
+        }
+        let (option, value) = match a.split_once('=') {
+            Some((o, v)) if o.starts_with("--") => (o, Some(v)),
+            _ => (a, None),
+        };
+        match option {
+            "-C" | "--git-dir" | "--work-tree" => {
+                let value = match value {
+                    Some(v) => Some(v),
+                    None => {
+                        i += 1;
+                        args.get(i - 1).map(String::as_str)
+                    }
+                };
+                let Some(dir) = value else {
+                    return vec![format!("'git {option}' needs a value")];
+                };
+                if let Err(why) = place.check_below(&dirs, dir) {
+                    reasons.push(format!("'git {option} {dir}': the folder {why}"));
+                }
+                if option == "-C" {
+                    dirs.push(dir);
+                }
+            }
+            "-c" | "--config-env" => {
+                return vec![format!(
+                    "'git {option}' sets configuration, which can run programs"
+                )]
+            }
+            "--exec-path" => {
+                return vec!["'git --exec-path' runs git programs from elsewhere".to_string()]
+            }
+            "-p" | "--paginate" => return vec!["'git --paginate' runs a pager program".to_string()],
+            _ => return vec![format!("git option '{option}' is not on the judge's list")],
+        }
+    }
+    let Some(sub) = args.get(i) else {
+        return vec!["'git' without a subcommand".to_string()];
+    };
+    let rest = &args[i + 1..];
+    reasons.extend(subcommand(sub, rest, place, &dirs));
+    reasons
+}
+
+fn subcommand(sub: &str, rest: &[String], place: &Place, dirs: &[&str]) -> Vec<String> {
+    let (spec_name, rest) = match sub {
+        "remote" => return remote(rest),
+        "stash" => match rest.first().map(String::as_str) {
+            Some("list") => ("git log", &rest[1..]),
+            Some("show") => ("git diff", &rest[1..]),
+            _ => return vec![not_read_only("stash", rest)],
+        },
+        other => (other, rest),
+    };
+    let full = if spec_name.starts_with("git ") {
+        spec_name.to_string()
+    } else {
+        format!("git {spec_name}")
+    };
+    let Some(spec) = SUBCOMMANDS.iter().find(|s| s.name == full) else {
+        return vec![not_read_only(sub, rest)];
+    };
+    let scanned = match scan(spec, rest) {
+        Ok(s) => s,
+        Err(why) => return vec![why],
+    };
+    let mut reasons = Vec::new();
+    let mut paths: Vec<&str> = scanned.paths.clone();
+    match spec.operands {
+        Operands::PatternThenPaths { given_by, .. } => {
+            let given = scanned
+                .seen
+                .iter()
+                .any(|(o, _)| given_by.contains(&o.as_str()));
+            paths.extend(scanned.operands.iter().skip(usize::from(!given)));
+        }
+        Operands::Text => {
+            // branch and tag: operands only in list mode (else they create or delete).
+            let listing = scanned.seen.iter().any(|(o, _)| {
+                matches!(
+                    o.as_str(),
+                    "-l" | "--list"
+                        | "--merged"
+                        | "--no-merged"
+                        | "--contains"
+                        | "--no-contains"
+                        | "--points-at"
+                        | "-n"
+                )
+            });
+            if !scanned.operands.is_empty() && !listing {
+                reasons.push(format!("'git {sub}' with a name creates a {sub}"));
+            }
+        }
+        _ => paths.extend(&scanned.operands),
+    }
+    for p in paths.into_iter().filter(|p| *p != "-") {
+        if let Err(why) = place.check_below(dirs, p) {
+            reasons.push(format!("path '{p}' {why}"));
+        }
+    }
+    reasons
+}
+
+/// `git remote`, `git remote -v`, `git remote get-url [--push] [--all] NAME`.
+fn remote(rest: &[String]) -> Vec<String> {
+    let words: Vec<&str> = rest.iter().map(String::as_str).collect();
+    let ok = match words.as_slice() {
+        [] | ["-v"] | ["--verbose"] => true,
+        ["get-url", more @ ..] => {
+            let (options, names): (Vec<&str>, Vec<&str>) =
+                more.iter().partition(|w| w.starts_with('-'));
+            options.iter().all(|o| matches!(*o, "--push" | "--all")) && names.len() == 1
+        }
+        _ => false,
+    };
+    if ok {
+        Vec::new()
+    } else {
+        vec![not_read_only("remote", rest)]
+    }
+}
+
+fn not_read_only(sub: &str, rest: &[String]) -> String {
+    match level(sub, &rest.iter().map(String::as_str).collect::<Vec<_>>()) {
+        Some(f) => f.reason,
+        None => format!("'git {sub}' is not a read-only git command"),
+    }
+}
+
+/// How risky a git command that is not plainly safe is.
+pub(super) fn severity(args: &[&str]) -> Option<Finding> {
+    let mut i = 0;
+    let mut finding: Option<Finding> = None;
+    while let Some(a) = args.get(i) {
+        if !a.starts_with('-') {
+            break;
+        }
+        i += 1;
+        let option = a.split('=').next().unwrap_or(a);
+        match option {
+            "-C" | "-c" | "--git-dir" | "--work-tree" | "--namespace" | "--config-env" => {
+                if *a == "-c" {
+                    if let Some(kv) = args.get(i) {
+                        if runs_program(kv) {
+                            finding = Some(Finding::new(
+                                RiskLevel::High,
+                                format!("'git -c {kv}' sets a program for git to run"),
+                            ));
+                        }
+                    }
+                }
+                if !a.contains('=') {
+                    i += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    let sub = args.get(i)?;
+    let own = level(sub, args.get(i + 1..).unwrap_or_default());
+    match (finding, own) {
+        (Some(f), _) => Some(f),
+        (None, own) => own,
+    }
+}
+
+/// The risk of a subcommand that is not read-only; `None` for the read-only ones.
+fn level(sub: &str, rest: &[&str]) -> Option<Finding> {
+    let high = |why: &str| Some(Finding::new(RiskLevel::High, format!("'git {sub}' {why}")));
+    let medium = |why: &str| {
+        Some(Finding::new(
+            RiskLevel::Medium,
+            format!("'git {sub}' {why}"),
+        ))
+    };
+    match sub {
+        "status" | "diff" | "log" | "show" | "blame" | "rev-parse" | "ls-files" | "grep"
+        | "describe" | "shortlog" => None,
+        "push" => high("publishes to a remote"),
+        "reset" | "clean" | "filter-branch" | "filter-repo" | "gc" | "prune" | "update-ref"
+        | "reflog" => high("can discard work or history"),
+        "rebase" => high("rewrites history"),
+        "stash" => match rest.first() {
+            Some(&"list" | &"show") => None,
+            Some(&"drop" | &"clear") => high("discards stashed work"),
+            _ => medium("changes the repository"),
+        },
+        // Listing is read-only; `check` says when they are not listing.
+        "branch" | "tag" | "remote" => None,
+        "add" | "commit" | "switch" | "checkout" | "merge" | "restore" | "rm" | "mv"
+        | "cherry-pick" | "revert" | "apply" | "am" | "pull" | "fetch" | "clone" | "init"
+        | "config" | "submodule" | "worktree" | "notes" | "bisect" | "sparse-checkout" => {
+            medium("changes the repository or the files")
+        }
+        _ => medium("is not a read-only git command"),
+    }
+}
+
+/// A `-c key=value` whose key names a program git runs.
+fn runs_program(kv: &str) -> bool {
+    let key = kv.split('=').next().unwrap_or(kv).to_ascii_lowercase();
+    key.starts_with("alias.")
+        || [
+            "pager",
+            "sshcommand",
+            "editor",
+            "fsmonitor",
+            "hookspath",
+            "textconv",
+            "external",
+            "helper",
+            "command",
+            "program",
+            "askpass",
+            "uploadpack",
+            "receivepack",
+            "proxy",
+            "process",
+            "clean",
+            "smudge",
+            "tool",
+            "cmd",
+        ]
+        .iter()
+        .any(|end| key.ends_with(end))
+}

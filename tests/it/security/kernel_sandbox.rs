@@ -1,0 +1,435 @@
+//! The kernel sandbox under `run_command`: approved commands still cannot write outside
+//! the workspace, read secrets, reach the network, signal other processes or see secret
+//! environment variables — and toolchains in the home folder keep working.
+
+use core_models::{RiskLevel, SandboxFallback, SandboxMode, Tool, ToolExecutionContext};
+use sandbox::{Launcher, SandboxSettings, Support};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tools::RunCommand;
+
+/// A workspace inside a parent folder (so "outside" is a known place next to it), and a
+/// fake home folder holding secrets.
+struct Scene {
+    _root: tempfile::TempDir,
+    ws: PathBuf,
+    outside: PathBuf,
+    home: PathBuf,
+}
+
+const SECRET: &str = "PRIVATE-KEY-MATERIAL-7f3a";
+
+fn scene() -> Scene {
+    let root = tempfile::tempdir().unwrap();
+    let ws = root.path().join("ws");
+    let outside = root.path().join("outside");
+    let home = root.path().join("home");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("victim.txt"), "original\n").unwrap();
+    for (dir, file) in [
+        (".ssh", "id_rsa"),
+        (".aws", "credentials"),
+        (".gnupg", "key"),
+    ] {
+        std::fs::create_dir_all(home.join(dir)).unwrap();
+        std::fs::write(home.join(dir).join(file), SECRET).unwrap();
+    }
+    std::fs::write(home.join(".netrc"), SECRET).unwrap();
+    std::fs::write(home.join(".bashrc"), "# harmless\n").unwrap();
+    Scene {
+        ws: ws.canonicalize().unwrap(),
+        outside: outside.canonicalize().unwrap(),
+        home: home.canonicalize().unwrap(),
+        _root: root,
+    }
+}
+
+fn tool(home: Option<&Path>) -> RunCommand {
+    RunCommand::new(Arc::new(Launcher::new(SandboxSettings {
+        home: home.map(Path::to_path_buf),
+        ..SandboxSettings::default()
+    })))
+}
+
+/// Run `command` as an approved call and return stdout + stderr.
+async fn run(tool: &RunCommand, ws: &Path, params: Value) -> (bool, String) {
+    assert!(tool.validate(&params).is_valid, "{params}");
+    let mut ctx = ToolExecutionContext::new(params);
+    ctx.workspace_path = Some(ws.to_path_buf());
+    ctx.is_approved = true;
+    let r = tokio::time::timeout(Duration::from_secs(120), tool.execute(ctx))
+        .await
+        .expect("the command ends");
+    let data = r.data.clone().unwrap_or_default();
+    let text = format!(
+        "{}{}{}",
+        data["stdout"].as_str().unwrap_or_default(),
+        data["stderr"].as_str().unwrap_or_default(),
+        r.error_message.clone().unwrap_or_default()
+    );
+    (r.success, text)
+}
+
+fn kernel_sandboxes() -> bool {
+    let ok = Support::current().can_enforce();
+    assert!(
+        ok || std::env::var_os("AINTERN_NO_LANDLOCK_OK").is_some(),
+        "this kernel has no Landlock; the sandbox tests need it (set AINTERN_NO_LANDLOCK_OK=1 to accept)"
+    );
+    ok
+}
+
+#[tokio::test]
+async fn approved_commands_cannot_write_outside_the_workspace() {
+    if !kernel_sandboxes() {
+        return;
+    }
+    let s = scene();
+    let victim = s.outside.join("victim.txt");
+    let attacks = [
+        format!("echo pwned > {}", victim.display()),
+        "echo pwned >> ../outside/victim.txt".to_string(),
+        format!("touch {}/new.txt", s.outside.display()),
+        format!("mkdir {}/newdir", s.outside.display()),
+        format!("rm -f {}", victim.display()),
+        format!("mv {} ./stolen.txt", victim.display()),
+        format!("ln {} hard.txt && echo pwned >> hard.txt", victim.display()),
+        format!(
+            "ln -s {} soft.txt; echo pwned >> soft.txt",
+            victim.display()
+        ),
+        format!("cp /dev/null {}", victim.display()),
+        format!("truncate -s 0 {}", victim.display()),
+        format!(
+            "python3 -c \"open('{}','w').write('pwned')\"",
+            victim.display()
+        ),
+        format!("echo pwned > {}/.bashrc", s.home.display()),
+        "touch /tmp/aintern-escape-marker-1".to_string(),
+        "mkdir -p /var/tmp/aintern-escape-marker-2".to_string(),
+        "cd .. && touch outside/cd-escape.txt".to_string(),
+    ];
+    let tool = tool(Some(&s.home));
+    for attack in &attacks {
+        run(&tool, &s.ws, json!({ "command": attack })).await;
+    }
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "original\n");
+    let mut left: Vec<String> = std::fs::read_dir(&s.outside)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["victim.txt"], "files appeared outside the workspace");
+    assert_eq!(
+        std::fs::read_to_string(s.home.join(".bashrc")).unwrap(),
+        "# harmless\n"
+    );
+    assert!(!Path::new("/tmp/aintern-escape-marker-1").exists());
+    assert!(!Path::new("/var/tmp/aintern-escape-marker-2").exists());
+
+    // …while writing inside the workspace (and the private temporary folder) works.
+    let (ok, out) = run(
+        &tool,
+        &s.ws,
+        json!({"command": "mkdir -p a/b && echo hi > a/b/c.txt && t=$(mktemp) && echo tmp > $t && cat $t a/b/c.txt"}),
+    )
+    .await;
+    assert!(ok, "{out}");
+    assert_eq!(out, "tmp\nhi\n");
+}
+
+#[tokio::test]
+async fn approved_commands_cannot_read_secrets() {
+    if !kernel_sandboxes() {
+        return;
+    }
+    let s = scene();
+    let h = s.home.display().to_string();
+    std::os::unix::fs::symlink(s.home.join(".ssh"), s.ws.join("keys")).unwrap();
+    let attacks = [
+        format!("cat {h}/.ssh/id_rsa"),
+        format!("ls -la {h}/.ssh"),
+        format!("cat {h}/.aws/credentials {h}/.netrc {h}/.gnupg/key"),
+        format!("grep -r PRIVATE {h}"),
+        format!("find {h} -type f -exec cat {{}} +"),
+        format!("cp -r {h}/.ssh ./copied; cat copied/*"),
+        "cat keys/id_rsa".to_string(),
+        format!("tar cf - {h} | tar xf - -O"),
+        format!("python3 -c \"print(open('{h}/.ssh/id_rsa').read())\""),
+    ];
+    let tool = tool(Some(&s.home));
+    for attack in &attacks {
+        let (_, out) = run(&tool, &s.ws, json!({ "command": attack })).await;
+        assert!(!out.contains(SECRET), "`{attack}` read a secret: {out}");
+    }
+    assert!(!s.ws.join("copied/id_rsa").exists());
+    // The rest of the home folder stays readable.
+    let (ok, out) = run(&tool, &s.ws, json!({"command": format!("cat {h}/.bashrc")})).await;
+    assert!(ok && out.contains("# harmless"), "{out}");
+}
+
+#[tokio::test]
+async fn approved_commands_cannot_reach_a_listener_on_localhost() {
+    if !kernel_sandboxes() {
+        return;
+    }
+    let s = scene();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let connect = format!(
+        "python3 -c \"import socket; s=socket.create_connection(('127.0.0.1', {port}), 2); s.sendall(b'leak'); print('connected')\""
+    );
+    let tool = tool(Some(&s.home));
+    let (ok, out) = run(&tool, &s.ws, json!({ "command": connect })).await;
+    assert!(!ok && !out.contains("connected"), "{out}");
+    let udp = format!(
+        "python3 -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', {port})); print('sent')\""
+    );
+    let (_, out) = run(&tool, &s.ws, json!({ "command": udp })).await;
+    assert!(!out.contains("sent"), "{out}");
+    assert!(
+        listener.accept().is_err(),
+        "a sandboxed command connected to the listener"
+    );
+
+    // The same command, approved with the network opened, connects: the test can fail.
+    let (ok, out) = run(
+        &tool,
+        &s.ws,
+        json!({ "command": connect, "sandbox": "network" }),
+    )
+    .await;
+    assert!(ok && out.contains("connected"), "{out}");
+    assert!(listener.accept().is_ok());
+}
+
+#[tokio::test]
+async fn toolchains_in_the_home_folder_keep_working() {
+    if !kernel_sandboxes() {
+        return;
+    }
+    let s = scene();
+    // The real home: cargo, npm and python are installed there.
+    let tool = tool(None);
+    std::fs::write(
+        s.ws.join("Cargo.toml"),
+        "[package]\nname = \"probe\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(s.ws.join("src")).unwrap();
+    std::fs::write(
+        s.ws.join("src/main.rs"),
+        "fn main() { println!(\"built in the sandbox\"); }\n#[test]\nfn t() { assert_eq!(1 + 1, 2); }\n",
+    )
+    .unwrap();
+    let (ok, out) = run(
+        &tool,
+        &s.ws,
+        json!({"command": "cargo build --offline -q && ./target/debug/probe && cargo test --offline -q 2>&1 | tail -3", "timeout_seconds": 300}),
+    )
+    .await;
+    assert!(ok, "cargo in the sandbox: {out}");
+    assert!(out.contains("built in the sandbox"), "{out}");
+    assert!(out.contains("1 passed"), "{out}");
+
+    std::fs::write(
+        s.ws.join("package.json"),
+        r#"{"name":"probe","version":"1.0.0","scripts":{"test":"node --test"}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        s.ws.join("probe.test.js"),
+        "const test = require('node:test'); const assert = require('assert');\ntest('adds', () => assert.strictEqual(1 + 1, 2));\n",
+    )
+    .unwrap();
+    let (ok, out) = run(
+        &tool,
+        &s.ws,
+        json!({"command": "npm test 2>&1", "timeout_seconds": 300}),
+    )
+    .await;
+    assert!(ok && out.contains("pass 1"), "npm in the sandbox: {out}");
+
+    std::fs::write(
+        s.ws.join("test_probe.py"),
+        "def test_adds():\n    assert 1 + 1 == 2\n",
+    )
+    .unwrap();
+    let (ok, out) = run(
+        &tool,
+        &s.ws,
+        json!({"command": "python3 -m pytest -q test_probe.py 2>&1", "timeout_seconds": 300}),
+    )
+    .await;
+    assert!(
+        ok && out.contains("1 passed"),
+        "pytest in the sandbox: {out}"
+    );
+}
+
+#[tokio::test]
+async fn sandboxed_commands_cannot_signal_or_spy_on_other_processes() {
+    if !kernel_sandboxes() {
+        return;
+    }
+    let s = scene();
+    let mut victim = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let pid = victim.id();
+    let tool = tool(Some(&s.home));
+    run(&tool, &s.ws, json!({"command": format!("kill -9 {pid}")})).await;
+    let (_, out) = run(
+        &tool,
+        &s.ws,
+        json!({"command": format!("cat /proc/{}/environ | tr '\\0' '\\n'", std::process::id())}),
+    )
+    .await;
+    assert!(
+        victim.try_wait().unwrap().is_none(),
+        "a sandboxed command killed an outside process"
+    );
+    assert!(
+        !out.contains("PATH="),
+        "a sandboxed command read this process's environment: {out}"
+    );
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+}
+
+#[tokio::test]
+async fn secret_environment_variables_are_not_passed() {
+    if !kernel_sandboxes() {
+        return;
+    }
+    let s = scene();
+    let launcher = Launcher::new(SandboxSettings {
+        home: Some(s.home.clone()),
+        pass_env: vec!["KEEP_THIS_TOKEN".into()],
+        ..SandboxSettings::default()
+    });
+    let sandbox = launcher
+        .sandbox(&s.ws, sandbox::Variant::Configured)
+        .unwrap();
+    let mut command = std::process::Command::new("sh");
+    command
+        .args(["-c", "env"])
+        .env("GITHUB_TOKEN", "ghp_secret")
+        .env("MY_API_KEY", "k")
+        .env("KEEP_THIS_TOKEN", "kept")
+        .env("PLAIN", "visible");
+    sandbox.apply(&mut command);
+    let out = String::from_utf8(command.output().unwrap().stdout).unwrap();
+    assert!(
+        !out.contains("ghp_secret") && !out.contains("MY_API_KEY"),
+        "{out}"
+    );
+    assert!(
+        out.contains("PLAIN=visible") && out.contains("KEEP_THIS_TOKEN=kept"),
+        "{out}"
+    );
+    let temp = sandbox.temp_dir().unwrap().display().to_string();
+    assert!(out.contains(&format!("TMPDIR={temp}")), "{out}");
+}
+
+#[tokio::test]
+async fn safe_commands_run_read_only_even_when_the_repository_runs_programs() {
+    if !kernel_sandboxes() {
+        return;
+    }
+    let s = scene();
+    let git = |args: &[&str]| {
+        let st = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&s.ws)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .unwrap();
+        assert!(st.status.success(), "{st:?}");
+    };
+    git(&["init", "-q"]);
+    std::fs::write(s.ws.join("a.txt"), "a\n").unwrap();
+    git(&["add", "a.txt"]);
+    git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-qm",
+        "one",
+    ]);
+    // The repository's own config names a program git runs on `git status`.
+    let hook = s.ws.join("fsmonitor.sh");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\necho pwned > \"$(dirname \"$0\")/marker\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    git(&["config", "core.fsmonitor", hook.to_str().unwrap()]);
+    let tool = tool(Some(&s.home));
+    assert_eq!(
+        tool.effective_risk_level(&json!({"command": "git status"})),
+        RiskLevel::Safe
+    );
+    run(&tool, &s.ws, json!({"command": "git status"})).await;
+    assert!(
+        !s.ws.join("marker").exists(),
+        "a command rated safe changed the workspace"
+    );
+}
+
+#[tokio::test]
+async fn escalations_and_the_fallback_are_put_to_a_person() {
+    let s = scene();
+    let tool = tool(Some(&s.home));
+    let full = tool.assess(
+        &json!({"command": "ls", "sandbox": "full-access"}),
+        Some(&s.ws),
+    );
+    assert_eq!(full.risk, RiskLevel::Critical);
+    assert!(full.must_ask.is_some());
+    let summary = full.sandbox.unwrap();
+    assert_eq!(summary.mode, SandboxMode::FullAccess);
+    assert!(!summary.enforced);
+    let net = tool.assess(&json!({"command": "ls", "sandbox": "network"}), Some(&s.ws));
+    assert!(net.risk >= RiskLevel::High && net.must_ask.is_some());
+    assert!(net.sandbox.unwrap().network);
+    assert!(
+        !tool
+            .validate(&json!({"command": "ls", "sandbox": "none"}))
+            .is_valid
+    );
+
+    // A kernel without Landlock: the configured fallback decides.
+    let on = |fallback| {
+        RunCommand::new(Arc::new(Launcher::with_support(
+            SandboxSettings {
+                fallback,
+                home: Some(s.home.clone()),
+                ..SandboxSettings::default()
+            },
+            Support::fixed(None, false),
+        )))
+    };
+    let ask = on(SandboxFallback::Ask).assess(&json!({"command": "ls"}), Some(&s.ws));
+    assert!(ask.must_ask.is_some(), "every command is asked first");
+    assert!(!ask.sandbox.unwrap().enforced);
+    let deny = on(SandboxFallback::Deny);
+    let v = deny.validate(&json!({"command": "ls"}));
+    assert!(!v.is_valid, "commands are refused");
+    assert!(v.errors[0].contains("sandbox.fallback = deny"), "{v:?}");
+    let loose = on(SandboxFallback::Unsandboxed);
+    assert!(loose
+        .assess(&json!({"command": "ls"}), Some(&s.ws))
+        .must_ask
+        .is_none());
+    let (ok, out) = run(&loose, &s.ws, json!({"command": "echo ran"})).await;
+    assert!(ok && out == "ran\n", "{out}");
+}
