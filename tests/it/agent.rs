@@ -363,6 +363,74 @@ async fn approval_granted_through_the_event() {
 }
 
 #[tokio::test]
+async fn approval_details_show_a_huge_call_cut_and_the_request_whole() {
+    let tool = risky("run");
+    // The cuts fall inside two-byte characters; the end of the command differs from the
+    // rest of it.
+    let command = format!("echo {} && rm -rf ~", "é".repeat(100_000));
+    let huge = json!({"command": command, "note": "x".repeat(50_000)});
+    let h = harness(
+        vec![
+            text(&call("run", huge.clone())),
+            text(&call("run", json!({"command": "ls"}))),
+            text("done"),
+        ],
+        vec![tool.clone()],
+        config(),
+    );
+    /// The start and the end of a value shown cut, checked against the whole of it.
+    fn check_cut(shown: &str, whole: &str) {
+        let (head, rest) = shown
+            .split_once(" … [")
+            .unwrap_or_else(|| panic!("not cut: {} bytes", shown.len()));
+        let (note, tail) = rest.split_once("] … ").unwrap();
+        assert!(head.len() > 3000 && whole.starts_with(head), "{head}");
+        assert!(tail.len() > 1000 && whole.ends_with(tail), "{tail}");
+        let cut = whole.len() - head.len() - tail.len();
+        assert_eq!(
+            note,
+            format!(
+                "{cut} of {} bytes not shown; the full call is in the request",
+                whole.len()
+            )
+        );
+    }
+    let mut asked = 0;
+    run_answering(&h.agent, workspace_request("go"), |a| {
+        asked += 1;
+        let full = a.request.parameters.to_string();
+        let line = |prefix: &str| {
+            a.details
+                .iter()
+                .find_map(|d| d.strip_prefix(prefix))
+                .unwrap_or_else(|| panic!("no {prefix:?} in {:?}", a.details))
+                .to_string()
+        };
+        let (parameters, shown_command) = (line("Parameters: "), line("Command: "));
+        if asked == 1 {
+            // The call is whole; what a person reads is a few KiB: its start, its end and
+            // how much is not shown.
+            assert_eq!(*a.request.parameters, huge);
+            assert!(
+                a.details.iter().all(|d| d.len() < 5000),
+                "{} bytes",
+                a.details.iter().map(String::len).max().unwrap_or(0)
+            );
+            check_cut(&parameters, &full);
+            check_cut(&shown_command, &command);
+            assert!(shown_command.ends_with("éé && rm -rf ~"));
+        } else {
+            assert_eq!(parameters, full);
+            assert_eq!(shown_command, "ls");
+        }
+        a.approve().unwrap();
+    })
+    .await;
+    assert_eq!(asked, 2);
+    assert_eq!(tool.received_parameters()[0], huge);
+}
+
+#[tokio::test]
 async fn approval_through_provide_approval_with_modified_parameters() {
     let tool = risky("run");
     let h = harness(
@@ -1112,7 +1180,7 @@ async fn the_conversation_continues_across_requests() {
     let events = run(&h.agent, second).await;
     assert_eq!(complete(&events).final_response, "second answer");
     let last = h.llm.requests().last().unwrap().clone();
-    let contents: Vec<&str> = last.messages.iter().map(|m| m.content.as_str()).collect();
+    let contents: Vec<&str> = last.messages.iter().map(|m| &*m.content).collect();
     assert!(
         contents.contains(&"one")
             && contents.contains(&"first answer")
@@ -1163,7 +1231,7 @@ async fn mid_turn_messages_reach_the_model_with_the_tool_results() {
         .iter()
         .rev()
         .take(2)
-        .map(|m| (m.role, m.content.as_str()))
+        .map(|m| (m.role, &*m.content))
         .collect();
     assert_eq!(last_two[0], (MessageRole::User, "also check b.txt"));
     assert_eq!(last_two[1].0, MessageRole::Tool);

@@ -339,3 +339,69 @@ fn formatters_load_from_toml_and_are_validated() {
         .unwrap_err();
     assert!(err.to_string().contains("extension"), "{err}");
 }
+
+#[test]
+fn the_iteration_delay_and_the_sandbox_settings_are_validated() {
+    check_rule(
+        |c| c.iteration_delay_ms = 60_001,
+        "iteration_delay_ms",
+        "60000",
+    );
+    assert!(AgentConfig {
+        iteration_delay_ms: 60_000,
+        ..AgentConfig::default()
+    }
+    .validation_errors()
+    .is_empty());
+    for (path, mentions) in [
+        ("relative/cache", "absolute"),
+        ("/", "whole"),
+        ("~", "whole"),
+        ("~/", "whole"),
+        ("/..", "whole"),
+    ] {
+        check_rule(
+            |c| c.sandbox.writable_paths = vec![path.to_string()],
+            "sandbox.writable_paths",
+            mentions,
+        );
+    }
+    check_rule(
+        |c| c.sandbox.deny_read = vec!["secrets".into()],
+        "sandbox.deny_read",
+        "absolute",
+    );
+    check_rule(
+        |c| c.sandbox.pass_env = vec!["A=B".into()],
+        "sandbox.pass_env",
+        "not an environment variable",
+    );
+    let mut ok = AgentConfig::default();
+    ok.sandbox.writable_paths = vec!["~/.cache/pip".into(), "/var/cache/build".into()];
+    ok.sandbox.deny_read = vec!["~/private".into()];
+    assert!(
+        ok.validation_errors().is_empty(),
+        "{:?}",
+        ok.validation_errors()
+    );
+
+    let file = toml_file(
+        "[sandbox]\nmode = \"read-only\"\nnetwork = true\nfallback = \"deny\"\nwritable_paths = [\"~/.cache\"]\n",
+    );
+    let c = ConfigLoader::new()
+        .env_source(env(&[("AINTERN_SANDBOX__FALLBACK", "unsandboxed")]))
+        .file(file.path())
+        .load()
+        .unwrap();
+    assert_eq!(c.sandbox.mode, core_models::SandboxMode::ReadOnly);
+    assert!(c.sandbox.network);
+    assert_eq!(
+        c.sandbox.fallback,
+        core_models::SandboxFallback::Unsandboxed
+    );
+    assert_eq!(c.sandbox.writable_paths, ["~/.cache"]);
+    let bad = toml_file("[sandbox]\nmode = \"yolo\"\n");
+    assert!(ConfigLoader::new().file(bad.path()).load().is_err());
+    let unknown = toml_file("[sandbox]\nmodes = \"read-only\"\n");
+    assert!(ConfigLoader::new().file(unknown.path()).load().is_err());
+}

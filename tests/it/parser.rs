@@ -44,7 +44,7 @@ fn stream(parser: &mut StreamingFunctionCallParser, pieces: &[&str]) -> ParsedOu
 fn calls_of(out: &ParsedOutput) -> Vec<(String, Value)> {
     out.tool_calls
         .iter()
-        .map(|c| (c.tool_id.clone(), c.parameters.clone()))
+        .map(|c| (c.tool_id.clone(), Value::clone(&c.parameters)))
         .collect()
 }
 

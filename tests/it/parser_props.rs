@@ -166,7 +166,7 @@ fn summary(out: &ParsedOutput) -> (String, String, Vec<(String, Value)>, Vec<Str
         out.thinking.clone(),
         out.tool_calls
             .iter()
-            .map(|c| (c.tool_id.clone(), c.parameters.clone()))
+            .map(|c| (c.tool_id.clone(), Value::clone(&c.parameters)))
             .collect(),
         out.diagnostics.clone(),
     )
@@ -178,7 +178,7 @@ proptest! {
     #[test]
     fn generated_calls_are_found_exactly((text, calls) in output()) {
         let out = parser().parse_all(&text);
-        let found: Vec<(String, Value)> = out.tool_calls.iter().map(|c| (c.tool_id.clone(), c.parameters.clone())).collect();
+        let found: Vec<(String, Value)> = out.tool_calls.iter().map(|c| (c.tool_id.clone(), Value::clone(&c.parameters))).collect();
         prop_assert_eq!(found, calls, "in {:?}", text);
         prop_assert!(out.diagnostics.is_empty(), "{:?} in {:?}", out.diagnostics, text);
         prop_assert!(!out.text.contains("<tool_call>") && !out.text.contains("[TOOL_CALLS]"), "{:?}", out.text);

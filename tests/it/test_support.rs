@@ -43,7 +43,7 @@ async fn scripted_llm_streams_records_and_runs_out() {
     );
     let requests = llm.requests();
     assert_eq!(requests.len(), 3);
-    assert_eq!(requests[0].messages[0].content, "first prompt");
+    assert_eq!(&*requests[0].messages[0].content, "first prompt");
 }
 
 #[tokio::test]

@@ -127,7 +127,8 @@ pub(crate) fn init_logging(verbose: u8, file: Option<&Path>) -> Result<(), Strin
         _ => EnvFilter::new(match verbose {
             0 => "warn,llama_cpp_2=off",
             1 => "warn,cli=debug,services_ai=debug,llm_llama=debug,tools=debug,llama_cpp_2=off",
-            _ => "debug,llama_cpp_2=info",
+            // brush-parser (the command judge) traces every token under these targets.
+            _ => "debug,llama_cpp_2=info,tokenize=off,parse=off,expansion=off",
         }),
     };
     let builder = tracing_subscriber::fmt().with_env_filter(filter);

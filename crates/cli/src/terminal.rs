@@ -97,6 +97,25 @@ impl Terminal {
         self.write(&format!("{start}{text}\n"));
     }
 
+    /// Write `event` as one JSON line, serialized straight into buffered stdout: an event
+    /// may carry megabytes (a whole file to write), and no copy of its text is built.
+    fn json_line(&mut self, event: &AgentEvent) {
+        self.clear_status();
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        if !self.at_line_start {
+            let _ = out.write_all(b"\n");
+        }
+        if let Err(e) = serde_json::to_writer(&mut out, event) {
+            if !e.is_io() {
+                eprintln!("aintern: cannot print an event: {e}");
+            }
+        }
+        // The line ends even after an error, so that the next event starts on its own line.
+        let _ = out.write_all(b"\n");
+        let _ = out.flush();
+        self.at_line_start = true;
+    }
+
     /// A message from aintern itself (dimmed).
     pub(crate) fn note(&mut self, text: &str) {
         if self.json {
@@ -147,10 +166,7 @@ impl Terminal {
     /// Show one event.
     pub(crate) fn event(&mut self, event: &AgentEvent) {
         if self.json {
-            match serde_json::to_string(event) {
-                Ok(text) => self.line(&text),
-                Err(e) => eprintln!("aintern: cannot print an event: {e}"),
-            }
+            self.json_line(event);
             return;
         }
         match event {

@@ -29,6 +29,10 @@ pub enum Error {
     #[error("no request is running")]
     NotProcessing,
 
+    /// The request cannot be processed as it is (every problem, in words).
+    #[error("invalid request: {}", .0.join("; "))]
+    InvalidRequest(Vec<String>),
+
     /// The call needs a Tokio runtime and none is running on this thread.
     #[error("no async runtime: call this from within a Tokio runtime")]
     NoRuntime,

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// Who wrote a chat message.
@@ -42,12 +43,16 @@ impl fmt::Display for MessageRole {
 }
 
 /// One message of a conversation.
+///
+/// The content is shared ([`Arc<str>`]): the conversation is handed to the model again at
+/// every iteration, and a clone costs the same whatever the content's size. Read it as a
+/// `&str` (`&message.content`, `message.content.lines()`); the JSON form is a plain string.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatMessage {
     /// Who wrote it.
     pub role: MessageRole,
-    /// What it says.
-    pub content: String,
+    /// What it says (shared: see the type's documentation).
+    pub content: Arc<str>,
     /// For tool messages: the tool's id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
@@ -58,7 +63,7 @@ pub struct ChatMessage {
 
 impl ChatMessage {
     /// A message with a role and content.
-    pub fn new(role: MessageRole, content: impl Into<String>) -> Self {
+    pub fn new(role: MessageRole, content: impl Into<Arc<str>>) -> Self {
         ChatMessage {
             role,
             content: content.into(),
@@ -68,17 +73,17 @@ impl ChatMessage {
     }
 
     /// A system message.
-    pub fn system(content: impl Into<String>) -> Self {
+    pub fn system(content: impl Into<Arc<str>>) -> Self {
         Self::new(MessageRole::System, content)
     }
 
     /// A user message.
-    pub fn user(content: impl Into<String>) -> Self {
+    pub fn user(content: impl Into<Arc<str>>) -> Self {
         Self::new(MessageRole::User, content)
     }
 
     /// An assistant message.
-    pub fn assistant(content: impl Into<String>) -> Self {
+    pub fn assistant(content: impl Into<Arc<str>>) -> Self {
         Self::new(MessageRole::Assistant, content)
     }
 
@@ -86,7 +91,7 @@ impl ChatMessage {
     pub fn tool(
         tool_id: impl Into<String>,
         call_id: impl Into<String>,
-        content: impl Into<String>,
+        content: impl Into<Arc<str>>,
     ) -> Self {
         ChatMessage {
             name: Some(tool_id.into()),
@@ -132,6 +137,44 @@ impl Default for InferenceOptions {
             seed: None,
             stop: Vec::new(),
         }
+    }
+}
+
+impl InferenceOptions {
+    /// Every problem with these options, in words (empty when they are usable): sampling
+    /// values must be finite numbers in their ranges, and at least one token generated.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mut check = |ok: bool, problem: String| {
+            if !ok {
+                problems.push(problem);
+            }
+        };
+        check(
+            self.temperature.is_finite() && self.temperature >= 0.0,
+            format!(
+                "temperature must be a finite number of at least 0 (got {})",
+                self.temperature
+            ),
+        );
+        for (name, value) in [("top_p", self.top_p), ("min_p", self.min_p)] {
+            check(
+                value.is_finite() && (0.0..=1.0).contains(&value),
+                format!("{name} must be a number from 0 to 1 (got {value})"),
+            );
+        }
+        check(
+            self.repeat_penalty.is_finite() && self.repeat_penalty > 0.0,
+            format!(
+                "repeat_penalty must be a positive finite number (got {})",
+                self.repeat_penalty
+            ),
+        );
+        check(
+            self.max_tokens >= 1,
+            "max_tokens must be at least 1".to_string(),
+        );
+        problems
     }
 }
 

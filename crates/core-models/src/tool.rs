@@ -6,6 +6,7 @@ use serde_json::Value;
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -367,8 +368,9 @@ pub struct ToolExecutionContext {
     pub session_id: Uuid,
     /// The workspace the tool works in, when there is one.
     pub workspace_path: Option<PathBuf>,
-    /// The call's parameters (after any change the user made when approving).
-    pub parameters: Value,
+    /// The call's parameters (after any change the user made when approving), shared with
+    /// the call ([`crate::ToolCallRequest::parameters`]); read them through `Deref`.
+    pub parameters: Arc<Value>,
     /// Cancelled when the request is cancelled or the tool's time is up. Tools must stop
     /// promptly (and kill what they started) once it fires.
     pub cancellation: CancellationToken,
@@ -387,7 +389,7 @@ impl ToolExecutionContext {
             request_id: Uuid::nil(),
             session_id: Uuid::nil(),
             workspace_path: None,
-            parameters,
+            parameters: Arc::new(parameters),
             cancellation: CancellationToken::new(),
             is_approved: false,
             progress: ProgressReporter::detached(),
@@ -410,6 +412,9 @@ pub struct CallAssessment {
     /// asking (for example: the kernel cannot sandbox commands here). Decisions the person
     /// asked the agent to remember still apply; deny rules always do.
     pub must_ask: Option<String>,
+    /// Why the call is rated as it is, in words ("writes to a file (redirection)",
+    /// "unknown program 'python3'"), shown with the approval request.
+    pub reasons: Vec<String>,
 }
 
 impl CallAssessment {
@@ -420,7 +425,14 @@ impl CallAssessment {
             subjects,
             sandbox: None,
             must_ask: None,
+            reasons: Vec::new(),
         }
+    }
+
+    /// Set the reasons for the rating.
+    pub fn with_reasons(mut self, reasons: Vec<String>) -> Self {
+        self.reasons = reasons;
+        self
     }
 
     /// Set the sandbox.

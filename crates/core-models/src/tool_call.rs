@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -26,6 +27,12 @@ pub const MAIN_ARGUMENT_KEYS: [&str; 9] = [
 ];
 
 /// A tool call parsed from the model's output.
+///
+/// Its large parts, the parameters and the text as written, are shared ([`Arc`]): the
+/// call is cloned into events, results and the list of calls made, and a clone costs the
+/// same whatever their size. Read the parameters through `Deref` (`call.parameters.get(..)`,
+/// `&call.parameters` as a `&Value`); replace them with [`ToolCallRequest::set_parameters`].
+/// The JSON form is the same as for owned values.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCallRequest {
     /// This call's id; approvals and results refer to it.
@@ -34,17 +41,17 @@ pub struct ToolCallRequest {
     pub tool_id: String,
     /// The tool's human-readable name (the id when the tool is unknown).
     pub tool_name: String,
-    /// The arguments, a JSON object.
-    pub parameters: Value,
+    /// The arguments, a JSON object (shared: see the type's documentation).
+    pub parameters: Arc<Value>,
     /// Risk of this invocation (may differ from the tool's default).
     pub risk_level: RiskLevel,
     /// What the call will do, in words, for approval prompts.
     pub execution_summary: String,
     /// When the call was parsed.
     pub requested_at: DateTime<Utc>,
-    /// The call's text as the model wrote it.
+    /// The call's text as the model wrote it (shared).
     #[serde(default)]
-    pub raw_json: Option<String>,
+    pub raw_json: Option<Arc<str>>,
     /// The iteration that produced it.
     #[serde(default)]
     pub iteration_number: u32,
@@ -76,7 +83,7 @@ impl ToolCallRequest {
             tool_name: tool_id.clone(),
             execution_summary: format!("Execute {tool_id}"),
             tool_id,
-            parameters,
+            parameters: Arc::new(parameters),
             risk_level: RiskLevel::Medium,
             requested_at: Utc::now(),
             raw_json: None,
@@ -84,6 +91,11 @@ impl ToolCallRequest {
             validation_result: None,
             permission_subjects: None,
         }
+    }
+
+    /// Replace the parameters (for example with those a person edited).
+    pub fn set_parameters(&mut self, parameters: Value) {
+        self.parameters = Arc::new(parameters);
     }
 
     /// Whether the call passed validation (true until validated).

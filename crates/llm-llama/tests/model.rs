@@ -344,7 +344,7 @@ async fn a_required_tool_call_reads_the_named_file_then_the_model_answers() {
     assert_eq!(parsed.tool_calls.len(), 1, "{output:?}");
     assert_eq!(parsed.tool_calls[0].tool_id, "read_file");
     assert_eq!(
-        parsed.tool_calls[0].parameters,
+        *parsed.tool_calls[0].parameters,
         serde_json::json!({"path": "notes.txt"}),
         "{output:?}"
     );

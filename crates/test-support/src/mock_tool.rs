@@ -202,7 +202,7 @@ impl Tool for MockTool {
         self.received
             .lock()
             .unwrap()
-            .push(context.parameters.clone());
+            .push(Value::clone(&context.parameters));
         match &self.execute_handler {
             Some(h) => h(context).await,
             None => ToolResult::success("Mock success"),

@@ -404,3 +404,34 @@ async fn dropping_the_stream_while_asked_still_releases_the_agent() {
     check_run(&events);
     assert_eq!(complete(&events).final_response, "next");
 }
+
+#[tokio::test]
+async fn sampling_options_that_are_not_numbers_are_refused_before_anything_runs() {
+    let h = harness(vec![text("never asked")], Vec::new(), config());
+    for options in [
+        InferenceOptions {
+            temperature: f32::NAN,
+            ..InferenceOptions::default()
+        },
+        InferenceOptions {
+            temperature: f32::INFINITY,
+            ..InferenceOptions::default()
+        },
+        InferenceOptions {
+            top_p: 2.0,
+            ..InferenceOptions::default()
+        },
+        InferenceOptions {
+            max_tokens: 0,
+            ..InferenceOptions::default()
+        },
+    ] {
+        let request = AgentRequest::new("hi").with_inference_options(options.clone());
+        match h.agent.process_message(request) {
+            Err(Error::InvalidRequest(problems)) => assert!(!problems.is_empty()),
+            Err(e) => panic!("{options:?}: {e}"),
+            Ok(_) => panic!("{options:?} was accepted"),
+        }
+    }
+    assert!(!h.agent.is_processing(), "nothing started");
+}

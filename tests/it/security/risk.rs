@@ -200,3 +200,34 @@ fn a_hundred_kilobyte_line_is_judged_quickly() {
         started.elapsed()
     );
 }
+
+#[test]
+fn paths_are_judged_where_they_lead_and_commands_give_their_subjects() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("notes.txt"), "n\n").unwrap();
+    std::fs::create_dir_all(ws.path().join("src")).unwrap();
+    // A repository can ship a symlink that leads out.
+    std::os::unix::fs::symlink("/etc", ws.path().join("docs")).unwrap();
+    let run = tools::RunCommand::default();
+    let assess = |params: serde_json::Value| run.assess(&params, Some(ws.path()));
+    assert_eq!(
+        assess(serde_json::json!({"command": "cat notes.txt"})).risk,
+        RiskLevel::Safe
+    );
+    let through_link = assess(serde_json::json!({"command": "cat docs/passwd"}));
+    assert!(through_link.risk > RiskLevel::Safe);
+    assert!(!through_link.reasons.is_empty(), "the reason is given");
+    // Lexically fine, but from cwd `src`, `../../x` climbs out of the workspace.
+    let climbing = assess(serde_json::json!({"command": "cat ../../x", "cwd": "src"}));
+    assert!(climbing.risk > RiskLevel::Safe);
+    // Subjects: every simple command, normalized; the whole line for deny rules only.
+    let a = assess(serde_json::json!({"command": "cargo  test && 'rm' -rf  target"}));
+    assert_eq!(a.subjects.subjects, ["cargo test", "rm -rf target"]);
+    assert_eq!(a.subjects.deny_only, ["cargo test && 'rm' -rf target"]);
+    assert!(a.subjects.complete);
+    let dynamic = assess(serde_json::json!({"command": "$CMD --now"}));
+    assert!(
+        !dynamic.subjects.complete,
+        "an unknown program: allow rules cannot apply"
+    );
+}

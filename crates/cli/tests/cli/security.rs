@@ -397,3 +397,98 @@ fn approved_commands_stay_in_the_sandbox_end_to_end() {
     assert_eq!(r.len(), 4);
     assert!(r.iter().all(|r| !r.result.success), "{r:?}");
 }
+
+/// The highest resident set size `pid` has reached (`VmHWM`, in bytes), read every few
+/// milliseconds until the process has exited (a zombie has no memory left to report).
+/// `None` when it could never be read.
+fn peak_rss(pid: u32) -> Option<u64> {
+    let status = format!("/proc/{pid}/status");
+    let mut peak = None;
+    loop {
+        let high_water = std::fs::read_to_string(&status).ok().and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("VmHWM:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024)
+        });
+        match high_water {
+            Some(bytes) => peak = peak.max(Some(bytes)),
+            None => return peak,
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A model writing one 30 MB file must not make aintern hold many copies of it. It once
+/// peaked at about 16 times the content: the call cloned into every event with its text
+/// as written, a "Parameters:" dump of it in the approval details, each event line built
+/// as a string before being printed, the conversation copied into every model request.
+#[test]
+fn a_huge_write_file_call_is_not_copied_over_and_over() {
+    let ws = Workspace::new();
+    let line = "Line \"quoted\" with a tab\tand ünïcode, and {\"tool\": \"not a call\"}\n";
+    let content = line.repeat((30 << 20) / line.len());
+    let script = ws.dir.path().join("huge.json");
+    let write = call("write_file", json!({"path": "big.txt", "content": content}));
+    let responses = json!({"responses": [
+        {"chunks": [write]},
+        // The answer waits: the peak is read while aintern still holds the call.
+        {"chunks": ["done"], "delay_ms": 1500},
+    ]});
+    std::fs::write(&script, responses.to_string()).unwrap();
+    drop((write, responses));
+
+    let mut child = bin(ws.home.path())
+        .args(["exec", "--approve", "all", "--workspace", ws.path()])
+        .arg("--backend")
+        .arg(format!("script:{}", script.display()))
+        .arg("write the file")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let watcher = std::thread::spawn(move || peak_rss(pid));
+    let mut stderr = child.stderr.take().unwrap();
+    let errors = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut text).unwrap();
+        text
+    });
+    let (mut result, mut complete) = (None, None);
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        // The call as requested and as put for approval: large, and not needed here.
+        if line.len() > 1 << 16 {
+            continue;
+        }
+        match serde_json::from_str::<AgentEvent>(&line).unwrap() {
+            AgentEvent::ToolResult(r) => result = Some(r),
+            AgentEvent::AgentComplete(c) => complete = Some(c),
+            _ => {}
+        }
+    }
+    // The watcher ends when the process has exited, before it is reaped (its pid stays
+    // ours until then).
+    let peak = watcher.join().unwrap();
+    let status = child.wait().unwrap();
+    let errors = errors.join().unwrap();
+    assert!(status.success(), "{errors}");
+    let result = result.expect("no tool result");
+    assert!(result.result.success, "{:?}", result.result);
+    assert_eq!(complete.expect("no completion").final_response, "done");
+    let written = std::fs::read_to_string(ws.dir.path().join("big.txt")).unwrap();
+    assert!(written == content, "the file differs from the content");
+
+    let size = content.len() as u64;
+    let peak = peak.expect("the peak memory could not be read");
+    assert!(peak > size, "implausible peak {peak} for {size} bytes held");
+    let bound = 5 * size + (40 << 20);
+    assert!(
+        peak < bound,
+        "peak RSS {} MiB for {} MiB of content (bound {} MiB)",
+        peak >> 20,
+        size >> 20,
+        bound >> 20
+    );
+}

@@ -212,7 +212,7 @@ impl ChatTemplate {
                 MessageRole::System if !caps.system_role => {
                     let joined = match pending_system.take() {
                         Some(before) => format!("{before}\n\n{}", message.content),
-                        None => message.content.clone(),
+                        None => message.content.to_string(),
                     };
                     pending_system = Some(joined);
                     continue;

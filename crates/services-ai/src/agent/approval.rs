@@ -9,6 +9,7 @@ use core_models::{
     CallAssessment, RiskLevel, Tool, ToolCallRequest, ToolCategory, ToolResult,
 };
 use serde_json::Value;
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 impl Run {
@@ -81,7 +82,7 @@ impl Run {
         tool: Arc<dyn Tool>,
         parameters: Value,
     ) -> Prepared {
-        call.parameters = parameters;
+        call.set_parameters(parameters);
         call.permission_subjects = None;
         if let Err(result) = self.validate_and_assess(
             &mut call,
@@ -148,14 +149,115 @@ fn approval_details(
             if let Some(first) = label.get_mut(..1) {
                 first.make_ascii_uppercase();
             }
-            details.push(format!("{label}: {value}"));
+            details.push(format!("{label}: {}", shown(value)));
         }
     }
-    details.push(format!("Parameters: {}", call.parameters));
+    details.push(format!("Parameters: {}", shown_json(&call.parameters)));
+    for reason in &assessment.reasons {
+        details.push(format!("Rated {}: {reason}", call.risk_level));
+    }
     if let Some(sandbox) = &assessment.sandbox {
         details.push(format!("Sandbox: {}", sandbox.description));
     }
     details
+}
+
+/// How much of one value the approval details show, at its start and at its end: they
+/// are read by a person (the end of a long command matters as much as its start), and the
+/// whole call is in the event's `request`.
+const SHOWN_HEAD: usize = 3072;
+const SHOWN_TAIL: usize = 1024;
+
+/// `text` for the approval details: whole when short, else its start and its end around a
+/// note of what was cut.
+fn shown(text: &str) -> String {
+    let mut excerpt = Excerpt::default();
+    excerpt.push(text);
+    excerpt.finish()
+}
+
+/// `value` as compact JSON, shown like [`shown`], written out piece by piece: no copy of
+/// the whole text is made.
+fn shown_json(value: &Value) -> String {
+    let mut excerpt = Excerpt::default();
+    if write!(excerpt, "{value}").is_err() {
+        return "(not shown: the parameters could not be written as JSON)".to_string();
+    }
+    excerpt.finish()
+}
+
+/// The start and the end of a text written to it piece by piece, and its size.
+#[derive(Default)]
+struct Excerpt {
+    head: String,
+    /// The head is complete: what follows goes to the tail.
+    head_full: bool,
+    /// The latest text after the head: at least its last [`SHOWN_TAIL`] bytes (whole
+    /// characters), at most about twice as much.
+    tail: String,
+    total: usize,
+}
+
+impl Excerpt {
+    fn push(&mut self, mut s: &str) {
+        self.total = self.total.saturating_add(s.len());
+        if !self.head_full {
+            let end = floor_boundary(s, SHOWN_HEAD.saturating_sub(self.head.len()));
+            self.head.push_str(&s[..end]);
+            s = &s[end..];
+            // A piece that did not fit whole ends the head, so nothing is skipped.
+            self.head_full = !s.is_empty();
+        }
+        if s.len() >= SHOWN_TAIL {
+            // Only the end of a long piece can be part of the tail.
+            self.tail.clear();
+            s = &s[floor_boundary(s, s.len() - SHOWN_TAIL)..];
+        }
+        self.tail.push_str(s);
+        if self.tail.len() > 2 * SHOWN_TAIL {
+            let keep_from = floor_boundary(&self.tail, self.tail.len() - SHOWN_TAIL);
+            self.tail.drain(..keep_from);
+        }
+    }
+
+    fn finish(mut self) -> String {
+        if self.total <= SHOWN_HEAD + SHOWN_TAIL {
+            self.head.push_str(&self.tail);
+            return self.head;
+        }
+        let from = ceil_boundary(&self.tail, self.tail.len().saturating_sub(SHOWN_TAIL));
+        let tail = &self.tail[from..];
+        let cut = self.total - self.head.len() - tail.len();
+        format!(
+            "{} … [{cut} of {} bytes not shown; the full call is in the request] … {tail}",
+            self.head, self.total
+        )
+    }
+}
+
+impl std::fmt::Write for Excerpt {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.push(s);
+        Ok(())
+    }
+}
+
+/// The largest character boundary of `s` at or below `at`.
+fn floor_boundary(s: &str, at: usize) -> usize {
+    let mut at = at.min(s.len());
+    while !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// The smallest character boundary of `s` at or above `at`.
+fn ceil_boundary(s: &str, at: usize) -> usize {
+    let mut at = at.min(s.len());
+    while !s.is_char_boundary(at) {
+        at += 1;
+    }
+    at
 }
 
 fn approval_warnings(
@@ -187,4 +289,70 @@ fn approval_warnings(
         ));
     }
     warnings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// `text` written to an [`Excerpt`] in uneven pieces.
+    fn piecewise(text: &str) -> String {
+        let mut excerpt = Excerpt::default();
+        let (mut rest, mut size) = (text, 1);
+        while !rest.is_empty() {
+            let end = ceil_boundary(rest, size);
+            excerpt.push(&rest[..end]);
+            rest = &rest[end..];
+            size = size * 7 % 1500 + 1;
+        }
+        excerpt.finish()
+    }
+
+    #[test]
+    fn short_values_are_shown_whole() {
+        for n in [0, 1, 3072, 4095, 4096] {
+            let text = "é".repeat(n / 2) + &"a".repeat(n % 2);
+            assert_eq!(shown(&text), text);
+            assert_eq!(piecewise(&text), text);
+        }
+        let value = json!({"a": "x\n\"y\"", "b": [1, 2.5, null]});
+        assert_eq!(shown_json(&value), value.to_string());
+    }
+
+    #[test]
+    fn long_values_show_their_start_and_end_and_what_was_cut() {
+        for len in [4097, 5000, 20_000, 300_000] {
+            let text: String = (0..len)
+                .map(|i| match i % 5 {
+                    0 => 'é',
+                    1 => '🎉',
+                    n => char::from(b'a' + n as u8),
+                })
+                .collect();
+            let whole = shown(&text);
+            assert_eq!(piecewise(&text), whole, "pieces change nothing");
+            let (head, rest) = whole.split_once(" … [").unwrap();
+            let (note, tail) = rest.split_once("] … ").unwrap();
+            assert!(text.starts_with(head) && text.ends_with(tail));
+            assert!(head.len() > SHOWN_HEAD - 4 && head.len() <= SHOWN_HEAD);
+            assert!(tail.len() > SHOWN_TAIL - 4 && tail.len() <= SHOWN_TAIL);
+            let cut = text.len() - head.len() - tail.len();
+            assert_eq!(
+                note,
+                format!(
+                    "{cut} of {} bytes not shown; the full call is in the request",
+                    text.len()
+                )
+            );
+        }
+        let value = json!({"command": "echo ".to_string() + &"x".repeat(10_000) + " && rm -rf ~"});
+        let json = shown_json(&value);
+        assert!(json.len() < SHOWN_HEAD + SHOWN_TAIL + 100, "{}", json.len());
+        assert!(json.starts_with("{\"command\":\"echo xxx"));
+        assert!(
+            json.ends_with("xxx && rm -rf ~\"}"),
+            "the end of a long call is shown"
+        );
+    }
 }

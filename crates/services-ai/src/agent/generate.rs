@@ -58,9 +58,16 @@ impl Run {
                 }
                 Some(Ok(LlmChunk::Text { text })) => {
                     self.tokens += 1;
-                    reply.raw.push_str(&text);
+                    // The piece is kept once, in the reply, and parsed from there.
+                    let start = reply.raw.len();
+                    if start == 0 {
+                        reply.raw = text;
+                    } else {
+                        reply.raw.push_str(&text);
+                        drop(text);
+                    }
                     pending.2 += 1;
-                    let events = parsing.process_token(&text);
+                    let events = parsing.process_token(&reply.raw[start..]);
                     self.handle_parse_events(events, &mut reply, &mut pending, buffer);
                     if pending.2 >= buffer {
                         self.flush_text(&mut pending);

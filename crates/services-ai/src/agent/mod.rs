@@ -236,6 +236,12 @@ impl AgentService {
 impl core_models::AgentService for AgentService {
     fn process_message(&self, request: AgentRequest) -> Result<EventStream, Error> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
+        if let Some(options) = &request.inference_options {
+            let problems = options.problems();
+            if !problems.is_empty() {
+                return Err(Error::InvalidRequest(problems));
+            }
+        }
         let (tx, rx) = mpsc::unbounded_channel::<AgentEvent>();
         let (msg_tx, msg_rx) = mpsc::unbounded_channel::<String>();
         let handle = RunHandle {

@@ -20,7 +20,10 @@ use core_models::{
     AgentErrorCategory, AgentErrorEvent, AgentStateTransition as T, CallAssessment,
     PermissionCheckResult, RiskLevel, Tool, ToolCallRequest, ToolResult,
 };
-use std::collections::HashSet;
+use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::Arc;
 
 /// One call after lookup, validation and assessment.
@@ -56,19 +59,29 @@ enum Route {
 impl Run {
     /// Repeats, lookup, validation and assessment of each call, in order.
     pub(super) fn screen(&mut self, calls: Vec<ToolCallRequest>) -> Vec<Screened> {
-        let mut seen_now: HashSet<String> = HashSet::new();
-        let mut screened = Vec::with_capacity(calls.len());
+        // Earlier calls of this reply by a hash of tool and parameters (the parameters are
+        // hashed as written out, without building the text: they may be large).
+        let state = RandomState::new();
+        let mut seen_now: HashMap<u64, Vec<usize>> = HashMap::new();
+        let mut screened: Vec<Screened> = Vec::with_capacity(calls.len());
         for call in calls {
-            let key = format!("{}\u{0}{}", call.tool_id, call.parameters);
+            let key = call_hash(&state, &call);
+            let earlier = seen_now.get(&key).is_some_and(|indices| {
+                indices
+                    .iter()
+                    .filter_map(|i| screened.get(*i))
+                    .any(|s| s.call().is_same_call(&call))
+            });
             let s = if let Some(result) = self.repeated(&call) {
                 Screened::Settled { call, result }
-            } else if !seen_now.insert(key) {
+            } else if earlier {
                 let result = ToolResult::failed(format!(
                     "Not run: the same call ({} with the same parameters) appears earlier in this reply",
                     call.tool_id
                 ));
                 Screened::Settled { call, result }
             } else {
+                seen_now.entry(key).or_default().push(screened.len());
                 self.screen_one(call)
             };
             screened.push(s);
@@ -322,4 +335,22 @@ impl Run {
             Err(_) => false,
         }
     }
+}
+
+/// A hash of the call's tool and parameters; equal calls hash alike.
+fn call_hash(state: &RandomState, call: &ToolCallRequest) -> u64 {
+    /// Feeds what is written to a hasher.
+    struct HashWriter<H: Hasher>(H);
+    impl<H: Hasher> std::fmt::Write for HashWriter<H> {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0.write(s.as_bytes());
+            Ok(())
+        }
+    }
+    let mut writer = HashWriter(state.build_hasher());
+    call.tool_id.hash(&mut writer.0);
+    // The parameters as compact JSON, written piece by piece into the hasher. Writing to
+    // a hasher cannot fail.
+    let _ = write!(writer, "{}", call.parameters);
+    writer.0.finish()
 }

@@ -55,7 +55,7 @@ impl ToolCatalog {
     /// A request for `id` with `parameters`, filled from the catalog.
     pub fn request(&self, id: &str, parameters: Value, raw: &str) -> ToolCallRequest {
         let mut call = ToolCallRequest::new(id, parameters);
-        call.raw_json = Some(raw.to_string());
+        call.raw_json = Some(Arc::from(raw));
         match self {
             ToolCatalog::Empty => {}
             ToolCatalog::Registry(r) => {
@@ -96,16 +96,17 @@ pub(crate) enum Shape {
 const ID_KEYS: [&str; 3] = ["tool", "name", "function"];
 const ARG_KEYS: [&str; 3] = ["parameters", "arguments", "args"];
 
-/// The tool id and arguments of one JSON call object.
+/// The tool id and arguments of one JSON call object, taken apart (the arguments are
+/// moved out, never copied: they may be large).
 /// `Ok(None)`: not call-shaped (unmarked text stays text). `Err`: a marked call that is
 /// broken (becomes a diagnostic).
 pub(crate) fn call_parts(
-    object: &Map<String, Value>,
+    mut object: Map<String, Value>,
     shape: Shape,
 ) -> Result<Option<(String, Value)>, String> {
     // OpenAI style: {"type": "function", "function": {"name": …, "arguments": …}}.
-    if let Some(Value::Object(inner)) = object.get("function") {
-        if inner.contains_key("name") {
+    if matches!(object.get("function"), Some(Value::Object(inner)) if inner.contains_key("name")) {
+        if let Some(Value::Object(inner)) = object.remove("function") {
             return call_parts(inner, Shape::Marked)
                 .map(|parts| parts.filter(|_| shape != Shape::Inline));
         }
@@ -136,7 +137,8 @@ pub(crate) fn call_parts(
     };
     let args = ARG_KEYS
         .iter()
-        .find_map(|k| object.get(*k).map(|v| (*k, v)));
+        .find(|k| object.contains_key(**k))
+        .and_then(|k| object.remove(*k).map(|v| (*k, v)));
     let args = match args {
         None => {
             let typed_function = object.get("type").and_then(Value::as_str) == Some("function");
@@ -147,8 +149,8 @@ pub(crate) fn call_parts(
             }
         }
         Some((_, Value::Null)) => Value::Object(Map::new()),
-        Some((_, Value::Object(o))) => Value::Object(o.clone()),
-        Some((key, Value::String(s))) => match json::parse(s) {
+        Some((_, Value::Object(o))) => Value::Object(o),
+        Some((key, Value::String(s))) => match json::parse(&s) {
             Ok(Value::Object(o)) => Value::Object(o),
             Ok(_) if shape != Shape::Marked => return Ok(None),
             Ok(_) => {
@@ -174,9 +176,9 @@ pub(crate) fn call_parts(
     Ok(Some((id, args)))
 }
 
-/// Calls in a JSON value: one object, or an array of objects.
+/// Calls in a JSON value: one object, or an array of objects. The value is taken apart.
 pub(crate) fn calls_from_value(
-    value: &Value,
+    value: Value,
     shape: Shape,
     raw: &str,
     catalog: &ToolCatalog,
@@ -195,8 +197,9 @@ pub(crate) fn calls_from_value(
                         Ok(None)
                     };
                 };
+                let raw = serde_json::to_string(&o).unwrap_or_default();
                 match call_parts(o, shape)? {
-                    Some((id, args)) => calls.push(catalog.request(&id, args, &item.to_string())),
+                    Some((id, args)) => calls.push(catalog.request(&id, args, &raw)),
                     None => return Ok(None),
                 }
             }

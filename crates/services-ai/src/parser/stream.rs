@@ -465,7 +465,7 @@ impl StreamingFunctionCallParser {
             return;
         };
         let calls = json::parse(&cand.buf).ok().and_then(|v| {
-            calls_from_value(&v, shape, &cand.buf, &self.catalog)
+            calls_from_value(v, shape, &cand.buf, &self.catalog)
                 .ok()
                 .flatten()
         });
@@ -699,7 +699,7 @@ impl StreamingFunctionCallParser {
 
     fn marked_calls(&self, text: &str) -> Result<Vec<ToolCallRequest>, String> {
         let value = json::parse(text).map_err(|e| format!("malformed JSON: {e}"))?;
-        calls_from_value(&value, Shape::Marked, text, &self.catalog)?
+        calls_from_value(value, Shape::Marked, text, &self.catalog)?
             .ok_or_else(|| "not a tool call".to_string())
     }
 
@@ -708,7 +708,7 @@ impl StreamingFunctionCallParser {
         let text = &block.raw[json.0..json.1];
         if block.kind == BlockKind::JsonFence {
             let calls = json::parse(text).ok().and_then(|v| {
-                calls_from_value(&v, Shape::Bare, text, &self.catalog)
+                calls_from_value(v, Shape::Bare, text, &self.catalog)
                     .ok()
                     .flatten()
             });

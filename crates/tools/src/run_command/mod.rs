@@ -19,8 +19,8 @@ use crate::fs_tools::workspace_of;
 use crate::params::{positive, verdict};
 use async_trait::async_trait;
 use core_models::{
-    CallAssessment, PermissionSubjects, RiskLevel, Tool, ToolCategory, ToolDefinition,
-    ToolExecutionContext, ToolResult, ToolValidationResult,
+    CallAssessment, RiskLevel, Tool, ToolCategory, ToolDefinition, ToolExecutionContext,
+    ToolResult, ToolValidationResult,
 };
 use sandbox::{Admission, Launcher, Variant};
 use serde_json::{json, Value};
@@ -170,10 +170,16 @@ impl Tool for RunCommand {
     }
 
     fn assess(&self, params: &Value, workspace: Option<&Path>) -> CallAssessment {
-        let risk = self.effective_risk_level(params);
-        let subjects = PermissionSubjects::from_parameters(params, workspace);
+        let command = params
+            .get("command")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let cwd = params.get("cwd").and_then(Value::as_str);
+        let judged = risk::judge(command, cwd, workspace);
+        let risk = escalated(params, judged.risk);
         let variant = self.variant(params, risk);
-        let mut assessment = CallAssessment::new(risk, subjects);
+        let mut assessment =
+            CallAssessment::new(risk, judged.subjects).with_reasons(judged.reasons);
         if let Some(workspace) = workspace {
             assessment = assessment.with_sandbox(self.launcher.summary(workspace, variant));
         }
@@ -217,8 +223,11 @@ impl Tool for RunCommand {
         if context.cancellation.is_cancelled() {
             return ToolResult::failed("Cancelled");
         }
-        // The risk is judged again here: a safe command runs read-only whoever called.
-        let variant = self.variant(params, self.effective_risk_level(params));
+        // The risk is judged again here, with the workspace: a command judged safe runs
+        // read-only, whoever called.
+        let cwd = params.get("cwd").and_then(Value::as_str);
+        let judged = risk::judge(command, cwd, Some(workspace.root()));
+        let variant = self.variant(params, escalated(params, judged.risk));
         let sandbox = match self.launcher.sandbox(workspace.root(), variant) {
             Ok(s) => s,
             Err(e) => return ToolResult::failed(format!("the command was not run: {e}")),
