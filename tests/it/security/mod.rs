@@ -2,7 +2,7 @@
 //! configuration) could make, each asserting that its side effect did not happen.
 //!
 //! One module per defence. The attacks that need the `aintern` binary (signals, stdin,
-//! the permission file shared by processes) are in `crates/cli/tests/security.rs`.
+//! the permission file shared by processes) are in `crates/cli/tests/cli/security.rs`.
 
 mod agent;
 mod files;

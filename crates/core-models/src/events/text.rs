@@ -1,0 +1,162 @@
+//! What the model writes and where the loop stands: `text_generation` and `agent_iteration`.
+
+use super::EventHeader;
+use crate::serde_util::{duration_ms, truncate_chars};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+use uuid::Uuid;
+
+// ---------------------------------------------------------------------------------------
+// text_generation
+// ---------------------------------------------------------------------------------------
+
+/// A piece of text from the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TextGenerationEvent {
+    /// Shared fields.
+    #[serde(flatten)]
+    pub header: EventHeader,
+    /// The text (empty on the completion event).
+    pub token: String,
+    /// Whether the generation ended.
+    #[serde(default)]
+    pub is_complete: bool,
+    /// Tokens generated so far in this request.
+    #[serde(default)]
+    pub token_count: u32,
+    /// Whether this is reasoning rather than the answer.
+    #[serde(default)]
+    pub is_thinking: bool,
+    /// The model that produced it.
+    #[serde(default)]
+    pub source: Option<String>,
+    /// Position within the current stream.
+    #[serde(default)]
+    pub sequence_index: u32,
+}
+
+impl TextGenerationEvent {
+    /// A piece of text.
+    pub fn token(
+        request_id: Uuid,
+        token: impl Into<String>,
+        token_count: u32,
+        is_thinking: bool,
+        iteration: u32,
+    ) -> Self {
+        TextGenerationEvent {
+            header: EventHeader::new(request_id, iteration),
+            token: token.into(),
+            is_complete: false,
+            token_count,
+            is_thinking,
+            source: None,
+            sequence_index: 0,
+        }
+    }
+
+    /// The end of a generation.
+    pub fn complete(request_id: Uuid, total_tokens: u32, iteration: u32) -> Self {
+        TextGenerationEvent {
+            is_complete: true,
+            ..Self::token(request_id, "", total_tokens, false, iteration)
+        }
+    }
+
+    /// Set the position within the stream.
+    pub fn with_sequence_index(mut self, index: u32) -> Self {
+        self.sequence_index = index;
+        self
+    }
+
+    /// Set the model name.
+    pub fn with_source(mut self, source: impl Into<String>) -> Self {
+        self.source = Some(source.into());
+        self
+    }
+
+    /// One-line description.
+    pub fn summary(&self) -> String {
+        if self.is_complete {
+            format!("Generation complete ({} tokens)", self.token_count)
+        } else {
+            format!(
+                "Token: \"{}\" (thinking: {})",
+                truncate_chars(&self.token, 20),
+                self.is_thinking
+            )
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// agent_iteration
+// ---------------------------------------------------------------------------------------
+
+/// A loop iteration starts. Its number is the header's `iteration_number` (1-based).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentIterationEvent {
+    /// Shared fields.
+    #[serde(flatten)]
+    pub header: EventHeader,
+    /// Most iterations allowed.
+    pub max_iterations: u32,
+    /// Tool calls executed in the previous iteration.
+    pub tool_calls_in_previous_iteration: u32,
+    /// Tool calls executed so far.
+    pub total_tool_calls_executed: u32,
+    /// Time since the request started.
+    #[serde(rename = "elapsed_ms", with = "duration_ms")]
+    pub elapsed_time: Duration,
+}
+
+impl AgentIterationEvent {
+    /// An iteration event.
+    pub fn create(
+        request_id: Uuid,
+        iteration: u32,
+        max_iterations: u32,
+        prev_tool_calls: u32,
+        total_tool_calls: u32,
+        elapsed: Duration,
+    ) -> Self {
+        AgentIterationEvent {
+            header: EventHeader::new(request_id, iteration),
+            max_iterations,
+            tool_calls_in_previous_iteration: prev_tool_calls,
+            total_tool_calls_executed: total_tool_calls,
+            elapsed_time: elapsed,
+        }
+    }
+
+    /// The iteration's number.
+    pub fn iteration_number(&self) -> u32 {
+        self.header.iteration_number
+    }
+
+    /// Whether this is the last iteration allowed.
+    pub fn is_final_iteration(&self) -> bool {
+        self.header.iteration_number >= self.max_iterations
+    }
+
+    /// Iterations left after this one.
+    pub fn remaining_iterations(&self) -> u32 {
+        self.max_iterations
+            .saturating_sub(self.header.iteration_number)
+    }
+
+    /// One-line description.
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "Iteration {}/{}",
+            self.header.iteration_number, self.max_iterations
+        );
+        if self.tool_calls_in_previous_iteration > 0 {
+            s.push_str(&format!(
+                " (prev tools: {})",
+                self.tool_calls_in_previous_iteration
+            ));
+        }
+        s
+    }
+}

@@ -1,0 +1,235 @@
+//! Limits, errors and cancellation: the iteration limit, the request timeout, model failures,
+//! malformed calls; cancelling while generating, waiting for approval or running tools, and
+//! dropping the stream.
+
+use super::{
+    call, check_run, complete, config, harness, kinds, results, risky, run, text, turn_states,
+    workspace_request, Harness,
+};
+use core_models::{AgentService as _, *};
+use futures::StreamExt;
+use serde_json::json;
+use services_ai::AgentConfig;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use test_support::{MockTool, ScriptedResponse};
+
+#[tokio::test]
+async fn max_iterations_request_override() {
+    let tool = Arc::new(MockTool::new("t"));
+    let responses = (0..5).map(|n| text(&call("t", json!({"n": n})))).collect();
+    let h = harness(
+        responses,
+        vec![tool.clone()],
+        AgentConfig {
+            max_agent_iterations: 10,
+            ..config()
+        },
+    );
+    let events = run(&h.agent, workspace_request("loop").with_max_iterations(2)).await;
+    let done = complete(&events);
+    assert_eq!(
+        (done.reason, done.total_iterations, done.tool_calls_executed),
+        (CompletionReason::MaxIterations, 2, 2)
+    );
+    assert_eq!(
+        done.stop_message.as_deref(),
+        Some("iteration limit (2) reached")
+    );
+    assert_eq!(h.llm.calls(), 2);
+    assert_eq!(h.agent.state(), AgentState::Error);
+}
+
+#[tokio::test]
+async fn request_timeout_ends_with_one_agent_complete_saying_why() {
+    let cfg = AgentConfig {
+        agent_request_timeout_ms: 150,
+        tool_execution_timeout_ms: 150,
+        ..config()
+    };
+    let h = harness(
+        vec![ScriptedResponse::chunks(vec!["x"; 100]).with_delay(Duration::from_millis(20))],
+        vec![],
+        cfg,
+    );
+    let events = run(
+        &h.agent,
+        AgentRequest::new("slow").with_tools_enabled(false),
+    )
+    .await;
+    assert!(
+        !kinds(&events).contains(&"agent_error"),
+        "a timeout is a stop, not an error: {:?}",
+        kinds(&events)
+    );
+    let done = complete(&events);
+    assert_eq!(done.reason, CompletionReason::Timeout);
+    assert!(!done.was_cancelled);
+    let why = done.stop_message.as_deref().unwrap_or_default();
+    assert!(why.contains("longer than 0.15s"), "{why}");
+    assert_eq!(h.agent.state(), AgentState::Error);
+}
+
+#[tokio::test]
+async fn llm_failure_ends_with_a_fatal_error() {
+    let h = harness(
+        vec![ScriptedResponse::failure("model crashed")],
+        vec![],
+        config(),
+    );
+    let events = run(&h.agent, AgentRequest::new("x")).await;
+    let AgentEvent::AgentError(e) = events.last().unwrap() else {
+        panic!("{:?}", kinds(&events))
+    };
+    assert_eq!(
+        (e.category, e.is_fatal),
+        (AgentErrorCategory::LlmError, true)
+    );
+    assert!(e.error.contains("model crashed"));
+    assert_eq!(h.agent.state(), AgentState::Error);
+    assert!(turn_states(&events).contains(&TurnState::Error));
+}
+
+#[tokio::test]
+async fn malformed_calls_are_non_fatal_parsing_errors() {
+    let h = harness(
+        vec![
+            text("<tool_call>{\"name\": 5}</tool_call>I could not."),
+            text("unused"),
+        ],
+        vec![Arc::new(MockTool::new("t"))],
+        config(),
+    );
+    let events = run(&h.agent, workspace_request("x")).await;
+    let parsing: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::AgentError(e) => Some(e),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(parsing.len(), 1);
+    assert_eq!(
+        (parsing[0].category, parsing[0].is_fatal),
+        (AgentErrorCategory::ParsingError, false)
+    );
+    assert_eq!(complete(&events).final_response, "I could not.");
+}
+
+// --- cancellation -------------------------------------------------------------------------------
+
+/// Cancel when `trigger` sees an event, and measure how long the request takes to end.
+async fn cancel_when(
+    h: &Harness,
+    request: AgentRequest,
+    trigger: impl Fn(&AgentEvent) -> bool,
+) -> (Vec<AgentEvent>, Duration) {
+    let mut stream = h.agent.process_message(request).unwrap();
+    let mut events = Vec::new();
+    let mut cancelled_at = None;
+    while let Some(e) = tokio::time::timeout(Duration::from_secs(20), stream.next())
+        .await
+        .expect("ended")
+    {
+        if cancelled_at.is_none() && trigger(&e) {
+            cancelled_at = Some(Instant::now());
+            h.agent.cancel();
+        }
+        events.push(e);
+    }
+    check_run(&events);
+    (events, cancelled_at.expect("triggered").elapsed())
+}
+
+#[tokio::test]
+async fn cancel_while_generating() {
+    let h = harness(
+        vec![ScriptedResponse::chunks(vec!["tok "; 500]).with_delay(Duration::from_millis(10))],
+        vec![],
+        config(),
+    );
+    let (events, took) = cancel_when(
+        &h,
+        AgentRequest::new("x"),
+        |e| matches!(e, AgentEvent::TextGeneration(t) if t.token_count >= 3),
+    )
+    .await;
+    assert!(took < Duration::from_millis(100), "{took:?}");
+    assert!(complete(&events).was_cancelled);
+}
+
+#[tokio::test]
+async fn cancel_while_waiting_for_approval() {
+    let h = harness(
+        vec![text(&call("run", json!({"command": "ls"})))],
+        vec![risky("run")],
+        config(),
+    );
+    let (events, took) = cancel_when(&h, workspace_request("x"), |e| e.requires_user_input()).await;
+    assert!(took < Duration::from_millis(100), "{took:?}");
+    assert!(complete(&events).was_cancelled);
+}
+
+#[tokio::test]
+async fn cancel_while_tools_run_reaches_the_tools() {
+    let saw_cancel = Arc::new(AtomicUsize::new(0));
+    let s = saw_cancel.clone();
+    let polite = Arc::new(MockTool::new("polite").with_execute(move |ctx| {
+        let s = s.clone();
+        async move {
+            ctx.cancellation.cancelled().await;
+            s.fetch_add(1, Ordering::SeqCst);
+            ToolResult::failed("stopped")
+        }
+    }));
+    let stubborn = Arc::new(MockTool::new("stubborn").with_execute(|_| async {
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        ToolResult::success("never")
+    }));
+    let reply = format!(
+        "{}{}",
+        call("polite", json!({})),
+        call("stubborn", json!({}))
+    );
+    let h = harness(vec![text(&reply)], vec![polite, stubborn], config());
+    let (events, took) = cancel_when(&h, workspace_request("x"), |e| matches!(e, AgentEvent::ToolExecution(t) if t.status == ToolExecutionStatus::Starting && t.tool_id == "stubborn")).await;
+    assert!(took < Duration::from_millis(100), "{took:?}");
+    assert_eq!(
+        saw_cancel.load(Ordering::SeqCst),
+        1,
+        "the running tool saw its token"
+    );
+    let r = results(&events);
+    assert_eq!(r.len(), 2, "every started call has a result");
+    assert!(r.iter().all(|r| !r.success()));
+    let cancelled = events.iter().filter(|e| matches!(e, AgentEvent::ToolExecution(t) if t.status == ToolExecutionStatus::Cancelled)).count();
+    assert_eq!(cancelled, 2);
+    assert!(complete(&events).was_cancelled);
+}
+
+#[tokio::test]
+async fn dropping_the_stream_cancels_the_request() {
+    let h = harness(
+        vec![ScriptedResponse::chunks(vec!["tok "; 500]).with_delay(Duration::from_millis(10))],
+        vec![],
+        config(),
+    );
+    let mut stream = h.agent.process_message(AgentRequest::new("x")).unwrap();
+    stream.next().await;
+    assert!(h.agent.is_processing());
+    assert!(matches!(
+        h.agent.process_message(AgentRequest::new("y")),
+        Err(Error::Busy { .. })
+    ));
+    drop(stream);
+    let start = Instant::now();
+    while h.agent.is_processing() {
+        assert!(
+            start.elapsed() < Duration::from_millis(100),
+            "still running"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(h.agent.state(), AgentState::Cancelled);
+}
