@@ -1,11 +1,14 @@
 //! The seccomp programs: what a sandboxed command may not ask the kernel for.
 
 use crate::error::Error;
-use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, SeccompRule, TargetArch};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
 use std::collections::BTreeMap;
 
 /// Refused with EPERM in every sandboxed mode: mounting and namespaces (ways around the
-/// file rules), kernel modules and reboots, kernel keyrings (secrets), io_uring (which
+/// file rules; `clone` with namespace flags too, see [`NAMESPACE_FLAGS`]), kernel modules and reboots, kernel keyrings (secrets), io_uring (which
 /// would bypass the socket filter), and kernel interfaces that mostly serve exploits.
 const ALWAYS_DENIED: &[libc::c_long] = &[
     libc::SYS_mount,
@@ -49,6 +52,56 @@ const NETWORK_DENIED: &[libc::c_long] = &[libc::SYS_socket];
 /// that ending the group ends everything the command started.
 const PRETEND_DONE: &[libc::c_long] = &[libc::SYS_setsid, libc::SYS_setpgid];
 
+/// `setxattrat` and `removexattrat` (Linux 6.13): one number on every architecture.
+const SYS_SETXATTRAT: libc::c_long = 463;
+const SYS_REMOVEXATTRAT: libc::c_long = 466;
+
+/// Refused with EPERM in `read-only`: changing a file's metadata — mode (set-user-id bits
+/// included), owner, times, extended attributes — which Landlock does not govern. A
+/// read-only command (and whatever a repository's configuration makes git run for it)
+/// then changes nothing at all.
+const METADATA_DENIED: &[libc::c_long] = &[
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_chmod,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_chown,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_lchown,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_utime,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_utimes,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_futimesat,
+    libc::SYS_fchmod,
+    libc::SYS_fchmodat,
+    libc::SYS_fchmodat2,
+    libc::SYS_fchown,
+    libc::SYS_fchownat,
+    libc::SYS_utimensat,
+    libc::SYS_setxattr,
+    libc::SYS_lsetxattr,
+    libc::SYS_fsetxattr,
+    libc::SYS_removexattr,
+    libc::SYS_lremovexattr,
+    libc::SYS_fremovexattr,
+    SYS_SETXATTRAT,
+    SYS_REMOVEXATTRAT,
+];
+
+/// `clone` flags that create namespaces; a `clone` with any of them is refused (as
+/// `unshare` is), and `clone3`, whose flags a filter cannot read, answers "not
+/// implemented" so that the C library falls back to `clone`.
+const NAMESPACE_FLAGS: [u64; 7] = [
+    libc::CLONE_NEWNS as u64,
+    libc::CLONE_NEWUSER as u64,
+    libc::CLONE_NEWPID as u64,
+    libc::CLONE_NEWNET as u64,
+    libc::CLONE_NEWIPC as u64,
+    libc::CLONE_NEWUTS as u64,
+    libc::CLONE_NEWCGROUP as u64,
+];
+
 #[cfg(target_arch = "x86_64")]
 const ARCH: Option<TargetArch> = Some(TargetArch::x86_64);
 #[cfg(target_arch = "aarch64")]
@@ -72,28 +125,67 @@ pub(crate) fn supported_arch() -> bool {
 #[cfg(target_arch = "x86_64")]
 const X32_BIT: libc::c_long = 0x4000_0000;
 
-fn program(calls: &[libc::c_long], action: SeccompAction) -> Result<BpfProgram, Error> {
-    let arch = ARCH.ok_or_else(|| Error::Filter("unsupported architecture".into()))?;
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    for call in calls {
-        rules.insert(*call, Vec::new());
-        #[cfg(target_arch = "x86_64")]
-        rules.insert(*call | X32_BIT, Vec::new());
-    }
-    let filter = SeccompFilter::new(rules, SeccompAction::Allow, action, arch)
-        .map_err(|e| Error::Filter(e.to_string()))?;
-    BpfProgram::try_from(filter).map_err(|e| Error::Filter(e.to_string()))
+fn filter_error(e: impl std::fmt::Display) -> Error {
+    Error::Filter(e.to_string())
 }
 
-/// The programs for a sandboxed command, with or without `network`: one refusing calls
-/// with EPERM, one answering the group-leaving calls with success.
-pub(crate) fn programs(network: bool) -> Result<Vec<BpfProgram>, Error> {
-    let mut denied: Vec<libc::c_long> = ALWAYS_DENIED.to_vec();
-    if !network {
-        denied.extend_from_slice(NETWORK_DENIED);
+/// A program answering `action` to `calls` (each with its rules; none: always).
+fn program(
+    calls: Vec<(libc::c_long, Vec<SeccompRule>)>,
+    action: SeccompAction,
+) -> Result<BpfProgram, Error> {
+    let arch = ARCH.ok_or_else(|| Error::Filter("unsupported architecture".into()))?;
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for (call, conditions) in calls {
+        #[cfg(target_arch = "x86_64")]
+        rules.insert(call | X32_BIT, conditions.clone());
+        rules.insert(call, conditions);
     }
+    let filter =
+        SeccompFilter::new(rules, SeccompAction::Allow, action, arch).map_err(filter_error)?;
+    BpfProgram::try_from(filter).map_err(filter_error)
+}
+
+fn always(calls: &[libc::c_long]) -> impl Iterator<Item = (libc::c_long, Vec<SeccompRule>)> + '_ {
+    calls.iter().map(|c| (*c, Vec::new()))
+}
+
+/// `clone` with any namespace flag (its first argument).
+fn clone_creating_namespaces() -> Result<(libc::c_long, Vec<SeccompRule>), Error> {
+    let rules = NAMESPACE_FLAGS
+        .iter()
+        .map(|flag| {
+            let condition = SeccompCondition::new(
+                0,
+                SeccompCmpArgLen::Qword,
+                SeccompCmpOp::MaskedEq(*flag),
+                *flag,
+            )
+            .map_err(filter_error)?;
+            SeccompRule::new(vec![condition]).map_err(filter_error)
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    Ok((libc::SYS_clone, rules))
+}
+
+/// The programs for a sandboxed command, with or without `network`, read-only or not: one
+/// refusing calls with EPERM, one answering `clone3` with ENOSYS, one answering the
+/// group-leaving calls with success.
+pub(crate) fn programs(network: bool, read_only: bool) -> Result<Vec<BpfProgram>, Error> {
+    let mut denied: Vec<(libc::c_long, Vec<SeccompRule>)> = always(ALWAYS_DENIED).collect();
+    if !network {
+        denied.extend(always(NETWORK_DENIED));
+    }
+    if read_only {
+        denied.extend(always(METADATA_DENIED));
+    }
+    denied.push(clone_creating_namespaces()?);
     Ok(vec![
-        program(&denied, SeccompAction::Errno(libc::EPERM as u32))?,
-        program(PRETEND_DONE, SeccompAction::Errno(0))?,
+        program(denied, SeccompAction::Errno(libc::EPERM as u32))?,
+        program(
+            always(&[libc::SYS_clone3]).collect(),
+            SeccompAction::Errno(libc::ENOSYS as u32),
+        )?,
+        program(always(PRETEND_DONE).collect(), SeccompAction::Errno(0))?,
     ])
 }

@@ -84,12 +84,14 @@ pub fn live_groups() -> Vec<i32> {
     groups().iter().copied().collect()
 }
 
-/// SIGKILL every process group of a started command not yet ended: for a program about to
-/// exit on a signal, so that nothing it started outlives it.
+/// SIGKILL every process group of a started command not yet ended, and remove the
+/// sandboxes' private temporary folders: for a program about to exit on a signal, so that
+/// nothing it started outlives it and nothing it wrote is left behind.
 pub fn end_all() {
     for id in live_groups() {
         if let Some(group) = Pid::from_raw(id) {
             let _ = kill_process_group(group, Signal::KILL);
         }
     }
+    crate::prepare::remove_temp_dirs();
 }

@@ -124,6 +124,14 @@ impl Launcher {
             .with_pass_env(self.settings.pass_env.iter().cloned())
     }
 
+    /// The paths no tool may read or write over `workspace`, whatever the mode: the secret
+    /// locations (defaults and `deny_read`), canonical as far as they exist. The file
+    /// tools, which run in this process, refuse them as the sandbox refuses them to
+    /// commands.
+    pub fn protected_paths(&self, workspace: &Path) -> Vec<PathBuf> {
+        self.policy(workspace, Variant::Configured).protected_paths()
+    }
+
     /// How the sandbox of such a command looks to the person approving it.
     pub fn summary(&self, workspace: &Path, variant: Variant) -> SandboxSummary {
         self.policy(workspace, variant).summary(&self.support)

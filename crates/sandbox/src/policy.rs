@@ -73,13 +73,68 @@ const SYSTEM_SECRETS: &[&str] = &[
     "/root/.ssh",
 ];
 
-/// Every default secret location: [`HOME_SECRETS`] under `home`, and the system ones.
+/// Every default secret location: [`HOME_SECRETS`] under `home` and under the account's
+/// home folder in the user database (when `HOME` points elsewhere, both are protected),
+/// and the system ones.
 pub fn default_secret_paths(home: Option<&Path>) -> Vec<PathBuf> {
-    let mut paths: Vec<PathBuf> = home
-        .map(|h| HOME_SECRETS.iter().map(|s| h.join(s)).collect())
-        .unwrap_or_default();
+    let mut homes: Vec<PathBuf> = home.map(Path::to_path_buf).into_iter().collect();
+    if let Some(account) = account_home() {
+        if !homes.contains(&account) {
+            homes.push(account);
+        }
+    }
+    let mut paths: Vec<PathBuf> = homes
+        .iter()
+        .flat_map(|h| HOME_SECRETS.iter().map(move |s| h.join(s)))
+        .collect();
     paths.extend(SYSTEM_SECRETS.iter().map(PathBuf::from));
     paths
+}
+
+/// The home folder of the running account in the user database.
+fn account_home() -> Option<PathBuf> {
+    let uid = rustix::process::getuid();
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        match fields.as_slice() {
+            [_, _, id, _, _, home, ..] if id.parse::<u32>().ok()? == uid.as_raw() => {
+                Some(PathBuf::from(home)).filter(|h| h.is_absolute())
+            }
+            _ => None,
+        }
+    })
+}
+
+/// Each path made absolute and canonical as far as it exists (`~/.config` canonical, then
+/// `gh/hosts.yml` appended when that is not there yet), deduplicated: what the sandbox
+/// compares the folders it walks with.
+pub(crate) fn resolved(paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for path in paths.into_iter().filter(|p| p.is_absolute()) {
+        let mut existing = path.as_path();
+        let mut rest: Vec<&std::ffi::OsStr> = Vec::new();
+        let canonical = loop {
+            if let Ok(c) = existing.canonicalize() {
+                break Some(c);
+            }
+            match (existing.parent(), existing.file_name()) {
+                (Some(parent), Some(name)) => {
+                    rest.push(name);
+                    existing = parent;
+                }
+                _ => break None,
+            }
+        };
+        let Some(mut full) = canonical else { continue };
+        for name in rest.iter().rev() {
+            full.push(name);
+        }
+        if !out.contains(&full) {
+            out.push(full);
+        }
+    }
+    out
 }
 
 /// What a command may do: the mode, the workspace, the network, and the extra folders it
@@ -181,11 +236,19 @@ impl SandboxPolicy {
         &self.pass_env
     }
 
-    /// Every path the command must not read: the defaults and the configured ones.
+    /// Every path the command must not read nor write: the defaults and the configured
+    /// ones (as configured; [`SandboxPolicy::protected_paths`] resolves them).
     pub fn secret_paths(&self) -> Vec<PathBuf> {
         let mut paths = default_secret_paths(self.home.as_deref());
         paths.extend(self.deny_read.iter().cloned());
         paths
+    }
+
+    /// The secret paths, canonical as far as they exist: the places a tool must neither
+    /// read nor write in any mode but full access (also the file tools, which run in this
+    /// process: see `tools::Workspace`).
+    pub fn protected_paths(&self) -> Vec<PathBuf> {
+        resolved(self.secret_paths())
     }
 
     fn expand(&self, path: &Path) -> PathBuf {

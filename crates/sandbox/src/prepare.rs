@@ -17,6 +17,69 @@ pub struct Sandbox {
     inner: Arc<Inner>,
 }
 
+/// The private temporary folders of this process's sandboxes, removed by [`end_all`]
+/// (a program that exits from a signal handler drops nothing).
+///
+/// [`end_all`]: crate::end_all
+static TEMP_DIRS: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Prefix of the private temporary folders: `aintern-sandbox-PID-…`.
+const TEMP_PREFIX: &str = "aintern-sandbox-";
+
+/// A new private temporary folder (mode 0700), after removing those that processes no
+/// longer running left behind.
+fn private_temp_dir() -> Result<tempfile::TempDir, Error> {
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(sweep_stale_temp_dirs);
+    let temp = tempfile::Builder::new()
+        .prefix(&format!("{TEMP_PREFIX}{}-", std::process::id()))
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .tempdir()
+        .map_err(Error::TempDir)?;
+    TEMP_DIRS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(temp.path().to_path_buf());
+    Ok(temp)
+}
+
+/// Remove this user's private temporary folders whose process is gone.
+fn sweep_stale_temp_dirs() {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    let me = rustix::process::getuid().as_raw();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(TEMP_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<i32>().ok())
+            .and_then(rustix::process::Pid::from_raw)
+        else {
+            continue;
+        };
+        let ours = entry
+            .metadata()
+            .is_ok_and(|m| m.is_dir() && m.uid() == me);
+        if ours && rustix::process::test_kill_process(pid).is_err() {
+            if let Err(e) = std::fs::remove_dir_all(entry.path()) {
+                tracing::debug!(path = %entry.path().display(), error = %e, "stale sandbox folder left");
+            }
+        }
+    }
+}
+
+/// Remove the private temporary folders of this process's sandboxes (for a program about
+/// to exit without dropping them).
+pub(crate) fn remove_temp_dirs() {
+    for dir in TEMP_DIRS.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
 #[derive(Debug)]
 struct Inner {
     summary: SandboxSummary,
@@ -46,10 +109,7 @@ impl Sandbox {
                 message: "is not a folder".into(),
             });
         }
-        let temp = tempfile::Builder::new()
-            .prefix("aintern-sandbox-")
-            .tempdir()
-            .map_err(Error::TempDir)?;
+        let temp = private_temp_dir()?;
         let setup = Self::setup(policy, support, temp.path())?;
         Ok(Sandbox {
             inner: Arc::new(Inner {
@@ -65,7 +125,7 @@ impl Sandbox {
     fn setup(policy: &SandboxPolicy, support: &Support, temp: &Path) -> Result<ChildSetup, Error> {
         let ruleset = crate::rules::build(policy, temp)?;
         let filters = if support.seccomp() {
-            crate::filter::programs(policy.network())?
+            crate::filter::programs(policy.network(), policy.mode() == SandboxMode::ReadOnly)?
         } else {
             Vec::new()
         };

@@ -6,7 +6,9 @@
 //! the one leading to the secret, which is split in turn, down to the secret itself, which
 //! gets nothing. Symbolic links met while splitting get no rule of their own: an access
 //! through a link is checked where the link leads. The same splitting keeps secrets
-//! unwritable when a writable folder (the workspace) contains one.
+//! unwritable when a writable folder (the workspace) contains one. A secret that does not
+//! exist yet still splits the folders on its way, so that it stays unreadable when it is
+//! created later (entries created later in those folders are not readable at all).
 
 use crate::error::Error;
 use crate::policy::SandboxPolicy;
@@ -56,7 +58,7 @@ pub(crate) fn build(policy: &SandboxPolicy, temp: &Path) -> Result<RulesetCreate
         .create()
         .map_err(rules_error)?;
 
-    let secrets = existing(policy.secret_paths());
+    let secrets = crate::policy::resolved(policy.secret_paths());
     let mut grants = Grants {
         ruleset: &mut created,
         secrets: &secrets,
@@ -86,7 +88,7 @@ pub(crate) fn build(policy: &SandboxPolicy, temp: &Path) -> Result<RulesetCreate
 }
 
 /// The canonical form of each path that exists, deduplicated.
-fn existing(paths: Vec<PathBuf>) -> Vec<PathBuf> {
+pub(crate) fn existing(paths: Vec<PathBuf>) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
     for path in paths {
         if let Ok(canonical) = path.canonicalize() {
