@@ -190,12 +190,17 @@ async fn persistent_settings_beat_risk_and_deny_beats_allow() {
     .unwrap();
     assert_eq!(verdict(&pm, conv, &write("a")).await, Verdict::Denied);
 
-    // A call without a main argument never matches a pattern.
+    // A call without a main argument never matches a pattern: no allow pattern covers it,
+    // and the tool's deny patterns, which cannot be checked against it, refuse it.
     let odd = tool_call(
         "run_command",
         json!({"argv": ["git", "status"]}),
         RiskLevel::High,
     );
+    assert_eq!(verdict(&pm, Uuid::new_v4(), &odd).await, Verdict::Denied);
+    pm.update_tool_permissions("run_command", |s| s.denied_patterns.clear())
+        .await
+        .unwrap();
     assert_eq!(verdict(&pm, Uuid::new_v4(), &odd).await, Verdict::Approval);
 }
 

@@ -111,11 +111,12 @@ struct ConfigSource {
 impl ConfigSource {
     fn load(self) -> Result<services_ai::AgentConfig, String> {
         let workspace = session::workspace(self.workspace)?;
-        let (loader, notes) = settings::loader(&workspace, self.config.as_deref(), &[])?;
+        let (config, notes) =
+            settings::load_config(&workspace, self.config.as_deref(), &[], |_| {})?;
         for note in notes {
             eprintln!("aintern: {note}");
         }
-        settings::load(loader, |_| {})
+        Ok(config)
     }
 }
 

@@ -189,18 +189,18 @@ impl Session {
         } else {
             &[]
         };
-        let (loader, notes) = settings::loader(&workspace, args.config.as_deref(), app_defaults)?;
+        let (config, notes) =
+            settings::load_config(&workspace, args.config.as_deref(), app_defaults, |config| {
+                if let Some(secs) = args.timeout {
+                    config.agent_request_timeout_ms = secs.saturating_mul(1000);
+                    config.tool_execution_timeout_ms = config
+                        .tool_execution_timeout_ms
+                        .min(config.agent_request_timeout_ms);
+                }
+            })?;
         for note in notes {
             terminal.note(&note);
         }
-        let config = settings::load(loader, |config| {
-            if let Some(secs) = args.timeout {
-                config.agent_request_timeout_ms = secs.saturating_mul(1000);
-                config.tool_execution_timeout_ms = config
-                    .tool_execution_timeout_ms
-                    .min(config.agent_request_timeout_ms);
-            }
-        })?;
         let launcher = Arc::new(sandbox::Launcher::new(settings::sandbox_settings(&config)));
         let registry: Arc<dyn ToolRegistry> = Arc::new(
             tools::builtin_tools_with(Arc::clone(&launcher))

@@ -20,93 +20,125 @@ pub(crate) fn permissions_file() -> Result<PathBuf, String> {
         .ok_or_else(|| "cannot find the user's configuration folder (is HOME set?)".to_string())
 }
 
-/// Top-level keys a workspace's `aintern.toml` may not set: the workspace is not trusted
-/// (a repository can ship the file), and these would loosen what commands may do.
-const USER_ONLY_KEYS: [&str; 1] = ["sandbox"];
+/// Largest workspace `aintern.toml` read.
+const WORKSPACE_FILE_CAP: u64 = 1024 * 1024;
 
-/// The configuration's layers, lowest first: the built-in defaults, `app_defaults`, the
-/// user's `aintern.toml`, the workspace's `aintern.toml` without [`USER_ONLY_KEYS`] (or
-/// `explicit` instead of both files), `AINTERN_*` environment variables. Also the notes to
-/// show (keys of the workspace's file that were ignored).
-pub(crate) fn loader(
+/// The configuration, from its layers, lowest first: the built-in defaults, `app_defaults`,
+/// the user's `aintern.toml`, the workspace's `aintern.toml` (or `explicit` instead of both
+/// files), `AINTERN_*` environment variables; then `adjust` (flags), then validation. Also
+/// the notes to show.
+///
+/// The workspace is not trusted (a repository can ship the file): what it says about the
+/// sandbox and the formatters (programs run without asking) is ignored, however it is
+/// spelled — both are taken from the configuration loaded without it.
+pub(crate) fn load_config(
     workspace: &Path,
     explicit: Option<&Path>,
     app_defaults: &[(&str, &str)],
-) -> Result<(ConfigLoader, Vec<String>), String> {
-    let mut loader = ConfigLoader::new();
-    for (key, value) in app_defaults {
-        loader = loader.default_value(*key, *value);
-    }
+    adjust: impl FnOnce(&mut AgentConfig),
+) -> Result<(AgentConfig, Vec<String>), String> {
+    let base = || {
+        let mut loader = ConfigLoader::new();
+        for (key, value) in app_defaults {
+            loader = loader.default_value(*key, *value);
+        }
+        loader
+    };
     let mut notes = Vec::new();
-    let loader = match explicit {
-        Some(file) => loader.file(file),
+    let mut config = match explicit {
+        Some(file) => base().file(file).load_unvalidated().map_err(describe)?,
         None => {
+            let mut trusted = base();
             if let Some(dir) = config_dir() {
-                loader = loader.optional_file(dir.join(CONFIG_FILE));
+                trusted = trusted.optional_file(dir.join(CONFIG_FILE));
             }
             let file = workspace.join(CONFIG_FILE);
-            match std::fs::read_to_string(&file) {
-                Ok(text) => {
-                    let (kept, dropped) = without_user_only_keys(&text).map_err(|e| {
-                        format!("cannot read the configuration {}: {e}", file.display())
-                    })?;
-                    if !dropped.is_empty() {
+            match read_workspace_file(&file)? {
+                None => trusted.load_unvalidated().map_err(describe)?,
+                Some(text) => {
+                    let own = trusted.clone().load_unvalidated().map_err(describe)?;
+                    let mut config = trusted
+                        .toml_text(text)
+                        .load_unvalidated()
+                        .map_err(|e| format!("{}: {}", file.display(), describe(e)))?;
+                    let mut ignored = Vec::new();
+                    if config.sandbox != own.sandbox {
+                        ignored.push("[sandbox]");
+                        config.sandbox = own.sandbox;
+                    }
+                    if config.formatters != own.formatters {
+                        ignored.push("[formatters]");
+                        config.formatters = own.formatters;
+                    }
+                    if !ignored.is_empty() {
                         notes.push(format!(
-                            "{} sets [{}], which only your own configuration may set: ignored",
+                            "{} sets {}, which only your own configuration may set: ignored",
                             file.display(),
-                            dropped.join("], [")
+                            ignored.join(" and ")
                         ));
                     }
-                    loader.toml_text(kept)
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => loader,
-                Err(e) => {
-                    return Err(format!(
-                        "cannot read the configuration {}: {e}",
-                        file.display()
-                    ))
+                    config
                 }
             }
         }
     };
-    Ok((loader, notes))
+    adjust(&mut config);
+    config.validate().map_err(describe)?;
+    Ok((config, notes))
 }
 
-/// `text` (TOML) without [`USER_ONLY_KEYS`], and the keys that were there.
-fn without_user_only_keys(text: &str) -> Result<(String, Vec<String>), String> {
-    let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| e.to_string())?;
-    let dropped: Vec<String> = USER_ONLY_KEYS
-        .iter()
-        .filter(|k| table.remove(**k).is_some())
-        .map(|k| (*k).to_string())
-        .collect();
-    let kept = toml::to_string(&table).map_err(|e| e.to_string())?;
-    Ok((kept, dropped))
+/// The text of a workspace's configuration file, `None` when there is none. Read without
+/// blocking and within a cap: the file is untrusted (a FIFO, or a link to `/dev/zero`, is
+/// an error, not a hang).
+fn read_workspace_file(file: &Path) -> Result<Option<String>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let refused = |why: String| format!("cannot read the configuration {}: {why}", file.display());
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(file);
+    let handle = match opened {
+        Ok(h) => h,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(refused(e.to_string())),
+    };
+    let meta = handle.metadata().map_err(|e| refused(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(refused("it is not a regular file".into()));
+    }
+    if meta.len() > WORKSPACE_FILE_CAP {
+        return Err(refused(format!(
+            "it is larger than {} KiB",
+            WORKSPACE_FILE_CAP / 1024
+        )));
+    }
+    let mut text = String::new();
+    handle
+        .take(WORKSPACE_FILE_CAP)
+        .read_to_string(&mut text)
+        .map_err(|e| refused(e.to_string()))?;
+    Ok(Some(text))
 }
 
 /// The sandbox settings of the configuration, for the tools.
+///
+/// aintern's own config folder (its `permissions.json` and `aintern.toml`) is protected like
+/// a secret: no command or tool may read or change it, even with the home folder as the
+/// workspace.
 pub(crate) fn sandbox_settings(config: &AgentConfig) -> sandbox::SandboxSettings {
     let s = &config.sandbox;
+    let mut deny_read: Vec<PathBuf> = s.deny_read.iter().map(PathBuf::from).collect();
+    deny_read.extend(config_dir());
     sandbox::SandboxSettings {
         mode: s.mode,
         network: s.network,
         writable: s.writable_paths.iter().map(PathBuf::from).collect(),
-        deny_read: s.deny_read.iter().map(PathBuf::from).collect(),
+        deny_read,
         pass_env: s.pass_env.clone(),
         fallback: s.fallback,
         home: None,
     }
-}
-
-/// Load and validate; an invalid configuration is an error listing every problem.
-pub(crate) fn load(
-    loader: ConfigLoader,
-    adjust: impl FnOnce(&mut AgentConfig),
-) -> Result<AgentConfig, String> {
-    let mut config = loader.load_unvalidated().map_err(describe)?;
-    adjust(&mut config);
-    config.validate().map_err(describe)?;
-    Ok(config)
 }
 
 /// A configuration error in words.

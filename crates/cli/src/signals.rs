@@ -2,11 +2,29 @@
 //!
 //! The handlers are installed once, at start, so that no signal is lost between two
 //! places that wait for one: SIGINT is queued for whoever waits next ([`Interrupts::next`]:
-//! it cancels the running request, or leaves); SIGTERM and SIGHUP end the process group of
-//! every command still running ([`sandbox::end_all`]) and then the program.
+//! it cancels the running request, or leaves); SIGTERM, SIGHUP and the other catchable
+//! signals that would end the program end the process group of every command still running
+//! ([`sandbox::end_all`]) and then the program.
 
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc;
+
+/// The signals that end `aintern` (after ending every command it started): hang-up,
+/// termination, and the others whose default action ends a program and that can be
+/// caught. (SIGKILL cannot be: then the command's shell dies with its parent, through the
+/// sandbox's parent-death signal, but what the shell started may survive.)
+const ENDING: [(i32, &str); 10] = [
+    (libc::SIGTERM, "SIGTERM"),
+    (libc::SIGHUP, "SIGHUP"),
+    (libc::SIGQUIT, "SIGQUIT"),
+    (libc::SIGUSR1, "SIGUSR1"),
+    (libc::SIGUSR2, "SIGUSR2"),
+    (libc::SIGALRM, "SIGALRM"),
+    (libc::SIGVTALRM, "SIGVTALRM"),
+    (libc::SIGPROF, "SIGPROF"),
+    (libc::SIGXCPU, "SIGXCPU"),
+    (libc::SIGXFSZ, "SIGXFSZ"),
+];
 
 /// The interrupts (SIGINT) received, in order.
 pub(crate) struct Interrupts {
@@ -20,25 +38,31 @@ impl Interrupts {
             signal(kind).map_err(|e| format!("cannot listen for {name}: {e}"))
         };
         let mut interrupt = install(SignalKind::interrupt(), "SIGINT")?;
-        let mut terminate = install(SignalKind::terminate(), "SIGTERM")?;
-        let mut hangup = install(SignalKind::hangup(), "SIGHUP")?;
+        // Every other signal whose default would end the program: end the commands first.
+        let mut ending = Vec::new();
+        for (number, name) in ENDING {
+            ending.push((number, install(SignalKind::from_raw(number), name)?));
+        }
         let (tx, rx) = mpsc::unbounded_channel();
         tokio::spawn(async move {
+            let ended = futures::future::select_all(ending.iter_mut().map(|(number, s)| {
+                let number = *number;
+                Box::pin(async move {
+                    s.recv().await;
+                    number
+                })
+            }));
+            tokio::pin!(ended);
             loop {
-                let code = tokio::select! {
+                tokio::select! {
                     Some(()) = interrupt.recv() => {
                         // Nobody left to tell: end as the default handler would.
                         if tx.send(()).is_err() {
-                            130
-                        } else {
-                            continue;
+                            leave(130);
                         }
                     }
-                    Some(()) = terminate.recv() => 143,
-                    Some(()) = hangup.recv() => 129,
-                    else => return,
-                };
-                leave(code);
+                    (number, _, _) = &mut ended => leave(128 + number),
+                }
             }
         });
         Ok(Interrupts { rx })

@@ -105,7 +105,8 @@ impl Terminal {
         if !self.at_line_start {
             let _ = out.write_all(b"\n");
         }
-        if let Err(e) = serde_json::to_writer(&mut out, event) {
+        let mut serializer = serde_json::Serializer::with_formatter(&mut out, LineSafe);
+        if let Err(e) = serde::Serialize::serialize(event, &mut serializer) {
             if !e.is_io() {
                 eprintln!("aintern: cannot print an event: {e}");
             }
@@ -185,10 +186,11 @@ impl Terminal {
                     self.write("\n");
                 }
                 self.thinking = t.is_thinking;
+                let token = shown(&t.token, true);
                 let text = if t.is_thinking {
-                    self.paint(Style::new().dimmed().italic(), &t.token)
+                    self.paint(Style::new().dimmed().italic(), &token)
                 } else {
-                    t.token.clone()
+                    token.into_owned()
                 };
                 self.write(&text);
             }
@@ -196,7 +198,7 @@ impl Terminal {
                 let text = format!(
                     "{} {} ({})",
                     self.paint(Style::new().bold(), "→"),
-                    c.request.execution_summary,
+                    shown(&c.request.execution_summary, false),
                     self.risk(c.request.risk_level)
                 );
                 self.line(&text);
@@ -211,18 +213,22 @@ impl Terminal {
                     let message = r.result.error_message.as_deref().unwrap_or("failed");
                     let first = message.lines().next().unwrap_or(message);
                     let mark = self.paint(Style::new().fg_color(Some(AnsiColor::Red.into())), "✗");
-                    format!("{mark} {}: {first}", r.tool_name)
+                    format!("{mark} {}: {}", r.tool_name, shown(first, false))
                 };
                 self.line(&text);
             }
             AgentEvent::Autoformat(a) if !a.changed_files.is_empty() => {
-                let text = format!("{} reformatted {}", a.formatter, a.changed_files.join(", "));
+                let text = shown(
+                    &format!("{} reformatted {}", a.formatter, a.changed_files.join(", ")),
+                    false,
+                )
+                .into_owned();
                 self.note(&text);
             }
             AgentEvent::AgentError(e) => {
                 let text = self.paint(
                     Style::new().fg_color(Some(AnsiColor::Red.into())),
-                    &format!("! {}", e.error),
+                    &format!("! {}", shown(&e.error, false)),
                 );
                 self.line(&text);
             }
@@ -257,21 +263,21 @@ impl Terminal {
         let mut text = format!(
             "{} {} ({})",
             self.paint(Style::new().bold(), "?"),
-            a.summary,
+            shown(&a.summary, false),
             self.risk(a.risk_level)
         );
         for d in &a.details {
-            text.push_str(&format!("\n    {d}"));
+            text.push_str(&format!("\n    {}", shown(d, false)));
         }
         for w in &a.warnings {
             let w = self.paint(
                 Style::new().fg_color(Some(AnsiColor::Yellow.into())),
-                &format!("⚠ {w}"),
+                &format!("⚠ {}", shown(w, false)),
             );
             text.push_str(&format!("\n    {w}"));
         }
         if let Some(why) = &a.must_ask {
-            text.push_str(&format!("\n    Asked because: {why}"));
+            text.push_str(&format!("\n    Asked because: {}", shown(why, false)));
         }
         text.push_str(
             "\n  Approve? [y]es / [n]o / always this [s]ession / always for this [t]ool, in every workspace: ",
@@ -287,5 +293,95 @@ impl Terminal {
         self.write(&format!("{start}{text}"));
         // What the person types ends the line.
         self.at_line_start = true;
+    }
+}
+
+/// Text from the model or a tool, made safe to show on a terminal: control characters
+/// (escape sequences that could move the cursor, hide or rewrite what the person reads,
+/// set the window title or the clipboard), C1 controls, and the invisible characters that
+/// reorder text (bidirectional overrides and isolates, line and paragraph separators) are
+/// shown as escapes (`\x1b`, `\r`, `\u{202e}`). Newlines and tabs stay when
+/// `keep_newlines`, else they are shown as `\n` and `\t` too.
+pub(crate) fn shown(text: &str, keep_newlines: bool) -> std::borrow::Cow<'_, str> {
+    let hidden = |c: char| match c {
+        '\n' | '\t' => !keep_newlines,
+        '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => true,
+        '\u{200e}' | '\u{200f}' | '\u{2028}' | '\u{2029}' => true,
+        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => true,
+        _ => false,
+    };
+    if !text.chars().any(hidden) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if !hidden(c) {
+            out.push(c);
+            continue;
+        }
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if u32::from(c) < 0x100 => out.push_str(&format!("\\x{:02x}", u32::from(c))),
+            c => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// serde_json's compact formatter, except that the Unicode line and paragraph separators
+/// (U+2028, U+2029: valid in JSON, but line breaks to some readers) are escaped, so that
+/// one event is always one line whoever splits the stream.
+struct LineSafe;
+
+impl serde_json::ser::Formatter for LineSafe {
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let mut rest = fragment;
+        while let Some(at) = rest.find(['\u{2028}', '\u{2029}']) {
+            writer.write_all(&rest.as_bytes()[..at])?;
+            let c = rest[at..].chars().next().unwrap_or('\u{2028}');
+            writer.write_all(if c == '\u{2028}' {
+                b"\\u2028"
+            } else {
+                b"\\u2029"
+            })?;
+            rest = &rest[at + c.len_utf8()..];
+        }
+        writer.write_all(rest.as_bytes())
+    }
+}
+
+#[cfg(test)]
+mod shown_tests {
+    use super::shown;
+
+    #[test]
+    fn control_and_reordering_characters_are_shown_as_escapes() {
+        assert_eq!(shown("plain text", false), "plain text");
+        assert_eq!(
+            shown("rm -rf ~ #\r\x1b[2K? Run `ls`\x1b[8m", false),
+            "rm -rf ~ #\\r\\x1b[2K? Run `ls`\\x1b[8m"
+        );
+        assert_eq!(shown("a\nb\tc", true), "a\nb\tc");
+        assert_eq!(shown("a\nb", false), "a\\nb");
+        assert_eq!(shown("x\u{202e}gnp.exe", false), "x\\u{202e}gnp.exe");
+        assert_eq!(shown("\u{9b}31m", true), "\\x9b31m");
+        assert_eq!(
+            shown("title\x1b]0;pwned\x07", true),
+            "title\\x1b]0;pwned\\x07"
+        );
+    }
+
+    #[test]
+    fn json_lines_escape_unicode_line_separators() {
+        let mut out = Vec::new();
+        let mut ser = serde_json::Serializer::with_formatter(&mut out, super::LineSafe);
+        serde::Serialize::serialize(&"a\u{2028}b\u{2029}c\nd", &mut ser).unwrap_or_default();
+        assert_eq!(String::from_utf8_lossy(&out), "\"a\\u2028b\\u2029c\\nd\"");
     }
 }

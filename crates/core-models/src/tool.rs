@@ -408,9 +408,9 @@ pub struct CallAssessment {
     /// The sandbox the call's process would run under, for the approval prompt; `None`
     /// when the tool starts no process.
     pub sandbox: Option<crate::SandboxSummary>,
-    /// Why a person must be asked even when the call's risk would be approved without
-    /// asking (for example: the kernel cannot sandbox commands here). Decisions the person
-    /// asked the agent to remember still apply; deny rules always do.
+    /// Why a person must be asked about this very call, whatever its risk and whatever was
+    /// remembered or saved (for example: the kernel cannot sandbox commands here, or the call
+    /// asks for the network). Deny rules still refuse it first.
     pub must_ask: Option<String>,
     /// Why the call is rated as it is, in words ("writes to a file (redirection)",
     /// "unknown program 'python3'"), shown with the approval request.

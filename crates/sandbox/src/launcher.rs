@@ -129,7 +129,8 @@ impl Launcher {
     /// tools, which run in this process, refuse them as the sandbox refuses them to
     /// commands.
     pub fn protected_paths(&self, workspace: &Path) -> Vec<PathBuf> {
-        self.policy(workspace, Variant::Configured).protected_paths()
+        self.policy(workspace, Variant::Configured)
+            .protected_paths()
     }
 
     /// How the sandbox of such a command looks to the person approving it.

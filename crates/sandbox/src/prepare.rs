@@ -61,9 +61,7 @@ fn sweep_stale_temp_dirs() {
         else {
             continue;
         };
-        let ours = entry
-            .metadata()
-            .is_ok_and(|m| m.is_dir() && m.uid() == me);
+        let ours = entry.metadata().is_ok_and(|m| m.is_dir() && m.uid() == me);
         if ours && rustix::process::test_kill_process(pid).is_err() {
             if let Err(e) = std::fs::remove_dir_all(entry.path()) {
                 tracing::debug!(path = %entry.path().display(), error = %e, "stale sandbox folder left");
@@ -75,7 +73,11 @@ fn sweep_stale_temp_dirs() {
 /// Remove the private temporary folders of this process's sandboxes (for a program about
 /// to exit without dropping them).
 pub(crate) fn remove_temp_dirs() {
-    for dir in TEMP_DIRS.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+    for dir in TEMP_DIRS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .drain(..)
+    {
         let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -1,18 +1,20 @@
 //! `edit_file`: replace one exact piece of a file, atomically.
 
 use crate::atomic::{replace_atomically, write_all};
-use crate::params::{require_path, verdict};
+use crate::params::{assess_path, require_path, verdict};
 use crate::special::{kind_of, FileKind};
 use crate::workspace::{check_regular, special_error, Workspace};
 use crate::write_file::{run_to_end, write_risk};
 use async_trait::async_trait;
 use core_models::{
-    RiskLevel, Tool, ToolCategory, ToolDefinition, ToolExecutionContext, ToolResult,
-    ToolValidationResult,
+    CallAssessment, RiskLevel, Tool, ToolCategory, ToolDefinition, ToolExecutionContext,
+    ToolResult, ToolValidationResult,
 };
+use sandbox::Launcher;
 use serde_json::{json, Value};
 use std::io::Read;
 use std::path::Path;
+use std::sync::Arc;
 
 /// Largest file `edit_file` changes (it holds the file once in memory).
 pub const EDIT_FILE_CAP: u64 = 64 * 1024 * 1024;
@@ -22,15 +24,26 @@ const SHOWN_PLACES: usize = 20;
 /// Replaces exactly one occurrence of a search text in an existing file. A search text
 /// that is absent, or found more than once, is an error that says so (the model must give
 /// more context), and the file is left as it was. The new content is written as
-/// `write_file` writes: a temporary file renamed over the old one.
+/// `write_file` writes: a temporary file renamed over the old one. Secret locations
+/// (those of its launcher's sandbox settings) are refused.
 #[derive(Debug)]
 pub struct EditFile {
     definition: ToolDefinition,
+    launcher: Arc<Launcher>,
 }
 
 impl Default for EditFile {
     fn default() -> Self {
+        Self::new(Arc::new(Launcher::default()))
+    }
+}
+
+impl EditFile {
+    /// `edit_file`, keeping from the model the secret locations `launcher`'s settings keep
+    /// from commands.
+    pub fn new(launcher: Arc<Launcher>) -> Self {
         EditFile {
+            launcher,
             definition: ToolDefinition::new(
                 "edit_file",
                 "Edit File",
@@ -91,18 +104,26 @@ impl Tool for EditFile {
         write_risk(params.get("path").and_then(Value::as_str).unwrap_or(""))
     }
 
+    fn assess(&self, params: &Value, workspace: Option<&Path>) -> CallAssessment {
+        assess_path(params, workspace, write_risk)
+    }
+
     async fn execute(&self, context: ToolExecutionContext) -> ToolResult {
-        run_to_end(context, edit).await
+        run_to_end(context, &self.launcher, edit).await
     }
 }
 
-fn edit(root: &Path, params: &Value, token: &core_models::CancellationToken) -> ToolResult {
+fn edit(
+    workspace: &Workspace,
+    params: &Value,
+    token: &core_models::CancellationToken,
+) -> ToolResult {
     let text = |key: &str| params.get(key).and_then(Value::as_str).unwrap_or_default();
     let (path, search, replace) = (text("path"), text("search"), text("replace"));
     if search.is_empty() {
         return ToolResult::failed("search is empty");
     }
-    let target = match Workspace::new(root).and_then(|w| w.existing_target(path)) {
+    let target = match workspace.existing_target(path) {
         Ok(t) => t,
         Err(e) => return ToolResult::failed(e.to_string()),
     };

@@ -1,15 +1,19 @@
 //! `read_file` and `list_dir`: safe, read-only, confined to the workspace.
 
 use crate::lines::{CappedLines, LINE_CAP};
-use crate::params::{positive, require_path, verdict};
-use crate::walk::walker;
+use crate::params::{assess_path, positive, require_path, verdict};
+use crate::walk::{secrets_note, walker};
 use crate::workspace::{Opened, Workspace};
 use async_trait::async_trait;
 use core_models::{
-    RiskLevel, Tool, ToolCategory, ToolDefinition, ToolExecutionContext, ToolResult,
-    ToolValidationResult,
+    CallAssessment, RiskLevel, Tool, ToolCategory, ToolDefinition, ToolExecutionContext,
+    ToolResult, ToolValidationResult,
 };
+use sandbox::Launcher;
 use serde_json::{json, Value};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// Largest file `read_file` returns whole, and the most text one call returns (a line
 /// range may start past it). A line longer than 64 KiB is cut, with a note.
@@ -19,6 +23,8 @@ pub const LIST_DIR_CAP: usize = 2_000;
 /// Deepest `list_dir` recursion.
 pub const LIST_DIR_MAX_DEPTH: u64 = 10;
 
+/// The call's workspace, with the secret locations of the default sandbox settings (for
+/// tools that read and write no file in this process: their commands are sandboxed).
 pub(crate) fn workspace_of(context: &ToolExecutionContext) -> Result<Workspace, String> {
     let root = context
         .workspace_path
@@ -27,30 +33,72 @@ pub(crate) fn workspace_of(context: &ToolExecutionContext) -> Result<Workspace, 
     Workspace::new(root).map_err(|e| e.to_string())
 }
 
-/// Run blocking file work off the async runtime, unless cancelled first.
-pub(crate) async fn blocking<F>(context: &ToolExecutionContext, work: F) -> ToolResult
+/// The call's workspace with `launcher`'s secret locations, made off the async runtime
+/// (finding them reads the folders on the way to each).
+pub(crate) async fn confined(
+    context: &ToolExecutionContext,
+    launcher: &Arc<Launcher>,
+) -> Result<Workspace, String> {
+    let root = context
+        .workspace_path
+        .clone()
+        .ok_or("no workspace is open")?;
+    let launcher = Arc::clone(launcher);
+    tokio::task::spawn_blocking(move || {
+        Workspace::with_launcher(&root, &launcher).map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| format!("the tool stopped unexpectedly: {e}"))?
+}
+
+/// Run blocking file work on the call's workspace — its secret locations those of
+/// `launcher` — off the async runtime, unless cancelled first.
+pub(crate) async fn blocking<F>(
+    context: &ToolExecutionContext,
+    launcher: &Arc<Launcher>,
+    work: F,
+) -> ToolResult
 where
-    F: FnOnce() -> ToolResult + Send + 'static,
+    F: FnOnce(&Workspace) -> ToolResult + Send + 'static,
 {
     if context.cancellation.is_cancelled() {
         return ToolResult::failed("Cancelled");
     }
-    let task = tokio::task::spawn_blocking(work);
+    let Some(root) = context.workspace_path.clone() else {
+        return ToolResult::failed("no workspace is open");
+    };
+    let launcher = Arc::clone(launcher);
+    let task =
+        tokio::task::spawn_blocking(move || match Workspace::with_launcher(&root, &launcher) {
+            Ok(workspace) => work(&workspace),
+            Err(e) => ToolResult::failed(e.to_string()),
+        });
     tokio::select! {
         r = task => r.unwrap_or_else(|e| ToolResult::failed(format!("the tool stopped unexpectedly: {e}"))),
         _ = context.cancellation.cancelled() => ToolResult::failed("Cancelled"),
     }
 }
 
-/// Reads a text file, whole or a range of lines.
+/// Reads a text file, whole or a range of lines. Secret locations (those of its
+/// launcher's sandbox settings) are refused.
 #[derive(Debug)]
 pub struct ReadFile {
     definition: ToolDefinition,
+    launcher: Arc<Launcher>,
 }
 
 impl Default for ReadFile {
     fn default() -> Self {
+        Self::new(Arc::new(Launcher::default()))
+    }
+}
+
+impl ReadFile {
+    /// `read_file`, keeping from the model the secret locations `launcher`'s settings
+    /// keep from commands.
+    pub fn new(launcher: Arc<Launcher>) -> Self {
         ReadFile {
+            launcher,
             definition: ToolDefinition::new(
                 "read_file",
                 "Read File",
@@ -103,13 +151,16 @@ impl Tool for ReadFile {
         }
     }
 
+    fn assess(&self, params: &Value, workspace: Option<&Path>) -> CallAssessment {
+        assess_path(params, workspace, |_| self.effective_risk_level(params))
+    }
+
     async fn execute(&self, context: ToolExecutionContext) -> ToolResult {
-        let workspace = match workspace_of(&context) {
-            Ok(w) => w,
-            Err(e) => return ToolResult::failed(e),
-        };
         let params = context.parameters.clone();
-        blocking(&context, move || read(&workspace, &params)).await
+        blocking(&context, &self.launcher, move |workspace| {
+            read(workspace, &params)
+        })
+        .await
     }
 }
 
@@ -240,15 +291,26 @@ fn read_range<R: std::io::BufRead>(
     )
 }
 
-/// Lists a folder, recursively to a depth, honouring `.gitignore`.
+/// Lists a folder, recursively to a depth, honouring `.gitignore`. Secret locations
+/// (those of its launcher's sandbox settings) are refused, and left out of the listing.
 #[derive(Debug)]
 pub struct ListDir {
     definition: ToolDefinition,
+    launcher: Arc<Launcher>,
 }
 
 impl Default for ListDir {
     fn default() -> Self {
+        Self::new(Arc::new(Launcher::default()))
+    }
+}
+
+impl ListDir {
+    /// `list_dir`, keeping from the model the secret locations `launcher`'s settings keep
+    /// from commands.
+    pub fn new(launcher: Arc<Launcher>) -> Self {
         ListDir {
+            launcher,
             definition: ToolDefinition::new(
                 "list_dir",
                 "List Directory",
@@ -297,13 +359,16 @@ impl Tool for ListDir {
         }
     }
 
+    fn assess(&self, params: &Value, workspace: Option<&Path>) -> CallAssessment {
+        assess_path(params, workspace, |_| self.effective_risk_level(params))
+    }
+
     async fn execute(&self, context: ToolExecutionContext) -> ToolResult {
-        let workspace = match workspace_of(&context) {
-            Ok(w) => w,
-            Err(e) => return ToolResult::failed(e),
-        };
         let params = context.parameters.clone();
-        blocking(&context, move || list(&workspace, &params)).await
+        blocking(&context, &self.launcher, move |workspace| {
+            list(workspace, &params)
+        })
+        .await
     }
 }
 
@@ -321,7 +386,8 @@ fn list(workspace: &Workspace, params: &Value) -> ToolResult {
     if !dir.is_dir() {
         return ToolResult::failed(format!("'{path}' is a file; use read_file"));
     }
-    let walker = walker(workspace, &dir)
+    let secrets = Arc::new(AtomicUsize::new(0));
+    let walker = walker(workspace, &dir, &secrets)
         .max_depth(usize::try_from(depth).ok())
         .build();
     let mut entries = Vec::new();
@@ -357,8 +423,10 @@ fn list(workspace: &Workspace, params: &Value) -> ToolResult {
             "\n(only the first {LIST_DIR_CAP} entries are shown)"
         ));
     }
+    let secrets = secrets.load(Ordering::Relaxed);
+    text.push_str(&secrets_note(secrets));
     ToolResult::success_with_data(
         text,
-        json!({"path": path, "entries": entries.len(), "truncated": truncated}),
+        json!({"path": path, "entries": entries.len(), "truncated": truncated, "secret_locations_left_out": secrets}),
     )
 }

@@ -26,6 +26,29 @@ use tokio::process::Command;
 pub(crate) const PROGRAM_TIMEOUT: Duration = Duration::from_secs(120);
 /// Most of a program's stderr kept (the rest is read and dropped).
 const STDERR_CAP: usize = 16 * 1024;
+/// Longest the commit check after each tool round may wait for git: a repository can make
+/// git block (a FIFO where a file should be), and this check runs unasked.
+const INSPECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `git ARGS` for the inspector, within [`INSPECT_TIMEOUT`] (the group is killed when the
+/// time is up).
+async fn inspect(
+    launcher: &Launcher,
+    workspace: &Path,
+    args: &[&str],
+    limits: Limits,
+) -> Result<Captured, Error> {
+    let sandbox = git_sandbox(launcher, workspace);
+    tokio::time::timeout(INSPECT_TIMEOUT, git(workspace, args, limits, &sandbox))
+        .await
+        .unwrap_or_else(|_| {
+            Err(Error::Command {
+                program: "git".into(),
+                message: format!("did not answer within {} s", INSPECT_TIMEOUT.as_secs()),
+            })
+        })
+}
+
 /// Most of `git log`'s output [`GitCommandInspector::commits_since`] reads.
 const LOG_CAP: usize = 4 * 1024 * 1024;
 
@@ -211,12 +234,11 @@ impl GitInspector for GitCommandInspector {
             stdout: 1024,
             overflow: Overflow::Stop,
         };
-        let sandbox = git_sandbox(&self.launcher, workspace);
-        let out = git(
+        let out = inspect(
+            &self.launcher,
             workspace,
             &["rev-parse", "--verify", "--quiet", "HEAD"],
             limits,
-            &sandbox,
         )
         .await?;
         if !out.status.success() {
@@ -237,7 +259,8 @@ impl GitInspector for GitCommandInspector {
             stdout: LOG_CAP,
             overflow: Overflow::Stop,
         };
-        let out = git(
+        let out = inspect(
+            &self.launcher,
             workspace,
             &[
                 "log",
@@ -251,7 +274,6 @@ impl GitInspector for GitCommandInspector {
                 "--",
             ],
             limits,
-            &git_sandbox(&self.launcher, workspace),
         )
         .await?;
         if !out.status.success() && !out.stdout_cut {
@@ -375,7 +397,7 @@ impl Formatter for CommandFormatter {
                 self.name
             )));
         };
-        let confined = Workspace::new(workspace).ok();
+        let confined = Workspace::with_launcher(workspace, &self.launcher).ok();
         let before: Vec<_> = files.iter().map(|f| digest(confined.as_ref(), f)).collect();
         // Paths that could pass for options are given as `./PATH`.
         let existing: Vec<String> = files

@@ -1,16 +1,18 @@
 //! `git_status` and `git_diff`: read-only views of the workspace's git repository.
 
-use crate::fs_tools::workspace_of;
+use crate::fs_tools::{confined, workspace_of};
 use crate::git::{git as run_git, git_sandbox, Limits, Overflow};
 use crate::lines::whole_chars;
+use crate::params::assess_path;
 use crate::workspace::Workspace;
 use async_trait::async_trait;
 use core_models::{
-    RiskLevel, Tool, ToolCategory, ToolDefinition, ToolExecutionContext, ToolResult,
-    ToolValidationResult,
+    CallAssessment, RiskLevel, Tool, ToolCategory, ToolDefinition, ToolExecutionContext,
+    ToolResult, ToolValidationResult,
 };
 use sandbox::Launcher;
 use serde_json::{json, Value};
+use std::path::Path;
 use std::sync::Arc;
 
 /// Largest diff returned; a longer one is cut with a note. Git's output is read only up
@@ -215,6 +217,10 @@ impl Tool for GitDiff {
         }
     }
 
+    fn assess(&self, params: &Value, workspace: Option<&Path>) -> CallAssessment {
+        assess_path(params, workspace, |_| self.effective_risk_level(params))
+    }
+
     async fn execute(&self, context: ToolExecutionContext) -> ToolResult {
         let mut args = vec![
             "diff",
@@ -226,7 +232,8 @@ impl Tool for GitDiff {
         if context.parameters.get("staged") == Some(&Value::Bool(true)) {
             args.push("--staged");
         }
-        let workspace = match workspace_of(&context) {
+        // Its secret locations those of the launcher: a path into one is refused.
+        let workspace = match confined(&context, &self.launcher).await {
             Ok(w) => w,
             Err(e) => return ToolResult::failed(e),
         };

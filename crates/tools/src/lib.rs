@@ -7,7 +7,12 @@
 //!   paths, `..` that climbs out and symlinks leading out are refused with a clear error,
 //!   and every file is opened, created or renamed through a handle that resolves paths
 //!   only beneath the workspace (`openat2` with `RESOLVE_BENEATH`), so a path swapped for
-//!   a link while a tool runs cannot reach outside. FIFOs, sockets and devices are never
+//!   a link while a tool runs cannot reach outside. The secret locations the sandbox keeps
+//!   from commands (`~/.ssh`, `~/.aws`, tokens, `deny_read`: see
+//!   [`sandbox::Launcher::protected_paths`]) are kept from these tools too: a path that
+//!   is, or leads through a link to, one of them is refused, and walks leave them out.
+//!   Their permission subjects are a path's form and where it leads through links, so a
+//!   deny pattern cannot be bypassed through a link. FIFOs, sockets and devices are never
 //!   read or written; lines and outputs are read with caps, so memory stays bounded on
 //!   any input.
 //! * [`GitStatus`], [`GitDiff`] and [`GitCommandInspector`] (the
@@ -59,15 +64,17 @@ pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
     builtin_tools_with(Arc::new(sandbox::Launcher::default()))
 }
 
-/// Every built-in tool; the ones that start processes (`run_command`, the git tools) start
-/// them through `launcher`, which carries the application's sandbox settings.
+/// Every built-in tool, all given `launcher`, which carries the application's sandbox
+/// settings: the ones that start processes (`run_command`, the git tools) start them
+/// through it, and the file tools keep from the model the secret locations it keeps from
+/// commands.
 pub fn builtin_tools_with(launcher: Arc<sandbox::Launcher>) -> Vec<Arc<dyn Tool>> {
     vec![
-        Arc::new(ReadFile::default()),
-        Arc::new(ListDir::default()),
-        Arc::new(SearchFiles::default()),
-        Arc::new(WriteFile::default()),
-        Arc::new(EditFile::default()),
+        Arc::new(ReadFile::new(Arc::clone(&launcher))),
+        Arc::new(ListDir::new(Arc::clone(&launcher))),
+        Arc::new(SearchFiles::new(Arc::clone(&launcher))),
+        Arc::new(WriteFile::new(Arc::clone(&launcher))),
+        Arc::new(EditFile::new(Arc::clone(&launcher))),
         Arc::new(RunCommand::new(Arc::clone(&launcher))),
         Arc::new(GitStatus::new(Arc::clone(&launcher))),
         Arc::new(GitDiff::new(launcher)),

@@ -1,7 +1,9 @@
 //! Parameter checks shared by the tools.
 
-use core_models::ToolValidationResult;
+use crate::workspace::path_subjects;
+use core_models::{CallAssessment, PermissionSubjects, RiskLevel, ToolValidationResult};
 use serde_json::Value;
+use std::path::Path;
 
 /// Require a non-empty string `path`.
 pub(crate) fn require_path(params: &Value, errors: &mut Vec<String>) {
@@ -35,4 +37,35 @@ pub(crate) fn verdict(errors: Vec<String>) -> ToolValidationResult {
     } else {
         ToolValidationResult::invalid(errors)
     }
+}
+
+/// The assessment of a call of a path tool: its `path` argument as the permission
+/// subjects — the lexical form and where it leads through symbolic links (see
+/// `workspace::path_subjects`) — rated by `rate` at the highest of the forms (so a
+/// link cannot make a sensitive file look ordinary). Without a `path` argument, the
+/// default subjects ([`PermissionSubjects::from_parameters`]) and `rate("")`.
+pub(crate) fn assess_path(
+    params: &Value,
+    workspace: Option<&Path>,
+    rate: impl Fn(&str) -> RiskLevel,
+) -> CallAssessment {
+    let Some(raw) = params.get("path").and_then(Value::as_str) else {
+        return CallAssessment::new(
+            rate(""),
+            PermissionSubjects::from_parameters(params, workspace),
+        );
+    };
+    let subjects = path_subjects(raw, workspace);
+    let risk = subjects
+        .subjects
+        .iter()
+        .map(|s| rate(s))
+        .fold(rate(raw), RiskLevel::max);
+    let reasons = match subjects.subjects.as_slice() {
+        [lexical, led] => vec![format!(
+            "'{lexical}' leads to '{led}' (through a symbolic link)"
+        )],
+        _ => Vec::new(),
+    };
+    CallAssessment::new(risk, subjects).with_reasons(reasons)
 }

@@ -1,18 +1,22 @@
 //! `search_files`: a regular expression across the workspace, with ripgrep's crates.
 
-use crate::fs_tools::{blocking, workspace_of};
+use crate::fs_tools::blocking;
 use crate::lines::{CappedLines, LINE_CAP};
-use crate::params::{positive, verdict};
-use crate::walk::walker;
+use crate::params::{assess_path, positive, verdict};
+use crate::walk::{secrets_note, walker};
 use crate::workspace::Workspace;
 use async_trait::async_trait;
 use core_models::{
-    CancellationToken, RiskLevel, Tool, ToolCategory, ToolDefinition, ToolExecutionContext,
-    ToolResult, ToolValidationResult,
+    CallAssessment, CancellationToken, RiskLevel, Tool, ToolCategory, ToolDefinition,
+    ToolExecutionContext, ToolResult, ToolValidationResult,
 };
 use grep_matcher::Matcher;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use sandbox::Launcher;
 use serde_json::{json, Value};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// Most matching lines returned when the call does not say.
 pub const SEARCH_DEFAULT_RESULTS: u64 = 100;
@@ -24,15 +28,26 @@ const SHOWN_CAP: usize = 300;
 /// Searches file contents with a regular expression, honouring `.gitignore` and skipping
 /// binary files. Files are read a line at a time: only the first 64 KiB of a longer line
 /// are searched (a match there is still found, and the line says it was cut), so memory
-/// stays bounded whatever the files hold.
+/// stays bounded whatever the files hold. Secret locations (those of its launcher's
+/// sandbox settings) are refused as the path, and left out of the search.
 #[derive(Debug)]
 pub struct SearchFiles {
     definition: ToolDefinition,
+    launcher: Arc<Launcher>,
 }
 
 impl Default for SearchFiles {
     fn default() -> Self {
+        Self::new(Arc::new(Launcher::default()))
+    }
+}
+
+impl SearchFiles {
+    /// `search_files`, keeping from the model the secret locations `launcher`'s settings
+    /// keep from commands.
+    pub fn new(launcher: Arc<Launcher>) -> Self {
         SearchFiles {
+            launcher,
             definition: ToolDefinition::new(
                 "search_files",
                 "Search Files",
@@ -108,14 +123,17 @@ impl Tool for SearchFiles {
         }
     }
 
+    fn assess(&self, params: &Value, workspace: Option<&Path>) -> CallAssessment {
+        assess_path(params, workspace, |_| self.effective_risk_level(params))
+    }
+
     async fn execute(&self, context: ToolExecutionContext) -> ToolResult {
-        let workspace = match workspace_of(&context) {
-            Ok(w) => w,
-            Err(e) => return ToolResult::failed(e),
-        };
         let params = context.parameters.clone();
         let token = context.cancellation.clone();
-        blocking(&context, move || search(&workspace, &params, &token)).await
+        blocking(&context, &self.launcher, move |workspace| {
+            search(workspace, &params, &token)
+        })
+        .await
     }
 }
 
@@ -153,7 +171,8 @@ fn search(workspace: &Workspace, params: &Value, token: &CancellationToken) -> T
     let mut files_with_matches = 0usize;
     let mut truncated = false;
     let mut cut_lines = 0usize;
-    for entry in walker(workspace, &root).build() {
+    let secrets = Arc::new(AtomicUsize::new(0));
+    for entry in walker(workspace, &root, &secrets).build() {
         if token.is_cancelled() {
             return ToolResult::failed("Cancelled");
         }
@@ -211,9 +230,11 @@ fn search(workspace: &Workspace, params: &Value, token: &CancellationToken) -> T
             LINE_CAP / 1024
         ));
     }
+    let secrets = secrets.load(Ordering::Relaxed);
+    text.push_str(&secrets_note(secrets));
     ToolResult::success_with_data(
         text,
-        json!({"pattern": pattern, "matches": lines.len(), "files": files_with_matches, "truncated": truncated, "cut_lines": cut_lines}),
+        json!({"pattern": pattern, "matches": lines.len(), "files": files_with_matches, "truncated": truncated, "cut_lines": cut_lines, "secret_locations_left_out": secrets}),
     )
 }
 

@@ -7,6 +7,8 @@
 //! Here each is opened beneath the workspace without blocking and without following a
 //! final symbolic link (as git does), only when it is a regular file, and read up to a
 //! cap.
+//!
+//! Secret locations ([`Workspace::protected`]) are left out of every walk, and counted.
 
 use crate::special::{kind_of, FileKind};
 use crate::workspace::Workspace;
@@ -14,16 +16,23 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The most of one ignore file that is read.
 const IGNORE_FILE_CAP: u64 = 1024 * 1024;
 
-/// A walk of `dir` (inside `workspace`) in name order that honours the ignore files of
-/// the workspace (also outside a git repository), shows hidden files, skips `.git` and
-/// does not follow symbolic links.
-pub(crate) fn walker(workspace: &Workspace, dir: &Path) -> ignore::WalkBuilder {
+/// A walk of `dir` (inside `workspace`, canonical) in name order that honours the ignore
+/// files of the workspace (also outside a git repository), shows hidden files, skips
+/// `.git`, does not follow symbolic links, and leaves out the secret locations, counting
+/// them in `secrets`. (Not following links, every entry's path is where it is on disk.)
+pub(crate) fn walker(
+    workspace: &Workspace,
+    dir: &Path,
+    secrets: &Arc<AtomicUsize>,
+) -> ignore::WalkBuilder {
     let rules = Arc::new(Rules::new(workspace.clone()));
+    let secrets = Arc::clone(secrets);
     let mut builder = ignore::WalkBuilder::new(dir);
     builder
         .standard_filters(false)
@@ -38,9 +47,26 @@ pub(crate) fn walker(workspace: &Workspace, dir: &Path) -> ignore::WalkBuilder {
                 return false;
             }
             let is_dir = e.file_type().is_some_and(|t| t.is_dir());
-            !rules.ignored(e.path(), is_dir)
+            if rules.ignored(e.path(), is_dir) {
+                return false;
+            }
+            if rules.workspace.is_protected(e.path()) {
+                secrets.fetch_add(1, Ordering::Relaxed);
+                return false;
+            }
+            true
         });
     builder
+}
+
+/// The note that ends a listing or a search that left out `count` secret locations
+/// (empty when none).
+pub(crate) fn secrets_note(count: usize) -> String {
+    match count {
+        0 => String::new(),
+        1 => "\n(1 secret location was left out: tools do not read or write it)".into(),
+        n => format!("\n({n} secret locations were left out: tools do not read or write them)"),
+    }
 }
 
 /// The ignore rules of one folder.
@@ -223,8 +249,9 @@ mod tests {
             std::fs::write(root.join(path), text).unwrap();
         }
         let workspace = Workspace::new(&root).unwrap();
+        let secrets = std::sync::Arc::default();
         for start in [root.clone(), root.join("sub")] {
-            let ours = paths(walker(&workspace, &start).build(), &root);
+            let ours = paths(walker(&workspace, &start, &secrets).build(), &root);
             let theirs = paths(
                 ignore::WalkBuilder::new(&start)
                     .hidden(false)

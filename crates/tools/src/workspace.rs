@@ -6,23 +6,37 @@
 //! folder that only resolves paths beneath it (`openat2` with `RESOLVE_BENEATH` on Linux,
 //! through `cap-std`): a path swapped for a symbolic link between the check and the use
 //! cannot reach outside.
+//!
+//! The secret locations the sandbox keeps from commands (`~/.ssh`, `~/.aws`, tokens,
+//! configured `deny_read` paths: [`sandbox::Launcher::protected_paths`]) are kept from the
+//! tools too, here where every path is resolved: a path that is, or is beneath, one of
+//! them — by its form or by where it leads through symbolic links — is refused, for
+//! reading, writing, listing and searching alike, also when it does not exist yet. Every
+//! file or folder opened is checked once more on its handle, so a path swapped for a link
+//! into a secret location between the check and the use is refused as well.
 
 use crate::error::Error;
 use crate::special::{kind_of, FileKind};
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
+use core_models::PermissionSubjects;
 use nix::fcntl::OFlag;
+use sandbox::Launcher;
 use std::ffi::OsString;
 use std::io;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 /// A folder the tools work in. Every path a tool is given is relative to it, and is
 /// refused when it leads outside: absolute paths, `..` that climbs out, and symlinks
-/// pointing out are all errors.
+/// pointing out are all errors. So is a path that is, or leads to, a secret location
+/// (see [`Workspace::with_launcher`]).
 #[derive(Debug, Clone)]
 pub struct Workspace {
     root: PathBuf,
     dir: Arc<Dir>,
+    /// The secret locations at or beneath the root, or holding it (canonical).
+    protected: Arc<[PathBuf]>,
 }
 
 impl PartialEq for Workspace {
@@ -60,11 +74,24 @@ fn read_flags() -> i32 {
 }
 
 impl Workspace {
-    /// The workspace at `root` (which must be an existing folder).
+    /// The workspace at `root` (which must be an existing folder), with the secret
+    /// locations of the default sandbox settings ([`Launcher::default`]) kept from the
+    /// tools.
     ///
     /// # Errors
     /// [`Error::Workspace`] when it does not exist or is not a folder.
     pub fn new(root: impl AsRef<Path>) -> Result<Self, Error> {
+        Self::with_launcher(root, &Launcher::default())
+    }
+
+    /// The workspace at `root` (which must be an existing folder), with the secret
+    /// locations of `launcher`'s settings ([`Launcher::protected_paths`]: the default
+    /// ones under the home folder, the system ones and `deny_read`) kept from the tools,
+    /// as the sandbox keeps them from commands.
+    ///
+    /// # Errors
+    /// [`Error::Workspace`] when it does not exist or is not a folder.
+    pub fn with_launcher(root: impl AsRef<Path>, launcher: &Launcher) -> Result<Self, Error> {
         let root = root.as_ref();
         let canonical = root.canonicalize().map_err(|e| Error::Workspace {
             path: root.to_path_buf(),
@@ -82,15 +109,61 @@ impl Workspace {
                 message: format!("cannot be opened: {e}"),
             }
         })?;
+        // Only the secret locations at or beneath the workspace, or holding it, can ever
+        // be reached: any other path is refused as leading outside.
+        let protected: Vec<PathBuf> = launcher
+            .protected_paths(&canonical)
+            .into_iter()
+            .filter(|p| p.starts_with(&canonical) || canonical.starts_with(p))
+            .collect();
         Ok(Workspace {
             root: canonical,
             dir: Arc::new(dir),
+            protected: protected.into(),
         })
     }
 
     /// The workspace folder (canonical).
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The secret locations no tool reads or writes that matter here: those at or
+    /// beneath the workspace folder, or holding it; canonical as far as they exist.
+    pub fn protected(&self) -> &[PathBuf] {
+        &self.protected
+    }
+
+    /// Whether the absolute path `path` is a secret location or beneath one (compared as
+    /// given: callers pass canonical paths, or the workspace joined with a lexically
+    /// normalized relative path).
+    pub(crate) fn is_protected(&self, path: &Path) -> bool {
+        self.protected.iter().any(|p| path.starts_with(p))
+    }
+
+    /// Refuse `absolute` (where `path` leads, by its form when `by_link` is false, or on
+    /// disk) when it is a secret location or beneath one.
+    fn refuse_protected(&self, path: &str, absolute: &Path, by_link: bool) -> Result<(), Error> {
+        if self.is_protected(absolute) {
+            Err(secret(path, by_link))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Refuse a handle (of `path`, or of the folder holding `name`) that turned out to be
+    /// in a secret location: what was actually opened, whatever happened to the path.
+    fn check_held(
+        &self,
+        path: &str,
+        handle: BorrowedFd<'_>,
+        name: Option<&Path>,
+    ) -> Result<(), Error> {
+        match (held_at(handle), name) {
+            (Some(at), Some(name)) => self.refuse_protected(path, &at.join(name), true),
+            (Some(at), None) => self.refuse_protected(path, &at, true),
+            (None, _) => Ok(()),
+        }
     }
 
     /// The handle on the workspace folder that resolves paths only beneath it.
@@ -118,17 +191,17 @@ impl Workspace {
                 message: "is absolute; use a path relative to the workspace".into(),
             });
         }
-        let mut depth: i32 = 0;
+        // The path by its form, `..` resolved: refused when it names a secret location.
+        let mut normalized = PathBuf::new();
         for c in p.components() {
             match c {
-                Component::ParentDir => depth -= 1,
-                Component::Normal(_) => depth += 1,
+                // `..` goes up a folder; with none left to go up, it climbs out.
+                Component::ParentDir if !normalized.pop() => return Err(climbs_out(path)),
+                Component::Normal(part) => normalized.push(part),
                 _ => {}
             }
-            if depth < 0 {
-                return Err(climbs_out(path));
-            }
         }
+        self.refuse_protected(path, &self.root.join(normalized), false)?;
         Ok(p)
     }
 
@@ -147,7 +220,9 @@ impl Workspace {
                 format!("cannot be opened: {e}")
             },
         })?;
-        self.inside(path, canonical)
+        let canonical = self.inside(path, canonical)?;
+        self.refuse_protected(path, &canonical, true)?;
+        Ok(canonical)
     }
 
     /// The absolute path for a file that may not exist yet: its folder must exist and be
@@ -194,12 +269,13 @@ impl Workspace {
     }
 
     /// Open `relative` (a path beneath the workspace, as found by a walk) for reading: a
-    /// regular file, or an error for anything else.
+    /// regular file, or an error for anything else (and for a secret location).
     pub(crate) fn open_file_beneath(
         &self,
         shown: &str,
         relative: &Path,
     ) -> Result<std::fs::File, Error> {
+        self.refuse_protected(shown, &self.root.join(relative), false)?;
         let file = self
             .dir
             .open_with(
@@ -208,6 +284,7 @@ impl Workspace {
             )
             .map_err(|e| self.io_error(shown, &e))?
             .into_std();
+        self.check_held(shown, file.as_fd(), None)?;
         check_regular(shown, &file)?;
         Ok(file)
     }
@@ -225,10 +302,7 @@ impl Workspace {
                 message: "is a folder".into(),
             });
         };
-        Ok(Target {
-            dir: self.open_dir(path, parent)?,
-            name: name.to_os_string(),
-        })
+        self.target(path, parent, name.to_os_string())
     }
 
     /// The folder handle and name a file that may not exist yet is written through,
@@ -238,10 +312,15 @@ impl Workspace {
     /// As for [`Workspace::resolve_new`] and [`Workspace::resolve_new_creating`].
     pub(crate) fn new_target(&self, path: &str, create: bool) -> Result<Target, Error> {
         let (dir, name) = self.place(path, create)?;
-        Ok(Target {
-            dir: self.open_dir(path, &dir)?,
-            name,
-        })
+        self.target(path, &dir, name)
+    }
+
+    /// The target `name` in the folder `relative`, the folder opened beneath the
+    /// workspace and checked, on its handle, not to be in a secret location.
+    fn target(&self, path: &str, relative: &Path, name: OsString) -> Result<Target, Error> {
+        let dir = self.open_dir(path, relative)?;
+        self.check_held(path, dir.as_fd(), Some(Path::new(&name)))?;
+        Ok(Target { dir, name })
     }
 
     /// Open the folder `relative` (beneath the workspace).
@@ -307,6 +386,9 @@ impl Workspace {
                 }
             }
         }
+        // Where the file goes, the existing part canonical: a secret location (even one
+        // that does not exist yet) is refused before any folder is made.
+        self.refuse_protected(path, &self.root.join(&folder).join(name), true)?;
         let missing = folder.components().count() > existing;
         if missing && !create {
             return Err(Error::Path {
@@ -322,6 +404,7 @@ impl Workspace {
             // An existing symbolic link is written through, when it stays inside.
             Ok(meta) if meta.file_type().is_symlink() => {
                 let resolved = self.follow(path, &file)?;
+                self.refuse_protected(path, &self.root.join(&resolved), true)?;
                 match (resolved.parent(), resolved.file_name()) {
                     (Some(dir), Some(name)) => Ok((dir.to_path_buf(), name.to_os_string())),
                     _ => Err(Error::Path {
@@ -425,6 +508,45 @@ impl Workspace {
     }
 }
 
+/// The permission subjects of the path argument `raw` of a call over `workspace`: its
+/// lexical form ([`PermissionSubjects::path`]) and, when it differs, where it leads on
+/// disk ([`leads_to`]). A deny pattern then refuses a path that reaches a denied file
+/// through a symbolic link, and an allow pattern must allow both. A path that leads
+/// outside or cannot be resolved keeps the lexical subject only.
+pub(crate) fn path_subjects(raw: &str, workspace: Option<&Path>) -> PermissionSubjects {
+    let lexical = core_models::normalize_path(raw, workspace);
+    let led = workspace.and_then(|root| leads_to(raw, root));
+    PermissionSubjects::of([lexical].into_iter().chain(led))
+}
+
+/// Where the path `raw` leads in `workspace`, following symbolic links: canonical as far
+/// as it exists (a file to be created is its folder's canonical path and its name),
+/// relative to the workspace, `/`-separated (`.` for the workspace itself). `None` when it
+/// leads outside or cannot be resolved.
+pub(crate) fn leads_to(raw: &str, workspace: &Path) -> Option<String> {
+    let trimmed = raw.trim();
+    if trimmed.is_empty() {
+        return None;
+    }
+    let root = workspace.canonicalize().ok()?;
+    let joined = workspace.join(trimmed);
+    let mut existing = joined.as_path();
+    let mut rest: Vec<&std::ffi::OsStr> = Vec::new();
+    let mut full = loop {
+        if let Ok(canonical) = existing.canonicalize() {
+            break canonical;
+        }
+        // A missing part named `..` cannot be resolved without it: lexical only.
+        rest.push(existing.file_name()?);
+        existing = existing.parent()?;
+    };
+    for name in rest.iter().rev() {
+        full.push(name);
+    }
+    let inside = full.strip_prefix(&root).ok()?;
+    Some(core_models::normalize_path(&inside.to_string_lossy(), None))
+}
+
 /// `relative`, or `.` for the workspace itself.
 fn dot_if_empty(relative: &Path) -> &Path {
     if relative.as_os_str().is_empty() {
@@ -451,6 +573,34 @@ fn through_link(path: &str) -> Error {
     Error::Path {
         path: path.into(),
         message: "leads outside the workspace (through a symbolic link)".into(),
+    }
+}
+
+/// The refusal of a secret location, named by its form or reached through a link.
+fn secret(path: &str, by_link: bool) -> Error {
+    Error::Path {
+        path: path.into(),
+        message: if by_link {
+            "leads to a secret location (through a symbolic link); tools do not read or write it"
+        } else {
+            "is a secret location; tools do not read or write it"
+        }
+        .into(),
+    }
+}
+
+/// Where an open handle is, as the kernel tells (`/proc/self/fd`); `None` where it cannot
+/// be told (the path was checked before it was opened).
+fn held_at(handle: BorrowedFd<'_>) -> Option<PathBuf> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        std::fs::read_link(format!("/proc/self/fd/{}", handle.as_raw_fd())).ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = handle;
+        None
     }
 }
 
@@ -488,5 +638,82 @@ pub(crate) fn check_regular(path: &str, file: &std::fs::File) -> Result<(), Erro
             message: "is a folder".into(),
         }),
         other => Err(special_error(path, other)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use sandbox::SandboxSettings;
+    use std::os::unix::fs::symlink;
+
+    /// A fake home folder with `.ssh/id_rsa`, as a workspace whose launcher takes it for
+    /// the home folder.
+    fn home() -> (tempfile::TempDir, Workspace) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".ssh")).unwrap();
+        std::fs::write(dir.path().join(".ssh/id_rsa"), "key").unwrap();
+        let launcher = Launcher::new(SandboxSettings {
+            home: Some(dir.path().to_path_buf()),
+            ..SandboxSettings::default()
+        });
+        let workspace = Workspace::with_launcher(dir.path(), &launcher).unwrap();
+        (dir, workspace)
+    }
+
+    /// What was actually opened is checked, whatever the path looked like when it was
+    /// checked: a folder that became a link into `.ssh` (a link that stays beneath the
+    /// workspace, which opening beneath it allows) is refused on the handle.
+    #[test]
+    fn handles_opened_in_a_secret_location_are_refused() {
+        let (dir, workspace) = home();
+        symlink(".ssh", dir.path().join("d")).unwrap();
+        let read = workspace.open_file_beneath("d/id_rsa", Path::new("d/id_rsa"));
+        assert!(
+            read.unwrap_err().to_string().contains("secret location"),
+            "read through the link"
+        );
+        let write = workspace.target("d/new", Path::new("d"), "new".into());
+        assert!(write.unwrap_err().to_string().contains("secret location"));
+        // The same shapes without the link work.
+        std::fs::remove_file(dir.path().join("d")).unwrap();
+        std::fs::create_dir(dir.path().join("d")).unwrap();
+        std::fs::write(dir.path().join("d/id_rsa"), "not a key").unwrap();
+        assert!(workspace
+            .open_file_beneath("d/id_rsa", Path::new("d/id_rsa"))
+            .is_ok());
+        assert!(workspace
+            .target("d/new", Path::new("d"), "new".into())
+            .is_ok());
+    }
+
+    #[test]
+    fn only_secret_locations_that_can_be_reached_are_kept() {
+        let (dir, workspace) = home();
+        let root = dir.path().canonicalize().unwrap();
+        assert!(workspace.protected().contains(&root.join(".ssh")));
+        // `.netrc` does not exist: it is kept by its name in the existing folder.
+        assert!(workspace.protected().contains(&root.join(".netrc")));
+        assert!(workspace
+            .protected()
+            .iter()
+            .all(|p| p.starts_with(&root) || root.starts_with(p)));
+    }
+
+    #[test]
+    fn where_a_path_leads() {
+        let (dir, _) = home();
+        let root = dir.path();
+        symlink(".ssh", root.join("lnk")).unwrap();
+        symlink("/", root.join("out")).unwrap();
+        let led = |raw: &str| leads_to(raw, root);
+        assert_eq!(led("lnk/id_rsa").as_deref(), Some(".ssh/id_rsa"));
+        assert_eq!(led("lnk/not-yet").as_deref(), Some(".ssh/not-yet"));
+        assert_eq!(led("./lnk/..").as_deref(), Some("."));
+        assert_eq!(led("out/etc"), None);
+        assert_eq!(led("../x"), None);
+        assert_eq!(led("missing/../x"), None);
+        assert_eq!(led("  "), None);
     }
 }

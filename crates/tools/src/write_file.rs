@@ -1,15 +1,17 @@
 //! `write_file`: create or replace a file, atomically.
 
 use crate::atomic::{replace_atomically, write_all, Replaced};
-use crate::params::{require_path, verdict};
+use crate::params::{assess_path, require_path, verdict};
 use crate::workspace::Workspace;
 use async_trait::async_trait;
 use core_models::{
-    RiskLevel, Tool, ToolCategory, ToolDefinition, ToolExecutionContext, ToolResult,
-    ToolValidationResult,
+    CallAssessment, RiskLevel, Tool, ToolCategory, ToolDefinition, ToolExecutionContext,
+    ToolResult, ToolValidationResult,
 };
+use sandbox::Launcher;
 use serde_json::{json, Value};
 use std::path::Path;
+use std::sync::Arc;
 
 /// Paths whose change is riskier than ordinary source files.
 const SENSITIVE: [&str; 6] = [
@@ -26,15 +28,26 @@ const SENSITIVE: [&str; 6] = [
 /// leaves half a file. Missing folders are created, only beneath the workspace. A
 /// replaced file keeps its mode (and, for root, its owner); a file the user could not
 /// write is refused; a new file gets 0666 less the umask. FIFOs, sockets and devices are
-/// refused.
+/// refused, and so are secret locations (those of its launcher's sandbox settings), also
+/// ones that do not exist yet.
 #[derive(Debug)]
 pub struct WriteFile {
     definition: ToolDefinition,
+    launcher: Arc<Launcher>,
 }
 
 impl Default for WriteFile {
     fn default() -> Self {
+        Self::new(Arc::new(Launcher::default()))
+    }
+}
+
+impl WriteFile {
+    /// `write_file`, keeping from the model the secret locations `launcher`'s settings
+    /// keep from commands.
+    pub fn new(launcher: Arc<Launcher>) -> Self {
         WriteFile {
+            launcher,
             definition: ToolDefinition::new(
                 "write_file",
                 "Write File",
@@ -84,16 +97,20 @@ impl Tool for WriteFile {
         write_risk(params.get("path").and_then(Value::as_str).unwrap_or(""))
     }
 
+    fn assess(&self, params: &Value, workspace: Option<&Path>) -> CallAssessment {
+        assess_path(params, workspace, write_risk)
+    }
+
     async fn execute(&self, context: ToolExecutionContext) -> ToolResult {
-        run_to_end(context, write).await
+        run_to_end(context, &self.launcher, write).await
     }
 }
 
-fn write(root: &Path, params: &Value, token: &core_models::CancellationToken) -> ToolResult {
-    let workspace = match Workspace::new(root) {
-        Ok(w) => w,
-        Err(e) => return ToolResult::failed(e.to_string()),
-    };
+fn write(
+    workspace: &Workspace,
+    params: &Value,
+    token: &core_models::CancellationToken,
+) -> ToolResult {
     let path = params
         .get("path")
         .and_then(Value::as_str)
@@ -123,21 +140,27 @@ fn write(root: &Path, params: &Value, token: &core_models::CancellationToken) ->
     )
 }
 
-/// Run a blocking file change off the async runtime and wait for it to end, even when
-/// cancelled: the change itself checks the token before its rename, so a reported
-/// cancellation always means the file was left as it was.
+/// Run a blocking file change on the call's workspace — its secret locations those of
+/// `launcher` — off the async runtime and wait for it to end, even when cancelled: the
+/// change itself checks the token before its rename, so a reported cancellation always
+/// means the file was left as it was.
 pub(crate) async fn run_to_end(
     context: ToolExecutionContext,
-    change: fn(&Path, &Value, &core_models::CancellationToken) -> ToolResult,
+    launcher: &Arc<Launcher>,
+    change: fn(&Workspace, &Value, &core_models::CancellationToken) -> ToolResult,
 ) -> ToolResult {
     let Some(root) = context.workspace_path.clone() else {
         return ToolResult::failed("no workspace is open");
     };
     let params = context.parameters;
     let token = context.cancellation;
-    tokio::task::spawn_blocking(move || change(&root, &params, &token))
-        .await
-        .unwrap_or_else(|e| ToolResult::failed(format!("the tool stopped unexpectedly: {e}")))
+    let launcher = Arc::clone(launcher);
+    tokio::task::spawn_blocking(move || match Workspace::with_launcher(&root, &launcher) {
+        Ok(workspace) => change(&workspace, &params, &token),
+        Err(e) => ToolResult::failed(e.to_string()),
+    })
+    .await
+    .unwrap_or_else(|e| ToolResult::failed(format!("the tool stopped unexpectedly: {e}")))
 }
 
 /// Whether changing `path` deserves more care than an ordinary source file.

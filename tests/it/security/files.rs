@@ -1,6 +1,9 @@
 //! The file tools against a hostile workspace: paths swapped for symbolic links while a
 //! tool runs, folders that lead out, FIFOs, sockets and devices, ignore files that are
-//! FIFOs, files the user may not change, and lines too long to hold.
+//! FIFOs, files the user may not change, and lines too long to hold; and, in
+//! [`secrets`], the secret locations a workspace may hold.
+
+mod secrets;
 
 use core_models::{Tool, ToolExecutionContext, ToolResult};
 use serde_json::{json, Value};

@@ -366,11 +366,16 @@ async fn safe_commands_run_read_only_even_when_the_repository_runs_programs() {
     ]);
     // The repository's own config names a program git runs on `git status`.
     let hook = s.ws.join("fsmonitor.sh");
+    let victim = s.outside.join("victim.txt");
     std::fs::write(
         &hook,
-        "#!/bin/sh\necho pwned > \"$(dirname \"$0\")/marker\"\n",
+        format!(
+            "#!/bin/sh\necho pwned > \"$(dirname \"$0\")/marker\"\nchmod 4777 {v}\ntouch -d 2001-01-01 {v}\n",
+            v = victim.display()
+        ),
     )
     .unwrap();
+    let before = std::fs::metadata(&victim).unwrap();
     std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     git(&["config", "core.fsmonitor", hook.to_str().unwrap()]);
     let tool = tool(Some(&s.home));
@@ -383,6 +388,45 @@ async fn safe_commands_run_read_only_even_when_the_repository_runs_programs() {
         !s.ws.join("marker").exists(),
         "a command rated safe changed the workspace"
     );
+    let after = std::fs::metadata(&victim).unwrap();
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(
+        after.mode(),
+        before.mode(),
+        "a command rated safe changed a file's mode"
+    );
+    assert_eq!(
+        after.mtime(),
+        before.mtime(),
+        "a command rated safe changed a file's times"
+    );
+    // Control: outside the sandbox the repository's program does run.
+    git(&["status", "--short"]);
+    assert!(
+        s.ws.join("marker").exists(),
+        "the fsmonitor hook is not wired"
+    );
+}
+
+#[tokio::test]
+async fn sandboxed_commands_cannot_create_namespaces() {
+    if !kernel_sandboxes() {
+        return;
+    }
+    let s = scene();
+    let tool = tool(Some(&s.home));
+    // unshare(1) and a raw clone(2) with namespace flags, the way a program would do it.
+    let raw_clone =
+        "python3 -c \"import ctypes, os, signal; libc = ctypes.CDLL(None, use_errno=True); \
+pid = libc.syscall(56, 0x10000000 | 0x20000000 | signal.SIGCHLD, 0, 0, 0, 0); \
+os._exit(0) if pid == 0 else None; print('cloned' if pid > 0 else 'refused', ctypes.get_errno())\"";
+    for command in ["unshare -Ur true && echo namespaces", raw_clone] {
+        let (_, out) = run(&tool, &s.ws, json!({ "command": command })).await;
+        assert!(
+            !out.contains("namespaces") && !out.contains("cloned"),
+            "`{command}` created namespaces: {out}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -1,8 +1,11 @@
 //! Permission rules that cannot be slipped past or lost: patterns see normalized subjects
-//! (no spelling of a denied path gets through), critical calls always reach a person, and
-//! the permission file loses no rule to a concurrent writer or a stale copy.
+//! (no spelling of a denied path gets through), deny patterns fail closed (a call they
+//! cannot be checked against is refused, even when every call is approved), critical calls
+//! always reach a person, and the permission file loses no rule to a concurrent writer or
+//! a stale copy.
 
-use crate::agent::{call, harness_with, results, run, text};
+use crate::agent::{call, harness_with, results, run, run_answering, text};
+use core_models::AgentService as _;
 use core_models::{
     ApprovalDecision, PermissionManager, PermissionStore, PermissionSubjects, RememberScope,
     RiskLevel, Tool, ToolAvailabilityContext, ToolCallRequest, ToolPermissionSettings,
@@ -187,13 +190,33 @@ async fn allow_patterns_must_cover_every_subject_of_a_complete_call() {
         Verdict::Approval,
         "one subject not covered"
     );
+    // Incomplete or empty subjects: never allowed by a pattern; with deny patterns they
+    // are refused (the patterns cannot be checked), without them a person is asked.
     assert_eq!(
         verdict(&pm, conv, &with(&["cargo test"], &[], false)).await,
+        Verdict::Denied,
+        "incomplete subjects cannot be checked against the deny patterns"
+    );
+    assert_eq!(
+        verdict(&pm, conv, &with(&[], &[], true)).await,
+        Verdict::Denied,
+        "nothing to match"
+    );
+    let allow_only = manager_with(
+        "run_command",
+        ToolPermissionSettings {
+            allowed_patterns: vec!["cargo *".into()],
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(
+        verdict(&allow_only, conv, &with(&["cargo test"], &[], false)).await,
         Verdict::Approval,
         "incomplete subjects are never allowed by a pattern"
     );
     assert_eq!(
-        verdict(&pm, conv, &with(&[], &[], true)).await,
+        verdict(&allow_only, conv, &with(&[], &[], true)).await,
         Verdict::Approval,
         "nothing to match"
     );
@@ -209,20 +232,182 @@ async fn allow_patterns_must_cover_every_subject_of_a_complete_call() {
     );
 }
 
+/// A `run_command` call assessed by the real command judge.
+fn judged_command(command: &str, risk: RiskLevel) -> ToolCallRequest {
+    let parameters = json!({ "command": command });
+    let mut c = tool_call("run_command", parameters.clone(), risk);
+    let assessment = tools::RunCommand::default().assess(&parameters, None);
+    c.permission_subjects = Some(assessment.subjects);
+    c
+}
+
+/// Commands whose subjects cannot show every command they run.
+const UNCHECKABLE: &[&str] = &[
+    "$(echo rm) v18",
+    "rm${IFS}v19",
+    "sh <<EOF\nrm v12\nEOF",
+    "echo 'rm v13' | sh",
+    "alias r=rm\nr v11",
+    "echo v7 | xargs --max-a 1 rm",
+    "git -c alias.x='!rm v14' x",
+    "python3 x.py",
+];
+
 #[tokio::test]
-async fn deny_patterns_that_cannot_be_checked_leave_the_call_to_a_person() {
+async fn deny_patterns_that_cannot_be_checked_refuse_the_call() {
+    let conv = Uuid::new_v4();
+    // Persistent deny patterns: refused whatever allows it, critical or not.
     let pm = manager_with(
-        "read_file",
+        "run_command",
         ToolPermissionSettings {
-            denied_patterns: vec!["secret/*".into()],
+            denied_patterns: vec!["rm *".into()],
             always_allow: true,
             ..Default::default()
         },
     )
-    .await;
-    let mut c = tool_call("read_file", json!({"where": "secret/key"}), RiskLevel::Safe);
+    .await
+    .with_auto_approve_up_to(RiskLevel::Critical);
+    for command in UNCHECKABLE {
+        for risk in [RiskLevel::Safe, RiskLevel::High, RiskLevel::Critical] {
+            let c = judged_command(command, risk);
+            let r = pm.check_permission(conv, &c).await.unwrap();
+            assert!(r.is_denied(), "{command:?} ({risk}): {r:?}");
+            // Refused by a pattern where one of its subjects shows it, else because the
+            // patterns cannot be checked.
+            let why = r.denial_reason.unwrap_or_default();
+            assert!(
+                why.contains("cannot be checked against the deny rules")
+                    || why.contains("matches denied pattern"),
+                "{why}"
+            );
+        }
+    }
+    let r = pm
+        .check_permission(conv, &judged_command("$(echo rm) v18", RiskLevel::High))
+        .await
+        .unwrap();
+    assert!(r
+        .denial_reason
+        .unwrap_or_default()
+        .contains("cannot be checked against the deny rules"));
+    // Subjects naming nothing.
+    let mut c = tool_call("run_command", json!({"argv": ["rm", "x"]}), RiskLevel::Safe);
     c.permission_subjects = Some(PermissionSubjects::none());
-    assert_eq!(verdict(&pm, Uuid::new_v4(), &c).await, Verdict::Approval);
+    assert_eq!(verdict(&pm, conv, &c).await, Verdict::Denied);
+    // What the patterns can be checked against is judged as before.
+    assert_eq!(
+        verdict(&pm, conv, &judged_command("ls -la", RiskLevel::Safe)).await,
+        Verdict::Allowed
+    );
+    assert_eq!(
+        verdict(&pm, conv, &judged_command("/bin/rm v2", RiskLevel::High)).await,
+        Verdict::Denied
+    );
+
+    // A denial remembered for the session with a pattern counts the same.
+    let pm = DefaultPermissionManager::in_memory().with_auto_approve_up_to(RiskLevel::Critical);
+    let any = judged_command("rm x", RiskLevel::High);
+    pm.remember_decision(
+        conv,
+        &any,
+        &ApprovalDecision::deny(None)
+            .remember(RememberScope::Session)
+            .with_pattern("rm *"),
+    )
+    .await
+    .unwrap();
+    for command in UNCHECKABLE {
+        let c = judged_command(command, RiskLevel::High);
+        assert_eq!(verdict(&pm, conv, &c).await, Verdict::Denied, "{command:?}");
+        // Another conversation has no such denial.
+        let other = verdict(&pm, Uuid::new_v4(), &c).await;
+        assert_eq!(other, Verdict::Allowed, "{command:?}");
+    }
+
+    // Without deny patterns an incomplete call is not refused: nothing allows it by a
+    // pattern, so a person is asked.
+    let pm = manager_with(
+        "run_command",
+        ToolPermissionSettings {
+            allowed_patterns: vec!["*".into()],
+            ..Default::default()
+        },
+    )
+    .await;
+    let c = judged_command("$(echo rm) v18", RiskLevel::Medium);
+    assert_eq!(verdict(&pm, conv, &c).await, Verdict::Approval);
+}
+
+#[tokio::test]
+async fn approving_everything_never_runs_a_command_the_deny_rules_cannot_check() {
+    let ws = tempfile::tempdir().unwrap();
+    let ws_path = ws.path().to_path_buf();
+    let judge = tools::RunCommand::default();
+    let tool = Arc::new(
+        MockTool::new("run_command")
+            .with_risk(RiskLevel::High)
+            .with_assess(move |params, workspace| judge.assess(params, workspace)),
+    );
+    let pm = DefaultPermissionManager::in_memory();
+    pm.set_tool_permissions(
+        "run_command",
+        ToolPermissionSettings {
+            denied_patterns: vec!["rm *".into()],
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let pm: Arc<dyn PermissionManager> = Arc::new(pm);
+    let approve_all = ToolAvailabilityContext {
+        max_auto_approval_risk_level: RiskLevel::Critical,
+        ..ToolAvailabilityContext::for_workspace(&ws_path)
+    };
+    for command in UNCHECKABLE.iter().chain(&["/bin/rm v2", "env -S'rm v5'"]) {
+        let h = harness_with(
+            vec![
+                text(&call("run_command", json!({ "command": command }))),
+                text("ok"),
+            ],
+            vec![tool.clone() as Arc<dyn Tool>],
+            crate::agent::config(),
+            pm.clone(),
+        );
+        let request = core_models::AgentRequest::new("go").with_tool_context(approve_all.clone());
+        let agent = h.agent.clone();
+        let events = run_answering(&h.agent, request, move |a| {
+            agent
+                .provide_approval(a.request.id, ApprovalDecision::approve())
+                .unwrap();
+        })
+        .await;
+        assert_eq!(tool.executions(), 0, "{command:?} ran");
+        let r = results(&events);
+        let message = r[0].result.error_message.as_deref().unwrap_or_default();
+        assert!(
+            message.starts_with("Denied by the permission settings"),
+            "{command:?}: {message}"
+        );
+    }
+    // A command the rules can be checked against, and that no pattern denies, runs.
+    let h = harness_with(
+        vec![
+            text(&call("run_command", json!({"command": "ls -la"}))),
+            text("ok"),
+        ],
+        vec![tool.clone() as Arc<dyn Tool>],
+        crate::agent::config(),
+        pm.clone(),
+    );
+    let request = core_models::AgentRequest::new("go").with_tool_context(approve_all);
+    let agent = h.agent.clone();
+    run_answering(&h.agent, request, move |a| {
+        agent
+            .provide_approval(a.request.id, ApprovalDecision::approve())
+            .unwrap();
+    })
+    .await;
+    assert_eq!(tool.executions(), 1);
 }
 
 #[tokio::test]

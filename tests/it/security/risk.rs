@@ -231,3 +231,101 @@ fn paths_are_judged_where_they_lead_and_commands_give_their_subjects() {
         "an unknown program: allow rules cannot apply"
     );
 }
+
+/// The red team's bypasses of a deny pattern `rm *` (each deleted a file with every call
+/// approved): the subjects show the `rm` command, or admit they cannot show every command
+/// (and then the deny patterns refuse the call).
+const DENY_BYPASSES: &[&str] = &[
+    "/bin/rm v2",
+    "env -S'rm v5'",
+    "env --split-str='rm v6'",
+    "echo v7 | xargs --max-a 1 rm",
+    "timeout --sig KILL 5 rm v8",
+    "nice --adj 5 rm v9",
+    "stdbuf --out 0 rm v24",
+    "trap 'rm v10' EXIT",
+    "alias r=rm\nr v11",
+    "sh <<EOF\nrm v12\nEOF",
+    "echo 'rm v13' | sh",
+    "git -c alias.x='!rm v14' x",
+    "sed -n '1e rm v15' v16",
+    "tar -cf a.tar --checkpoint=1 --checkpoint-action=exec='rm v17' notes.txt",
+    "$(echo rm) v18",
+    "rm${IFS}v19",
+    // The same classes, spelled otherwise.
+    "/usr/bin/env rm x",
+    "./rm x",
+    "env -iS 'rm x'",
+    "xargs --max-args=1 rm",
+    "timeout --signal=KILL 5 rm x",
+    "nice -n5 rm x",
+    "trap -- 'rm x' INT",
+    "eval 'rm x'",
+    "bash -s < x.sh",
+    "python3 -c 'import os; os.system(\"rm x\")'",
+    "busybox sh -c 'rm x'",
+    "git lg",
+    "git -c core.pager='rm x' log",
+    "sed 's/x/rm y/e' f",
+    "rsync -e 'rm x' a host:b",
+    "find . -exec {} ;",
+    ". ./x.sh",
+    "PATH=. ls",
+    "export PATH=.; ls",
+    "hash -p /bin/rm ls; ls x",
+    "npm run x",
+    "setarch x86_64 rm x",
+];
+
+#[test]
+fn deny_patterns_see_every_command_or_know_they_cannot() {
+    let ws = tempfile::tempdir().unwrap();
+    for command in DENY_BYPASSES {
+        let a = RunCommand::default().assess(&json!({ "command": command }), Some(ws.path()));
+        // What the glob `rm *` matches.
+        let shown = a.subjects.for_deny().any(|s| s.starts_with("rm "));
+        assert!(
+            shown || !a.subjects.complete,
+            "{command:?}: {:?}",
+            a.subjects
+        );
+    }
+    // Where every command is seen, the subjects stay complete.
+    for command in [
+        "sh -c 'rm x'",
+        "trap 'rm x' EXIT",
+        "eval 'rm x'",
+        "timeout -s KILL 5 rm x",
+        "sed -n '1e rm x' f",
+        "/bin/rm x",
+        "cargo test",
+    ] {
+        let a = RunCommand::default().assess(&json!({ "command": command }), Some(ws.path()));
+        assert!(a.subjects.complete, "{command:?}: {:?}", a.subjects);
+    }
+}
+
+/// Read-only commands the judge rated safe, wrongly.
+#[test]
+fn options_are_read_as_the_programs_read_them() {
+    for command in [
+        "tail +1f notes.txt",
+        "head -5c notes.txt",
+        "tree -Lo 2 out.html",
+        "tree -PH x url",
+        "git log --format=%GG",
+        "git log --pretty='format:%h %G?'",
+        "git branch --format='%(signature)'",
+        "rg -f=/etc/passwd x",
+    ] {
+        assert!(command_risk(command) >= RiskLevel::Medium, "{command:?}");
+    }
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join("d")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", ws.path().join("d/x")).unwrap();
+    std::fs::write(ws.path().join("x"), "x\n").unwrap();
+    for command in ["diff --from-file=d x", "diff --to-file=d x"] {
+        let a = RunCommand::default().assess(&json!({ "command": command }), Some(ws.path()));
+        assert!(a.risk >= RiskLevel::Medium, "{command:?}");
+    }
+}

@@ -69,10 +69,15 @@ fn configuration_layers_and_invalid_configuration() {
         (Some(7), Some(4))
     );
 
-    // Every problem is listed, and nothing runs.
+    // Every problem is listed, and nothing runs (formatters come from the user's own file).
     std::fs::write(
         ws.dir.path().join("aintern.toml"),
-        "max_parallel_tool_calls = 0\n[formatters.fmt]\nextensions = []\ncommand = [\"fmt\"]\n",
+        "max_parallel_tool_calls = 0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        home.join("aintern/aintern.toml"),
+        "[formatters.fmt]\nextensions = []\ncommand = [\"fmt\"]\n",
     )
     .unwrap();
     let script = ws.script(&[&call(
@@ -96,8 +101,9 @@ fn configuration_layers_and_invalid_configuration() {
 #[test]
 fn formatters_from_the_config_run_on_written_files() {
     let ws = Workspace::new();
+    std::fs::create_dir_all(ws.home.path().join("aintern")).unwrap();
     std::fs::write(
-        ws.dir.path().join("aintern.toml"),
+        ws.home.path().join("aintern/aintern.toml"),
         "[formatters.tidy]\nextensions = [\"txt\"]\ncommand = [\"sed\", \"-i\", \"s/messy/clean/\"]\n",
     )
     .unwrap();

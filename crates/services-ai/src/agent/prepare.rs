@@ -3,13 +3,16 @@
 //! by call, the permission check and, when needed, a person's approval.
 //!
 //! Who decides, in order:
-//! 1. the permission manager's deny rules refuse (they always win);
-//! 2. a critical call goes to a person, whatever allowed it;
+//! 1. the permission manager's deny rules refuse (they always win), and so is a call that
+//!    cannot be checked against the tool's deny patterns (its subjects are incomplete or
+//!    empty): deny patterns fail closed;
+//! 2. a critical call, or one the tool says a person must be asked about (`must_ask`: a
+//!    command without a sandbox, a request for the network or for full access), goes to a
+//!    person, whatever allowed it — remembered decisions included;
 //! 3. a decision the person asked to have remembered (the manager's `was_cached`) or a
 //!    session permission in the request's [`ToolAvailabilityContext`] allows;
-//! 4. a tool that says a person must be asked (`must_ask`, e.g. no sandbox) is asked;
-//! 5. the manager's risk rule or the request's `max_auto_approval_risk_level` allows;
-//! 6. a person is asked.
+//! 4. the manager's risk rule or the request's `max_auto_approval_risk_level` allows;
+//! 5. a person is asked.
 //!
 //! [`ToolAvailabilityContext`]: core_models::ToolAvailabilityContext
 
@@ -268,7 +271,10 @@ impl Run {
             let why = permission.denial_reason.clone();
             return Route::Deny(why.unwrap_or_else(|| "denied".into()));
         }
-        if call.risk_level == RiskLevel::Critical {
+        if let Some(why) = self.unverifiable_deny_rules(call).await {
+            return Route::Deny(why);
+        }
+        if call.risk_level == RiskLevel::Critical || assessment.must_ask.is_some() {
             return Route::Ask;
         }
         if permission.is_allowed && permission.was_cached {
@@ -276,9 +282,6 @@ impl Run {
         }
         if self.session_permission_allows(call).await {
             return Route::Run { approved: true };
-        }
-        if assessment.must_ask.is_some() {
-            return Route::Ask;
         }
         if permission.is_allowed || self.auto_approved_by_request(call).await {
             return Route::Run { approved: false };
@@ -304,7 +307,7 @@ impl Run {
             None => true,
             Some(pattern) => patterns_allow(std::slice::from_ref(pattern), &call.subjects()),
         };
-        covered && self.deny_rules_verifiable(call).await
+        covered
     }
 
     /// The request's `max_auto_approval_risk_level` covers the call's risk.
@@ -313,26 +316,34 @@ impl Run {
             return false;
         };
         call.risk_level <= context.max_auto_approval_risk_level
-            && self.deny_rules_verifiable(call).await
     }
 
-    /// Whether the tool's stored deny patterns could be checked against the call (its
-    /// subjects are complete and not empty, or there are none): otherwise nothing but a
-    /// person approves it. Settings that cannot be read count as "no".
-    async fn deny_rules_verifiable(&self, call: &ToolCallRequest) -> bool {
+    /// Why the call is refused when the tool has stored deny patterns that cannot be
+    /// checked against it (its subjects are incomplete or empty): deny patterns fail
+    /// closed, whatever the permission manager said. Settings that cannot be read refuse
+    /// it too. `None` when the patterns can be checked, or there are none.
+    async fn unverifiable_deny_rules(&self, call: &ToolCallRequest) -> Option<String> {
         let subjects = call.subjects();
         if subjects.complete && !subjects.is_empty() {
-            return true;
+            return None;
         }
-        match self
+        let settings = self
             .shared
             .ports
             .permissions
             .get_tool_permissions(&call.tool_id)
-            .await
-        {
-            Ok(settings) => settings.is_none_or(|s| s.denied_patterns.is_empty()),
-            Err(_) => false,
+            .await;
+        match settings {
+            Ok(settings) if settings.as_ref().is_none_or(|s| s.denied_patterns.is_empty()) => None,
+            Ok(_) => Some(format!(
+                "the call cannot be checked against the deny rules of {}: {}",
+                call.tool_id,
+                crate::permissions::why_unverifiable(&subjects)
+            )),
+            Err(e) => Some(format!(
+                "the call cannot be checked against the deny rules of {}: the settings could not be read ({e})",
+                call.tool_id
+            )),
         }
     }
 }

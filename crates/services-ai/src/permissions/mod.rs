@@ -10,14 +10,20 @@
 //! This holds for persistent patterns and for decisions remembered with a pattern for the
 //! session alike.
 //!
+//! Deny patterns fail closed: when the tool has any (persistent, or a session denial
+//! remembered with a pattern) and the call's subjects are incomplete or empty — a command
+//! whose program is `$(…)`, a shell reading a script from a file, a wrapper whose options
+//! are not understood: something the patterns cannot be checked against — the call is
+//! refused ("cannot be checked against the deny rules"), never asked about: with every
+//! call approved (`--approve all`), asking would approve it.
+//!
 //! Order of the rules, first match wins:
 //! 1. the tool's persistent settings deny (`always_deny`, or a denied pattern matches);
 //! 2. a decision remembered for this conversation denies;
-//! 3. a **critical** call (`RiskLevel::Critical`) goes to a person: no allow rule — an
+//! 3. the tool has deny patterns that cannot be checked against the call: denied;
+//! 4. a **critical** call (`RiskLevel::Critical`) goes to a person: no allow rule — an
 //!    `always_allow` setting, an allowed pattern, a session decision or the auto-approval
 //!    level — ever approves it without asking;
-//! 4. when deny patterns exist that the call's subjects cannot be checked against fully
-//!    (subjects incomplete or empty), a person is asked: nothing allows it silently;
 //! 5. the tool's persistent settings allow (`always_allow`, or the allowed patterns cover
 //!    every subject);
 //! 6. a decision remembered for this conversation allows;
@@ -36,6 +42,7 @@
 mod rules;
 mod store;
 
+pub(crate) use rules::why_unverifiable;
 pub use store::{FilePermissionStore, MemoryPermissionStore};
 
 use crate::error::Error;
@@ -205,7 +212,8 @@ fn check_patterns(settings: &ToolPermissionSettings) -> Result<(), Error> {
     Ok(())
 }
 
-/// The verdict of the deny rules: persistent ones first, then the session's.
+/// The verdict of the deny rules: persistent ones first, then the session's, then deny
+/// patterns that cannot be checked against the call (they fail closed).
 fn deny_verdict(
     request: &ToolCallRequest,
     persistent: Option<&ToolPermissionSettings>,
@@ -235,6 +243,18 @@ fn deny_verdict(
             true,
         )));
     }
+    let deny_patterns = persistent.is_some_and(|s| !s.denied_patterns.is_empty())
+        || session.iter().any(SessionRule::has_deny_pattern);
+    if deny_patterns && unverifiable(subjects) {
+        return Ok(Some(PermissionCheckResult::denied(
+            format!(
+                "Tool {}: the call cannot be checked against the deny rules: {}",
+                request.tool_id,
+                why_unverifiable(subjects)
+            ),
+            false,
+        )));
+    }
     Ok(None)
 }
 
@@ -258,14 +278,6 @@ impl PermissionManager for DefaultPermissionManager {
         if request.risk_level == RiskLevel::Critical {
             return Ok(PermissionCheckResult::requires_approval(format!(
                 "Tool {} has risk level critical: critical calls are always put to a person",
-                request.tool_name
-            )));
-        }
-        let deny_patterns = persistent.is_some_and(|s| !s.denied_patterns.is_empty())
-            || session.iter().any(SessionRule::has_deny_pattern);
-        if deny_patterns && unverifiable(&subjects) {
-            return Ok(PermissionCheckResult::requires_approval(format!(
-                "Tool {}: the call cannot be checked against the denied patterns",
                 request.tool_name
             )));
         }

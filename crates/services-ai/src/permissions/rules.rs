@@ -103,10 +103,19 @@ pub(crate) fn allowed_by_matchers(matchers: &[GlobMatcher], subjects: &Permissio
             .all(|s| matchers.iter().any(|m| m.is_match(s)))
 }
 
-/// Whether deny rules exist that the call's subjects cannot be checked against fully: then
-/// the call is never allowed without asking.
+/// Whether deny patterns cannot be checked against the call's subjects fully (they are
+/// incomplete or empty): then a tool with deny patterns refuses the call.
 pub(crate) fn unverifiable(subjects: &PermissionSubjects) -> bool {
     !subjects.complete || subjects.is_empty()
+}
+
+/// Why deny patterns cannot be checked against `subjects`, in words.
+pub(crate) fn why_unverifiable(subjects: &PermissionSubjects) -> &'static str {
+    if subjects.is_empty() {
+        "it names nothing a pattern could be matched against"
+    } else {
+        "not everything it runs or touches can be seen (for a command: a program whose name is not plain text, a script read from a file or input, options not understood…)"
+    }
 }
 
 #[cfg(test)]

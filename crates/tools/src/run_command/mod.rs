@@ -15,7 +15,7 @@
 //! cancellation, on timeout (of the whole command) and after it exits, the group is ended
 //! (SIGTERM, a short grace, then SIGKILL whatever the shell did).
 
-use crate::fs_tools::workspace_of;
+use crate::fs_tools::confined;
 use crate::params::{positive, verdict};
 use async_trait::async_trait;
 use core_models::{
@@ -196,7 +196,7 @@ impl Tool for RunCommand {
     }
 
     async fn execute(&self, context: ToolExecutionContext) -> ToolResult {
-        let workspace = match workspace_of(&context) {
+        let workspace = match confined(&context, &self.launcher).await {
             Ok(w) => w,
             Err(e) => return ToolResult::failed(e),
         };
@@ -232,7 +232,14 @@ impl Tool for RunCommand {
             Ok(s) => s,
             Err(e) => return ToolResult::failed(format!("the command was not run: {e}")),
         };
-        let shell = process::command("sh", &["-c", command], &dir);
+        let mut shell = process::command("sh", &["-c", command], &dir);
+        if variant == Variant::ReadOnly {
+            // A command judged safe runs the programs the judge named, not ones the
+            // workspace provides through a relative or in-workspace PATH entry.
+            if let Some(path) = std::env::var_os("PATH") {
+                shell.env("PATH", outside_path(&path, workspace.root()));
+            }
+        }
         match process::run(
             shell,
             &sandbox,
@@ -246,6 +253,21 @@ impl Tool for RunCommand {
             Err(e) => ToolResult::failed(e),
         }
     }
+}
+
+/// `PATH` without the entries that could name a program of the workspace: empty or
+/// relative entries, and entries inside it.
+fn outside_path(path: &std::ffi::OsStr, workspace: &Path) -> std::ffi::OsString {
+    let kept: Vec<std::path::PathBuf> = std::env::split_paths(path)
+        .filter(|p| p.is_absolute())
+        .filter(|p| {
+            let lexical =
+                std::path::PathBuf::from(core_models::normalize_path(&p.to_string_lossy(), None));
+            let resolved = p.canonicalize().unwrap_or(lexical);
+            !resolved.starts_with(workspace)
+        })
+        .collect();
+    std::env::join_paths(kept).unwrap_or_default()
 }
 
 /// A call asking for more than the sandbox is at least high (network) or critical (no
@@ -313,4 +335,20 @@ fn report(finished: process::Finished, timeout: Duration) -> ToolResult {
     result.content = report;
     result.data = Some(data);
     result
+}
+
+#[cfg(test)]
+mod outside_path_tests {
+    use super::outside_path;
+    use std::path::Path;
+
+    #[test]
+    fn entries_that_could_name_workspace_programs_are_dropped() {
+        let path =
+            std::ffi::OsStr::new("node_modules/.bin::/usr/bin:/ws/bin:/ws/../bin:/usr/local/bin");
+        assert_eq!(
+            outside_path(path, Path::new("/ws")),
+            "/usr/bin:/ws/../bin:/usr/local/bin"
+        );
+    }
 }

@@ -11,14 +11,18 @@
 //!   character, no `~` a shell would expand (see [`words`]);
 //! * each program is a bare word on the read-only list ([`table`], plus `echo`, `true`,
 //!   `false`, `test`, `find`, `xxd`, `sed` and `git` judged by their own code), used only
-//!   with options known to be safe (unknown long options are refused);
+//!   with options known to be safe, read as the program reads them (unknown and abbreviated
+//!   long options, obsolete forms, and value-taking letters in clusters a program reads its
+//!   own way are refused; see [`programs`]);
 //! * every operand a program may open is inside the workspace: not absolute, its `..`
 //!   never above the workspace root from the call's folder, and — when the workspace is
 //!   known — where it leads on disk is inside too (a symlink `docs -> /etc` is outside).
 //!   Operands that are never opened are not checked: `echo`'s words, the pattern of
 //!   `grep`/`rg`/`git grep`, `sed`'s script, `tr`'s sets, `basename`/`dirname`/`which`/`id`
 //!   operands, `date`'s `+FORMAT`, `find`'s expression values except file references
-//!   (`-newer F`, `-samefile F`). Git revisions are checked as paths, conservatively.
+//!   (`-newer F`, `-samefile F`). Option values that are paths are checked like operands.
+//!   Git revisions are checked as paths, conservatively; git formats that show signatures
+//!   (and so run gpg) are refused.
 //! * an independent lexical scan finds none of `$`, backquote, `<`, `>`, a lone `&`,
 //!   parentheses, braces, glob characters, a leading `~` or `#`, control characters.
 //!
@@ -31,14 +35,44 @@
 //! permissions, processes, the network, installing packages, pushing or rewriting git
 //! history, and piping into a shell or an interpreter are **high**. Text that does not parse
 //! is judged lexically and never safe.
+//!
+//! The line's permission subjects ([`Judgement::subjects`]) are every simple command found
+//! that way — also the command behind a wrapper whose options are understood, the script
+//! of `sh -c 'literal'`, `eval 'literal'`, `trap 'literal' SIG`, an alias's value, the
+//! command of sed's `e`, a git alias `!CMD` given with `-c`, the command of
+//! `find -exec` and `xargs` (what xargs adds shown as `{}`), and for a program given by
+//! its path (`/bin/rm x`) also its name (`rm x`). They are *complete* only when the judge
+//! can see every command that will run. They are not when: the line does not parse; a
+//! program name is not literal, or is a path outside the system's program folders (a
+//! script the judge cannot see); a shell reads its script from a file, its input or a
+//! here-document, or is not a POSIX shell; an interpreter or `make` runs code; a package
+//! manager runs a command line the project or a package defines (`npm run`, `npm test`,
+//! `poetry run`, `go generate`; the code `cargo build` or `cargo test` compiles and runs is
+//! taken as the project's own, its command line being the subject); a wrapper's options are
+//! not understood (only exact spellings from its
+//! table, see [`optscan`]: then the words that could start its command are followed as
+//! guesses, for the deny-list and deny patterns); a word that decides what a wrapper runs is
+//! not literal; `alias`, `source`/`.`, `exec` without a command, `hash -p`, `enable`, `fc`;
+//! `eval` or a script of non-literal text; a variable that can change what runs is set
+//! (`PATH=…`, `export LD_PRELOAD=…`, `read IFS`: only names without capitals, `LC_*` and a
+//! few more are inert); git with `-c`, `--config-env`, `--exec-path`, an alias or a program
+//! named by `git config`; sed with `-f`, `e` without a command or `s///e`; options of tar,
+//! rsync, sort, rg… that run commands (see [`launchers`]); `xargs -I` putting what it reads
+//! into the program's name, `find -exec {}`.
 
+mod builtins;
 mod fallback;
 mod git;
 mod git_options;
+mod git_runs;
+mod launchers;
+mod optscan;
 mod paths;
 mod programs;
+mod runners;
 mod sed;
 mod severity;
+mod shells;
 mod syntax;
 mod table;
 mod table_text;
@@ -46,7 +80,11 @@ mod words;
 mod wrappers;
 
 #[cfg(test)]
+mod option_tests;
+#[cfg(test)]
 mod props;
+#[cfg(test)]
+mod subject_tests;
 #[cfg(test)]
 mod tests;
 
@@ -85,9 +123,10 @@ pub(crate) struct Judgement {
     pub reasons: Vec<String>,
     /// What permission patterns are matched against: each simple command found anywhere
     /// (assignments, words after quote removal and redirections, joined by single spaces;
-    /// a wrapped command also on its own), the whole line (whitespace collapsed) for deny
-    /// patterns only, and `complete` = false when the line did not parse in full or a
-    /// program name is not a literal word.
+    /// a wrapped command or script also on its own; a program given by its path also by
+    /// its name), the whole line (whitespace collapsed) for deny patterns only, and
+    /// `complete` = false when the judge cannot see every command that will run (see the
+    /// module documentation).
     pub subjects: PermissionSubjects,
 }
 
@@ -129,13 +168,8 @@ pub(crate) fn judge(command: &str, cwd: Option<&str>, workspace: Option<&Path>) 
             findings.push(Finding::new(RiskLevel::Medium, why));
             findings.extend(fallback::text_findings(command));
             let commands = fallback::split(command)
-                .into_iter()
-                .map(|words| Cmd {
-                    words: words.iter().map(|w| WordInfo::unparsed(w)).collect(),
-                    assignments: Vec::new(),
-                    redirects: Vec::new(),
-                    piped_into: false,
-                })
+                .iter()
+                .map(|words| Cmd::unparsed(words))
                 .collect();
             (commands, false)
         }
@@ -159,7 +193,7 @@ pub(crate) fn judge(command: &str, cwd: Option<&str>, workspace: Option<&Path>) 
         .map(|f| f.risk)
         .max()
         .map_or(RiskLevel::Safe, |r| r.max(RiskLevel::Medium));
-    let mut subjects = PermissionSubjects::of(commands.iter().map(Cmd::subject));
+    let mut subjects = PermissionSubjects::of(commands.iter().flat_map(Cmd::subjects));
     subjects.deny_only = deny_only;
     subjects.complete = complete;
     Judgement {
@@ -178,6 +212,10 @@ fn judge_command(cmd: &Cmd, place: &Place) -> Vec<Finding> {
     let texts: Vec<&str> = cmd.words.iter().map(WordInfo::text).collect();
     let mut out = Vec::new();
     let deny = severity::assess(&texts, cmd.piped_into);
+    if cmd.guess {
+        // A guess at a wrapped command: the wrapper is not safe anyway.
+        return deny.into_iter().collect();
+    }
     let name = first.text();
     let listed = first.literal.is_some() && !name.contains('/') && programs::is_listed(name);
     if listed {

@@ -5,7 +5,9 @@
 //! printing a URL, `stash list`/`stash show`; the global options `--no-pager` (`-P`),
 //! `--no-optional-locks`, `--literal-pathspecs`, `--no-replace-objects`, and `-C`,
 //! `--git-dir`, `--work-tree` inside the workspace. Never `-c`, `--exec-path`, `--output`,
-//! `--ext-diff`, `--textconv`, `--show-signature` or `-O`/`--open-files-in-pager`.
+//! `--ext-diff`, `--textconv`, `--show-signature` or `-O`/`--open-files-in-pager`, and no
+//! pretty format that shows signatures (`%G…` placeholders and `%(signature)` atoms run
+//! gpg) or names a format git's configuration could define.
 //! Operands (revisions and paths alike) are checked as paths, conservatively.
 //!
 //! A repository's own configuration can still make git run programs (a pager, a textconv
@@ -98,6 +100,20 @@ fn subcommand(sub: &str, rest: &[String], place: &Place, dirs: &[&str]) -> Vec<S
         Err(why) => return vec![why],
     };
     let mut reasons = Vec::new();
+    for (option, value) in &scanned.seen {
+        let Some(value) = value else { continue };
+        let refs = matches!(spec_name, "branch" | "tag");
+        let shows_signatures = match option.as_str() {
+            "--format" if refs => value.contains("%(signature"),
+            "--format" | "--pretty" => runs_gpg(value),
+            _ => false,
+        };
+        if shows_signatures {
+            reasons.push(format!(
+                "'git {sub} {option}={value}' may show signatures, which runs gpg"
+            ));
+        }
+    }
     let mut paths: Vec<&str> = scanned.paths.clone();
     match spec.operands {
         Operands::PatternThenPaths { given_by, .. } => {
@@ -230,8 +246,45 @@ fn level(sub: &str, rest: &[&str]) -> Option<Finding> {
     }
 }
 
+/// git's own pretty formats.
+const PRETTY_NAMES: &[&str] = &[
+    "oneline",
+    "short",
+    "medium",
+    "full",
+    "fuller",
+    "reference",
+    "email",
+    "mboxrd",
+    "raw",
+];
+
+/// Whether a `--format`/`--pretty` value may make git run gpg: a `%G…` placeholder (`%GG`,
+/// `%G?`, `%GS`…: signature checks), or a name that is not one of git's own formats (it
+/// may be a `pretty.NAME` the configuration defines).
+pub(super) fn runs_gpg(format: &str) -> bool {
+    let body = ["format:", "tformat:"]
+        .iter()
+        .find_map(|p| format.strip_prefix(p));
+    let body = match body {
+        Some(body) => body,
+        None if format.contains('%') => format,
+        None => return !PRETTY_NAMES.contains(&format),
+    };
+    let mut chars = body.chars();
+    while let Some(c) = chars.next() {
+        if c == '%' {
+            match chars.next() {
+                Some('G') => return true,
+                _ => continue,
+            }
+        }
+    }
+    false
+}
+
 /// A `-c key=value` whose key names a program git runs.
-fn runs_program(kv: &str) -> bool {
+pub(super) fn runs_program(kv: &str) -> bool {
     let key = kv.split('=').next().unwrap_or(kv).to_ascii_lowercase();
     key.starts_with("alias.")
         || [
@@ -257,4 +310,26 @@ fn runs_program(kv: &str) -> bool {
         ]
         .iter()
         .any(|end| key.ends_with(end))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::runs_gpg;
+
+    #[test]
+    fn formats_that_show_signatures_run_gpg() {
+        for f in [
+            "%GG",
+            "%h %G?",
+            "format:%GS",
+            "tformat:%GK",
+            "%%%GG",
+            "myalias",
+        ] {
+            assert!(runs_gpg(f), "{f}");
+        }
+        for f in ["%h %s", "%%G", "oneline", "fuller", "format:%an", "%x47"] {
+            assert!(!runs_gpg(f), "{f}");
+        }
+    }
 }

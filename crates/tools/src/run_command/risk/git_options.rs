@@ -363,9 +363,13 @@ pub(super) const SUBCOMMANDS: &[Spec] = &[
             "resolve-undo",
             "help",
         ],
-        long_values: &["exclude", "exclude-per-directory", "with-tree", "format"],
+        long_values: &["exclude", "with-tree", "format"],
         long_optional: &["abbrev"],
         long_paths: &["exclude-from"],
+        forbidden: &[(
+            "--exclude-per-directory",
+            "reads a file of that name in every folder, wherever it leads",
+        )],
         ..NONE
     },
     Spec {

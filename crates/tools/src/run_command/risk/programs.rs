@@ -7,11 +7,31 @@
 //!
 //! Long options must be spelled in full: GNU programs accept unambiguous abbreviations
 //! (`sort --out=F` is `--output=F`), so anything not exactly on the list is refused.
+//!
+//! Short options are read as each program's parser reads them ([`Parser`]): most use
+//! `getopt`; `rg` also takes `-f=FILE` as `-f FILE`; `tree` reads them its own way (a
+//! value-taking letter takes the next word and later letters still count), so a cluster
+//! holding a value-taking letter is refused there. The obsolete forms of `head` and `tail`
+//! (`-5c FILE`, `+1f FILE`: `f` follows forever) are refused. Option values that are paths
+//! are checked like operands (for `diff`, whose operands may not be folders, also that).
 
 use super::paths::Place;
 use super::table::FILES;
 use super::table_text::TEXT;
 use super::{git, sed};
+
+/// How a program reads its short options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Parser {
+    /// GNU `getopt`: a value-taking letter takes the rest of its word, else the next word;
+    /// later letters of the word are part of the value.
+    Getopt,
+    /// Like `getopt`, but `-x=VALUE` gives `VALUE` (Rust's lexopt and clap).
+    Lexopt,
+    /// Its own: the judge only accepts a value-taking letter alone in its word, with the
+    /// value in the next word.
+    Own,
+}
 
 /// What a program's operands are.
 #[derive(Debug, Clone, Copy)]
@@ -63,6 +83,11 @@ pub(super) struct Spec {
     pub forbidden: &'static [(&'static str, &'static str)],
     /// `-NUM` is an option (a count).
     pub numbers: bool,
+    /// It also reads the obsolete forms `-NUM[LETTERS]` and `+NUM[LETTERS]` (`head`,
+    /// `tail`): those are refused.
+    pub obsolete: bool,
+    /// How it reads its short options.
+    pub parser: Parser,
     /// What its operands are.
     pub operands: Operands,
 }
@@ -80,6 +105,8 @@ pub(super) const NONE: Spec = Spec {
     long_paths: &[],
     forbidden: &[],
     numbers: false,
+    obsolete: false,
+    parser: Parser::Getopt,
     operands: Operands::Paths,
 };
 
@@ -142,6 +169,11 @@ pub(super) fn scan<'a>(spec: &Spec, args: &'a [String]) -> Result<Scanned<'a>, S
     while let Some(arg) = args.get(i) {
         i += 1;
         if only_operands || arg == "-" || !arg.starts_with('-') {
+            if spec.obsolete && arg.starts_with('+') {
+                return Err(format!(
+                    "'{name} {arg}' may be the obsolete +NUM form (with 'f' it follows forever)"
+                ));
+            }
             out.operands.push(arg);
             continue;
         }
@@ -196,6 +228,22 @@ pub(super) fn scan<'a>(spec: &Spec, args: &'a [String]) -> Result<Scanned<'a>, S
         if spec.numbers && cluster.chars().all(|c| c.is_ascii_digit()) {
             continue;
         }
+        if spec.obsolete && cluster.starts_with(|c: char| c.is_ascii_digit()) {
+            return Err(format!(
+                "'{name} {arg}' is the obsolete -NUM form, which the judge does not read"
+            ));
+        }
+        let takes_value = |c: char| {
+            spec.values.contains(c) || spec.path_values.contains(c) || spec.optional.contains(c)
+        };
+        if spec.parser == Parser::Own
+            && cluster.chars().count() > 1
+            && cluster.chars().any(takes_value)
+        {
+            return Err(format!(
+                "'{name} {arg}' combines a short option that takes a value with others; {name} reads that its own way"
+            ));
+        }
         for (k, c) in cluster.char_indices() {
             if let Some(why) = forbidden(spec, &format!("-{c}"), false) {
                 return Err(format!("'{name} -{c}' {why}"));
@@ -216,6 +264,8 @@ pub(super) fn scan<'a>(spec: &Spec, args: &'a [String]) -> Result<Scanned<'a>, S
                     args.get(i - 1)
                         .map(String::as_str)
                         .ok_or_else(|| format!("'{name} -{c}' needs a value"))?
+                } else if spec.parser == Parser::Lexopt {
+                    rest.strip_prefix('=').unwrap_or(rest)
                 } else {
                     rest
                 };
@@ -251,8 +301,14 @@ fn generic(spec: &Spec, args: &[String], place: &Place) -> Vec<String> {
     };
     let mut reasons = Vec::new();
     let name = spec.name;
-    let mut paths: Vec<&str> = scanned.paths.clone();
+    let mut paths: Vec<&str> = Vec::new();
     let mut files: Vec<&str> = Vec::new();
+    match spec.operands {
+        // Option values that are paths are operands too (`diff --from-file=DIR FILE`
+        // compares DIR/FILE).
+        Operands::Files => files.extend(&scanned.paths),
+        _ => paths.extend(&scanned.paths),
+    }
     match spec.operands {
         Operands::Paths => paths.extend(&scanned.operands),
         Operands::Files => files.extend(&scanned.operands),

@@ -5,12 +5,19 @@
 //! place) or `-f` (a script from a file). Anything the parser does not understand is not
 //! safe.
 //!
+//! For the permission subjects, [`runs`] reads any GNU sed script (`w`, `r`, `a`… too) and
+//! finds the commands its `e` commands run; a script it cannot read, `e` without a
+//! command or `s///e` (which run text from the input), or a script from a file (`-f`)
+//! leave the subjects incomplete.
+//!
 //! GNU sed reads a bracket expression (`[…]`) of a regex as a whole, so a delimiter inside
 //! one does not end the regex (`s/[/]/x/`); the parser refuses any bracket expression that
 //! holds the delimiter, a backslash or a newline, so that both readings agree.
 
+use super::optscan::{self, Options, NO_OPTIONS};
 use super::paths::Place;
 use super::programs::{check_paths, scan, Operands, Spec, NONE};
+use super::wrappers::{Inner, Runs};
 
 const SED: Spec = Spec {
     name: "sed",
@@ -74,13 +81,96 @@ pub(super) fn script(text: &str) -> Result<(), String> {
     let mut p = Script {
         chars: text.chars().collect(),
         i: 0,
+        lenient: false,
+        runs: Vec::new(),
     };
     p.commands()
+}
+
+/// The commands a sed script's `e` commands run; `Err` when it runs text it reads (`e`
+/// alone, `s///e`) or cannot be read.
+pub(super) fn commands_run(text: &str) -> Result<Vec<String>, String> {
+    let mut p = Script {
+        chars: text.chars().collect(),
+        i: 0,
+        lenient: true,
+        runs: Vec::new(),
+    };
+    p.commands()?;
+    Ok(p.runs)
+}
+
+/// sed's options, all of them, for [`runs`].
+const SED_OPTIONS: Options = Options {
+    flags: "nErsuzb",
+    values: "efl",
+    optional: "i",
+    long_flags: &[
+        "quiet",
+        "silent",
+        "debug",
+        "posix",
+        "regexp-extended",
+        "separate",
+        "unbuffered",
+        "null-data",
+        "zero-terminated",
+        "sandbox",
+        "binary",
+        "follow-symlinks",
+        "help",
+        "version",
+    ],
+    long_values: &["expression", "file", "line-length"],
+    long_optional: &["in-place"],
+    ..NO_OPTIONS
+};
+
+/// What `sed ARGS` (`words`, `sed` first) runs: the commands of its `e` commands.
+pub(super) fn runs(words: &[&str]) -> Runs {
+    let read = match optscan::read(words, 1, &SED_OPTIONS, true) {
+        Ok(read) => read,
+        Err(why) => return Runs::unseen(format!("'sed' {why}, so what it runs is not known")),
+    };
+    if read.has(&["-f", "--file"]) {
+        return Runs::unseen("'sed -f' reads its script from a file the judge cannot see");
+    }
+    if read.has(&["--sandbox"]) {
+        return Runs::of(Vec::new());
+    }
+    let mut scripts: Vec<(usize, &str)> = read
+        .options
+        .iter()
+        .filter(|o| o.is(&["-e", "--expression"]))
+        .map(|o| (o.value_word, o.value.unwrap_or_default()))
+        .collect();
+    if scripts.is_empty() {
+        match read.operands.first() {
+            Some(&k) => scripts.push((k, words[k])),
+            None => return Runs::of(Vec::new()),
+        }
+    }
+    let word = scripts[0].0;
+    let text: Vec<&str> = scripts.iter().map(|(_, t)| *t).collect();
+    match commands_run(&text.join("\n")) {
+        Ok(commands) => Runs::of(
+            commands
+                .into_iter()
+                .map(|text| Inner::Script { word, text })
+                .collect(),
+        ),
+        Err(why) => Runs::unseen(format!("the sed script {why}")),
+    }
 }
 
 struct Script {
     chars: Vec<char>,
     i: usize,
+    /// Read every GNU command (for [`commands_run`]) instead of refusing those that do
+    /// more than read and print.
+    lenient: bool,
+    /// The commands of `e COMMAND`, when lenient.
+    runs: Vec<String>,
 }
 
 impl Script {
@@ -166,6 +256,27 @@ impl Script {
                     self.plain(delim)?;
                     self.plain(delim)?;
                 }
+                'e' if self.lenient => {
+                    self.skip_blanks();
+                    let command = self.rest_of_line();
+                    if command.trim().is_empty() {
+                        return Err("runs the text it reads as a command ('e')".to_string());
+                    }
+                    self.runs.push(command);
+                    continue;
+                }
+                'w' | 'W' | 'r' | 'R' if self.lenient => {
+                    self.rest_of_line();
+                    continue;
+                }
+                'a' | 'i' | 'c' if self.lenient => {
+                    self.text_lines();
+                    continue;
+                }
+                'v' if self.lenient => {
+                    self.skip_blanks();
+                    self.label();
+                }
                 'e' => return Err("runs a command ('e')".to_string()),
                 'w' | 'W' => return Err(format!("writes to a file ('{command}')")),
                 'r' | 'R' => return Err(format!("reads another file ('{command}')")),
@@ -181,6 +292,31 @@ impl Script {
             return Err("has an unclosed '{'".to_string());
         }
         Ok(())
+    }
+
+    /// The rest of the line (consumed, up to its newline), for a file name or a command.
+    fn rest_of_line(&mut self) -> String {
+        let mut text = String::new();
+        while let Some(c) = self.peek() {
+            if c == '\n' {
+                break;
+            }
+            text.push(c);
+            self.i += 1;
+        }
+        text
+    }
+
+    /// The text of `a`, `i` or `c`: to the end of the line, and on while a line ends with
+    /// a backslash.
+    fn text_lines(&mut self) {
+        loop {
+            let line = self.rest_of_line();
+            let trailing = line.chars().rev().take_while(|c| *c == '\\').count();
+            if trailing % 2 == 0 || self.bump().is_none() {
+                return;
+            }
+        }
     }
 
     fn comment(&mut self) {
@@ -356,6 +492,10 @@ impl Script {
                 Some('g' | 'p' | 'i' | 'I' | 'm' | 'M') => self.i += 1,
                 Some(c) if c.is_ascii_digit() => self.i += 1,
                 Some('e') => return Err("runs the result as a command ('s///e')".to_string()),
+                Some('w') if self.lenient => {
+                    self.rest_of_line();
+                    return Ok(());
+                }
                 Some('w') => return Err("writes to a file ('s///w')".to_string()),
                 _ => return Ok(()),
             }
@@ -403,6 +543,44 @@ mod tests {
         ] {
             assert_eq!(script(ok), Ok(()), "{ok:?}");
         }
+    }
+
+    #[test]
+    fn the_commands_of_e_are_found() {
+        use super::commands_run;
+        assert_eq!(commands_run("1e rm v15"), Ok(vec!["rm v15".to_string()]));
+        assert_eq!(
+            commands_run("/x/{e rm a; ls\n}\nw out\na\\\ntext\\\nmore\n$e id"),
+            Ok(vec!["rm a; ls".to_string(), "id".to_string()])
+        );
+        assert_eq!(commands_run("s/a/b/w f\np"), Ok(Vec::new()));
+        for unseen in ["e", "1e", "s/a/b/e", "s/a/b/ge", "k", "s/a"] {
+            assert!(commands_run(unseen).is_err(), "{unseen:?}");
+        }
+    }
+
+    #[test]
+    fn sed_runs_the_commands_of_its_scripts() {
+        use super::super::wrappers::shown;
+        assert_eq!(shown("sed -n 1p f"), Vec::<String>::new());
+        assert_eq!(shown("sed -e 1d -e $d f"), Vec::<String>::new());
+        for unseen in ["sed -f s x", "sed --expr=1d x", "sed -e s/a/b/e x"] {
+            assert_eq!(
+                shown(unseen).last().map(String::as_str),
+                Some("!"),
+                "{unseen}"
+            );
+        }
+        let words = ["sed", "-n", "1e rm v15", "v16"];
+        let runs = super::runs(&words);
+        assert_eq!(
+            runs.inner,
+            [super::Inner::Script {
+                word: 2,
+                text: "rm v15".to_string()
+            }]
+        );
+        assert_eq!(runs.unseen, None);
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! a shell are high; anything else that runs is at least medium.
 
 use super::git;
-use super::wrappers::{self, program_name, Inner, INTERPRETERS, SHELLS, WRAPPERS};
+use super::wrappers::{
+    self, program_name, Inner, INTERPRETERS, PACKAGE_MANAGERS, SHELLS, WRAPPERS,
+};
 use super::Finding;
 use core_models::RiskLevel;
 
@@ -103,12 +105,6 @@ const HIGH: &[(&str, &str)] = &[
     (".", "runs a shell script the judge cannot see"),
 ];
 
-/// Package managers: installing, removing or publishing is high risk, the rest medium.
-const PACKAGE_MANAGERS: &[&str] = &[
-    "cargo", "npm", "pnpm", "yarn", "bun", "pip", "pip3", "pipx", "uv", "poetry", "gem", "bundle",
-    "go", "composer", "conda", "mamba",
-];
-
 /// Subcommands of package managers that change what is installed or published.
 const INSTALLING: &[&str] = &[
     "install",
@@ -197,9 +193,10 @@ pub(super) fn assess(words: &[&str], piped_into: bool) -> Option<Finding> {
 
 /// A shell: its `-c` script is judged on its own; a script file or its input is not seen.
 fn shell(name: &str, words: &[&str], piped_into: bool) -> Finding {
-    let runs_script = wrappers::inner(words)
+    let runs_script = wrappers::runs(words)
+        .inner
         .iter()
-        .any(|i| matches!(i, Inner::Script(_) | Inner::ScriptValue(_)));
+        .any(|i| matches!(i, Inner::Script { .. }));
     if piped_into && !runs_script {
         Finding::new(
             RiskLevel::High,

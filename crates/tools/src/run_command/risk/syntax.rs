@@ -4,9 +4,11 @@
 //! `sh -c` and the commands behind wrappers such as `env` or `sudo`) and every construct
 //! that keeps a command line from being plainly safe.
 
+mod follow;
+
 use super::fallback;
 use super::words::{self, WordInfo};
-use super::wrappers::{self, Inner};
+use super::wrappers;
 use super::Finding;
 use brush_parser::ast::{
     AndOrList, Command, CommandPrefixOrSuffixItem, CompoundCommand, CompoundList,
@@ -25,6 +27,9 @@ const MAX_PARSE_BYTES: usize = 256 * 1024;
 const MAX_OPENERS: usize = 64;
 /// How deep scripts inside scripts (`sh -c`, substitutions, wrapped commands) are followed.
 const MAX_SCRIPT_DEPTH: usize = 8;
+/// Most guesses at wrapped commands followed for one command line (a guess may hold a
+/// script with guesses of its own: this bounds the work).
+const MAX_GUESSES: usize = 64;
 
 /// The parser options: POSIX `sh` (commands run under `sh -c`), no extended globs.
 pub(super) fn options() -> ParserOptions {
@@ -49,17 +54,57 @@ pub(super) struct Cmd {
     pub redirects: Vec<String>,
     /// Its standard input comes from an earlier command of a pipeline.
     pub piped_into: bool,
+    /// A guess at the command behind a wrapper whose options are not understood: judged by
+    /// the deny-list only.
+    pub guess: bool,
 }
 
 impl Cmd {
+    /// A command of these words, without assignments or redirections.
+    pub(super) fn of(words: Vec<WordInfo>, piped_into: bool) -> Self {
+        Cmd {
+            words,
+            assignments: Vec::new(),
+            redirects: Vec::new(),
+            piped_into,
+            guess: false,
+        }
+    }
+
+    /// A command from text the judge could only split lexically.
+    pub(super) fn unparsed(words: &[String]) -> Self {
+        Cmd::of(words.iter().map(|w| WordInfo::unparsed(w)).collect(), false)
+    }
+
     /// The form permission patterns see: assignments, words after quote removal and
     /// redirections, joined by single spaces.
     pub(super) fn subject(&self) -> String {
+        self.subject_named(None)
+    }
+
+    /// The forms permission patterns see: [`Cmd::subject`], and for a program given by
+    /// its path (`/bin/rm x`) also the form with its name alone (`rm x`).
+    pub(super) fn subjects(&self) -> Vec<String> {
+        let mut out = vec![self.subject()];
+        if let Some(path) = self.words.first().and_then(|w| w.literal.as_deref()) {
+            let name = wrappers::program_name(path);
+            if name != path && !name.is_empty() {
+                out.push(self.subject_named(Some(name)));
+            }
+        }
+        out
+    }
+
+    fn subject_named(&self, program: Option<&str>) -> String {
+        let words = self.words.iter().enumerate().map(|(i, w)| match program {
+            Some(name) if i == 0 => name,
+            _ => w.text(),
+        });
         let parts = self
             .assignments
             .iter()
             .map(String::as_str)
-            .chain(self.words.iter().map(WordInfo::text))
+            .chain(words)
             .chain(self.redirects.iter().map(String::as_str));
         core_models::collapse_whitespace(&parts.collect::<Vec<_>>().join(" "))
     }
@@ -88,6 +133,7 @@ pub(super) fn analyse(command: &str) -> Result<Analysis, String> {
         depth: 0,
         functions: Vec::new(),
         deferred: None,
+        guesses_left: MAX_GUESSES,
     };
     walker.program(&program);
     Ok(walker.out)
@@ -158,6 +204,8 @@ struct Walker {
     functions: Vec<String>,
     /// Scripts to follow once the current simple command is recorded.
     deferred: Option<Vec<String>>,
+    /// Guesses at wrapped commands that may still be followed (each may re-read a script).
+    guesses_left: usize,
 }
 
 impl Walker {
@@ -250,6 +298,10 @@ impl Walker {
             }
             CompoundCommand::Subshell(s) => {
                 self.find(RiskLevel::Medium, "runs a subshell ( )");
+                if is_nested_subshell(&s.list) {
+                    // `((x))`: two subshells in `sh`, arithmetic in bash (see `words`).
+                    self.out.complete = false;
+                }
                 self.list(&s.list);
             }
             CompoundCommand::ForClause(f) => {
@@ -320,6 +372,10 @@ impl Walker {
 
     /// Substitutions inside raw text (arithmetic).
     fn text_scripts(&mut self, text: &str) {
+        if words::arithmetic_reads_variables(text) {
+            // A variable's value is evaluated in turn (see `words`).
+            self.out.complete = false;
+        }
         if text.contains('$') || text.contains('`') {
             let info = words::analyse(&format!("\"{}\"", text.replace('"', "\\\"")), &self.options);
             if info.opaque {
@@ -333,12 +389,7 @@ impl Walker {
 
     fn simple(&mut self, simple: &SimpleCommand, piped_into: bool) {
         let outer = self.deferred.replace(Vec::new());
-        let mut cmd = Cmd {
-            words: Vec::new(),
-            assignments: Vec::new(),
-            redirects: Vec::new(),
-            piped_into,
-        };
+        let mut cmd = Cmd::of(Vec::new(), piped_into);
         for item in simple.prefix.iter().flat_map(|p| p.0.iter()) {
             self.item(item, true, &mut cmd);
         }
@@ -382,6 +433,17 @@ impl Walker {
                     RiskLevel::Medium,
                     format!("sets a variable ('{}')", shorten(&info.display)),
                 );
+                let name = info
+                    .display
+                    .split(['=', '+', '['])
+                    .next()
+                    .unwrap_or_default();
+                if !wrappers::is_inert_variable(name) {
+                    self.unseen(format!(
+                        "sets the variable '{}', which can change what runs",
+                        shorten(name)
+                    ));
+                }
                 cmd.assignments.push(info.display);
             }
             // After the program name, `a=b` is an ordinary argument in `sh`.
@@ -394,78 +456,6 @@ impl Walker {
                 self.find(RiskLevel::Medium, "uses a process substitution <( )");
                 self.list(&sub.list);
                 cmd.words.push(WordInfo::unparsed("<(…)"));
-            }
-        }
-    }
-
-    /// Record a command and follow what it wraps (`env X`, `sh -c S`, `find -exec X ;`).
-    fn push(&mut self, cmd: Cmd, wrap_depth: usize) {
-        let texts: Vec<&str> = cmd.words.iter().map(WordInfo::text).collect();
-        let inner = wrappers::inner(&texts);
-        let piped_into = cmd.piped_into;
-        let words = cmd.words.clone();
-        self.out.commands.push(cmd);
-        for inner in inner {
-            let value_only = matches!(inner, Inner::ScriptValue(_));
-            if wrap_depth >= MAX_SCRIPT_DEPTH {
-                self.too_deep();
-                return;
-            }
-            match inner {
-                Inner::Command(range) => {
-                    let Some(slice) = words.get(range) else {
-                        continue;
-                    };
-                    let wrapped = Cmd {
-                        words: slice.to_vec(),
-                        assignments: Vec::new(),
-                        redirects: Vec::new(),
-                        piped_into,
-                    };
-                    if wrapped.words.first().is_some_and(|w| w.literal.is_none()) {
-                        self.find(
-                            RiskLevel::Medium,
-                            "runs a program whose name is not a plain word",
-                        );
-                        self.out.complete = false;
-                    }
-                    self.push(wrapped, wrap_depth + 1);
-                }
-                Inner::Script(index) | Inner::ScriptValue(index) => match words.get(index) {
-                    Some(WordInfo {
-                        literal: Some(script),
-                        ..
-                    }) => {
-                        let script = if value_only {
-                            script.split_once('=').map_or("", |(_, v)| v)
-                        } else {
-                            script.as_str()
-                        };
-                        self.script(script);
-                    }
-                    _ => {
-                        self.find(
-                            RiskLevel::High,
-                            "runs a shell script that is not a plain word",
-                        );
-                        self.out.complete = false;
-                    }
-                },
-                Inner::JoinedScript(range) => {
-                    let Some(slice) = words.get(range) else {
-                        continue;
-                    };
-                    if slice.iter().all(|w| w.literal.is_some()) {
-                        let joined: Vec<&str> = slice.iter().map(WordInfo::text).collect();
-                        self.script(&joined.join(" "));
-                    } else {
-                        self.find(
-                            RiskLevel::High,
-                            "runs a shell script that is not plain words",
-                        );
-                        self.out.complete = false;
-                    }
-                }
             }
         }
     }
@@ -492,13 +482,7 @@ impl Walker {
                 self.out.complete = false;
                 self.out.findings.extend(fallback::text_findings(text));
                 for words in fallback::split(text) {
-                    let cmd = Cmd {
-                        words: words.iter().map(|w| WordInfo::unparsed(w)).collect(),
-                        assignments: Vec::new(),
-                        redirects: Vec::new(),
-                        piped_into: false,
-                    };
-                    self.out.commands.push(cmd);
+                    self.out.commands.push(Cmd::unparsed(&words));
                 }
             }
         }
@@ -584,6 +568,20 @@ impl Walker {
             }
         };
         shown
+    }
+}
+
+/// Whether a subshell holds nothing but another subshell (`((…))`).
+fn is_nested_subshell(list: &CompoundList) -> bool {
+    match list.0.as_slice() {
+        [item] => {
+            item.0.additional.is_empty()
+                && matches!(
+                    item.0.first.seq.as_slice(),
+                    [Command::Compound(CompoundCommand::Subshell(_), _)]
+                )
+        }
+        _ => false,
     }
 }
 

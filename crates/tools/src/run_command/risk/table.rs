@@ -6,7 +6,7 @@
 //! This file lists the programs that show files and folders; `table_text` those that
 //! search, filter and compare text, and those that print facts about the system.
 
-use super::programs::{Operands, Spec, NONE};
+use super::programs::{Operands, Parser, Spec, NONE};
 
 const SUMS: Spec = Spec {
     name: "md5sum",
@@ -52,6 +52,7 @@ pub(super) const FILES: &[Spec] = &[
         ],
         long_values: &["bytes", "lines"],
         numbers: true,
+        obsolete: true,
         ..NONE
     },
     Spec {
@@ -77,6 +78,7 @@ pub(super) const FILES: &[Spec] = &[
             ("--pid", "only matters when following"),
         ],
         numbers: true,
+        obsolete: true,
         ..NONE
     },
     Spec {
@@ -193,6 +195,7 @@ pub(super) const FILES: &[Spec] = &[
             ("--hintro", "reads a file"),
             ("--houtro", "reads a file"),
         ],
+        parser: Parser::Own,
         ..NONE
     },
     Spec {

@@ -1,7 +1,7 @@
 //! The read-only programs that search, filter and compare text, and those that print
 //! facts about the system, as data (see `table`).
 
-use super::programs::{Operands, Spec, NONE};
+use super::programs::{Operands, Parser, Spec, NONE};
 
 const GREP: Spec = Spec {
     name: "grep",
@@ -227,6 +227,7 @@ pub(super) const TEXT: &[Spec] = &[
             given_by: &["-e", "-f", "--regexp", "--file"],
             none_with: &["--files", "--type-list"],
         },
+        parser: Parser::Lexopt,
         ..NONE
     },
     Spec {

@@ -87,6 +87,18 @@ impl WordInfo {
         }
     }
 
+    /// A literal word of this text (a part of a literal word).
+    pub(super) fn literal(text: &str) -> Self {
+        WordInfo {
+            raw: text.to_string(),
+            literal: Some(text.to_string()),
+            display: text.to_string(),
+            expansions: Vec::new(),
+            scripts: Vec::new(),
+            opaque: false,
+        }
+    }
+
     /// The literal value, or the display form.
     pub(super) fn text(&self) -> &str {
         self.literal.as_deref().unwrap_or(&self.display)
@@ -134,6 +146,11 @@ fn analyse_at(raw: &str, options: &ParserOptions, depth: usize) -> WordInfo {
                 opaque: false,
             };
             parts.walk(&pieces, false);
+            // brush's `sh` grammar reads some of bash's expansions (`${!x}`, `${a[i]}`) as
+            // text: look at the word as written.
+            if parameter_expansions(raw).any(evaluates_a_value) {
+                parts.opaque = true;
+            }
             info.display = parts.display;
             // The pieces say what the word expands; the strict scan cannot see where a
             // substitution ends, so only its control characters are kept.
@@ -353,6 +370,59 @@ fn has_huge_tilde_number(raw: &str) -> bool {
     })
 }
 
+/// Whether an arithmetic expression reads a variable. bash evaluates a variable's value
+/// as an expression in turn, and an array subscript there runs the command substitutions
+/// it holds (`x='a[$(cmd)]'; echo $((x))`): what runs is then not in the line's text.
+pub(super) fn arithmetic_reads_variables(expr: &str) -> bool {
+    expr.chars()
+        .any(|c| c.is_ascii_alphabetic() || matches!(c, '_' | '$' | '`'))
+}
+
+/// Each `${…}` in `raw`, as written (up to its matching brace).
+fn parameter_expansions(raw: &str) -> impl Iterator<Item = &str> {
+    raw.match_indices("${").filter_map(move |(start, _)| {
+        let mut depth = 0usize;
+        for (i, c) in raw[start + 1..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return raw.get(start..start + 1 + i + 1);
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    })
+}
+
+/// Whether a parameter expansion (`${…}`, as written) makes bash evaluate a value: an
+/// array subscript or a substring offset (arithmetic, see [`arithmetic_reads_variables`]),
+/// an indirect reference (`${!x}`: the name in x may have a subscript), or a prompt
+/// expansion (`${x@P}` runs the command substitutions in x's value).
+fn evaluates_a_value(source: &str) -> bool {
+    let Some(inner) = source.strip_prefix("${").and_then(|s| s.strip_suffix('}')) else {
+        return false;
+    };
+    if inner.starts_with('!') || inner.contains('[') || inner.contains("@P") {
+        return true;
+    }
+    let inner = inner
+        .strip_prefix('#')
+        .filter(|r| !r.is_empty())
+        .unwrap_or(inner);
+    let name_end = inner
+        .char_indices()
+        .find(|(i, c)| {
+            !(c.is_ascii_alphanumeric() || *c == '_' || *i == 0 && "@*#?-$!".contains(*c))
+        })
+        .map_or(inner.len(), |(i, _)| i);
+    let mut after = inner[name_end..].chars();
+    after.next() == Some(':') && !matches!(after.next(), Some('-' | '=' | '?' | '+'))
+}
+
 /// Walks brush's word pieces: display text, expansions and substitution scripts.
 struct Parts<'a> {
     raw: &'a str,
@@ -419,6 +489,9 @@ impl Parts<'_> {
                 WordPiece::ArithmeticExpression(expr) => {
                     push_unique(&mut self.expansions, Expansion::Arithmetic);
                     self.display.push_str(source);
+                    if arithmetic_reads_variables(&expr.value) {
+                        self.opaque = true;
+                    }
                     if expr.value.contains('$') || expr.value.contains('`') {
                         let value = expr.value.clone();
                         self.nested(&value);
@@ -520,6 +593,29 @@ mod tests {
                 w.expansions.is_empty(),
                 "{raw:?}: {w:?}"
             );
+        }
+    }
+
+    #[test]
+    fn values_bash_evaluates_are_opaque() {
+        for raw in [
+            "$((x))",
+            "$((1 + $y))",
+            "${a[i]}",
+            "${!x}",
+            "${x@P}",
+            "${x:i}",
+            "${x:1:n}",
+            "\"$((x+1))\"",
+            "\"${!x}\"",
+            "a${b[$(id)]}c",
+        ] {
+            assert!(analyse(raw, &options()).opaque, "{raw:?}");
+        }
+        for raw in [
+            "$((1+2))", "${x}", "${x:-y}", "${x:=y}", "${#x}", "${x%.rs}", "$x",
+        ] {
+            assert!(!analyse(raw, &options()).opaque, "{raw:?}");
         }
     }
 

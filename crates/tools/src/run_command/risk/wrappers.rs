@@ -1,20 +1,129 @@
-//! Programs that run other commands: wrappers (`env`, `sudo`, `timeout`, `xargs`…),
-//! shells (`sh -c SCRIPT`), `eval`, and `find -exec`. For each, where the command or
-//! script it runs sits among its words, so that the judge can follow it.
+//! What a command runs besides itself, so that the judge can follow it and the permission
+//! subjects can show it: the command behind a wrapper (`env`, `sudo`, `timeout`, `xargs`…),
+//! the script of a shell (`sh -c SCRIPT`), of `eval` or `trap`, the command of
+//! `find -exec`, `sed`'s `e`, git's `-c alias.x=!CMD`…
+//!
+//! And whether it may run commands the judge cannot see ([`Runs::unseen`]; then the
+//! subjects are incomplete): a shell or an interpreter reading its program from a file or
+//! its input, a wrapper whose options are not understood (exact spellings only, see
+//! [`optscan`](super::optscan)), an alias, `source`, `exec` without a command, a package
+//! manager running project code, options that make a program run commands (`tar
+//! --to-command`, `rsync -e`, `git -c`…). Where the judge can see the command, it is
+//! followed as well: `sh -c 'literal'`, `trap 'literal' EXIT`, `eval 'literal'`,
+//! `sed '1e literal'`. When a wrapper's options are not understood, the words that could
+//! start its command are followed as guesses ([`Inner::Guess`]), for the deny-list and the
+//! deny patterns only.
+//!
+//! The tables are data: [`runners`](super::runners) (wrappers), [`shells`](super::shells),
+//! [`builtins`](super::builtins) (shell builtins that run or change what runs),
+//! [`launchers`](super::launchers) (options of other programs that run commands).
 
+use super::{builtins, git_runs, launchers, runners, sed, shells};
 use std::ops::Range;
+
+/// Most guesses followed for one command whose options are not understood.
+const MAX_GUESSES: usize = 8;
+
+/// One word of a command the judge follows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Arg {
+    /// The word at this index.
+    Word(usize),
+    /// Text taken out of the word at this index (a word of `env -S STRING`).
+    Part {
+        /// The word the text comes from.
+        word: usize,
+        /// The text.
+        text: String,
+    },
+    /// The arguments it gets when it runs (what `xargs` reads), shown as `{}`.
+    Added,
+}
 
 /// What a command runs besides itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Inner {
-    /// These words are a command (`nice -n 5 make` → `make`).
-    Command(Range<usize>),
-    /// This word is a shell script (`sh -c SCRIPT`).
-    Script(usize),
-    /// The text after the first `=` of this word is a shell script (`--command=SCRIPT`).
-    ScriptValue(usize),
+    /// A command (`nice -n 5 make` → `make`).
+    Command(Vec<Arg>),
+    /// A command the judge guesses at, because the words around it are not understood;
+    /// followed for the deny-list and the deny patterns only.
+    Guess(Vec<Arg>),
+    /// A shell script, taken from the word at `word` (`sh -c SCRIPT`, `--command=SCRIPT`).
+    Script {
+        /// The word the script comes from (it must be literal).
+        word: usize,
+        /// The script.
+        text: String,
+    },
     /// These words, joined by spaces, are a shell script (`eval a b`, `watch a b`).
     JoinedScript(Range<usize>),
+}
+
+/// What a command runs, as far as the judge can tell.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Runs {
+    /// The commands and scripts it runs that the judge follows.
+    pub inner: Vec<Inner>,
+    /// Why it may run commands the judge cannot see; `None` when it runs nothing else,
+    /// or only [`Runs::inner`].
+    pub unseen: Option<String>,
+    /// Which of its words decide what it runs: one the judge cannot read leaves that
+    /// unknown.
+    pub decides: Decides,
+}
+
+/// Which words of a command decide what it runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) enum Decides {
+    /// None: it runs nothing else whatever its words.
+    #[default]
+    Nothing,
+    /// Every word (after the program) but those of the commands and scripts it runs,
+    /// which are judged on their own: a wrapper's options, `find`'s expression, git's.
+    Words,
+    /// The words before this index (`printf -v NAME`).
+    Before(usize),
+}
+
+impl Runs {
+    /// Runs nothing else.
+    pub(super) fn nothing() -> Self {
+        Runs::default()
+    }
+
+    /// Decided by its words, runs `inner`.
+    pub(super) fn of(inner: Vec<Inner>) -> Self {
+        Runs {
+            inner,
+            unseen: None,
+            decides: Decides::Words,
+        }
+    }
+
+    /// Runs what the judge cannot see, `why`.
+    pub(super) fn unseen(why: impl Into<String>) -> Self {
+        Runs {
+            inner: Vec::new(),
+            unseen: Some(why.into()),
+            decides: Decides::Words,
+        }
+    }
+
+    /// The same, also following `inner`.
+    pub(super) fn with(mut self, inner: Vec<Inner>) -> Self {
+        self.inner.extend(inner);
+        self
+    }
+
+    /// Mark unseen, keeping the first reason.
+    pub(super) fn also_unseen(&mut self, why: impl Into<String>) {
+        if self.decides == Decides::Nothing {
+            self.decides = Decides::Words;
+        }
+        if self.unseen.is_none() {
+            self.unseen = Some(why.into());
+        }
+    }
 }
 
 /// Shells: run a script given with `-c`, a script file, or their input.
@@ -30,6 +139,7 @@ pub(super) const INTERPRETERS: &[&str] = &[
     "python3",
     "pypy",
     "pypy3",
+    "ipython",
     "node",
     "nodejs",
     "deno",
@@ -50,6 +160,8 @@ pub(super) const INTERPRETERS: &[&str] = &[
     "Rscript",
     "R",
     "julia",
+    "octave",
+    "gnuplot",
     "osascript",
     "pwsh",
     "powershell",
@@ -91,9 +203,20 @@ pub(super) const INTERPRETERS: &[&str] = &[
     "ex",
     "jq",
     "yq",
+    "sqlite3",
+    "psql",
+    "mysql",
 ];
 
-/// Wrappers: run the command given in their arguments.
+/// Package managers.
+pub(super) const PACKAGE_MANAGERS: &[&str] = &[
+    "cargo", "npm", "pnpm", "yarn", "bun", "pip", "pip3", "pipx", "uv", "poetry", "gem", "bundle",
+    "go", "composer", "conda", "mamba",
+];
+
+/// Wrappers: run the command given in their arguments. Those with an option table in
+/// [`runners`](super::runners) are followed exactly; for the others, any use leaves the
+/// subjects incomplete and the words that could start their command are guesses.
 pub(super) const WRAPPERS: &[&str] = &[
     "env",
     "xargs",
@@ -139,6 +262,76 @@ pub(super) const WRAPPERS: &[&str] = &[
     "unbuffer",
     "catchsegv",
     "trap",
+    "alias",
+    "setarch",
+    "linux32",
+    "linux64",
+    "i386",
+    "x86_64",
+    "runcon",
+    "sg",
+    "newgrp",
+    "chpst",
+    "numactl",
+    "eatmydata",
+    "faketime",
+    "chronic",
+    "ifne",
+    "xvfb-run",
+    "dbus-run-session",
+    "ssh-agent",
+    "nocache",
+    "ccache",
+    "sccache",
+    "distcc",
+    "perf",
+    "hyperfine",
+    "entr",
+    "watchexec",
+    "daemonize",
+    "start-stop-daemon",
+    "bwrap",
+    "proot",
+    "tsp",
+    "run-parts",
+    "xdg-open",
+    "gio",
+    "tmux",
+    "screen",
+    "batch",
+    "uvx",
+    "pdm",
+    "dotenv",
+    "direnv",
+    "env-cmd",
+    "cross-env",
+    "concurrently",
+    "nodemon",
+    "nix",
+    "nix-shell",
+    "sshpass",
+];
+
+/// Programs that run commands of their own (remote or scheduled ones too), listed with
+/// the deny-list's high-risk programs: any use leaves the subjects incomplete.
+const RUN_ELSEWHERE: &[&str] = &[
+    "ssh",
+    "scp",
+    "sftp",
+    "docker",
+    "podman",
+    "kubectl",
+    "systemctl",
+    "service",
+    "at",
+    "crontab",
+    "npx",
+    "pnpx",
+    "bunx",
+    "nc",
+    "ncat",
+    "netcat",
+    "socat",
 ];
 
 /// The program name without its folder.
@@ -146,584 +339,233 @@ pub(super) fn program_name(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
 }
 
-/// How a wrapper's options are read.
-struct OptionSyntax {
-    /// Short options that take a value (attached or the next word).
-    short_values: &'static str,
-    /// Short options whose value, if any, must be attached.
-    short_optional: &'static str,
-    /// Long options that take the next word as their value (without `=`).
-    long_values: &'static [&'static str],
-    /// Options end at the first word that does not start with `-` (or `+` for shells).
-    plus_options: bool,
-}
-
-const PLAIN: OptionSyntax = OptionSyntax {
-    short_values: "",
-    short_optional: "",
-    long_values: &[],
-    plus_options: false,
-};
-
-/// The index of the first word at or after `start` that is not an option, and whether a
-/// short option in `watch_for` was seen.
-fn skip_options(
-    words: &[&str],
-    start: usize,
-    syntax: &OptionSyntax,
-    watch_for: char,
-) -> (usize, bool) {
-    let mut i = start;
-    let mut seen = false;
-    while let Some(word) = words.get(i) {
-        if *word == "--" {
-            return (i + 1, seen);
-        }
-        let is_option = word.len() > 1
-            && (word.starts_with('-') || syntax.plus_options && word.starts_with('+'));
-        if !is_option {
-            break;
-        }
-        i += 1;
-        if let Some(long) = word.strip_prefix("--") {
-            if !long.contains('=') && syntax.long_values.contains(&long) {
-                i += 1;
-            }
-            continue;
-        }
-        let mut chars = word.chars().skip(1);
-        while let Some(c) = chars.next() {
-            if c == watch_for {
-                seen = true;
-            }
-            if syntax.short_optional.contains(c) {
-                break;
-            }
-            if syntax.short_values.contains(c) {
-                if chars.next().is_none() {
-                    i += 1;
-                }
-                break;
-            }
-        }
+/// What `words` (a command, program first, as displayed) runs besides itself.
+pub(super) fn runs(words: &[&str]) -> Runs {
+    let Some(first) = words.first() else {
+        return Runs::nothing();
+    };
+    let name = program_name(first);
+    if SHELLS.contains(&name) && name != "busybox" {
+        return shells::shell(name, words);
     }
-    (i, seen)
+    if let Some(runs) = runners::special(name, words) {
+        return runs;
+    }
+    if let Some(runs) = builtins::runs(name, words) {
+        return runs;
+    }
+    if let Some(runs) = launchers::runs(name, words) {
+        return runs;
+    }
+    match name {
+        "git" => return git_runs::runs(words),
+        "sed" => return sed::runs(words),
+        _ => {}
+    }
+    if INTERPRETERS.contains(&name) {
+        return Runs::unseen(format!("'{name}' runs code the judge cannot see"));
+    }
+    if PACKAGE_MANAGERS.contains(&name) {
+        return package_manager(name, words);
+    }
+    if let Some(runs) = runners::runner(name, words) {
+        return runs;
+    }
+    if WRAPPERS.contains(&name) || RUN_ELSEWHERE.contains(&name) {
+        return Runs::unseen(format!("'{name}' runs commands the judge does not follow"))
+            .with(guesses(words, 1));
+    }
+    Runs::nothing()
 }
 
-/// A wrapper that runs the command after its options (and a fixed number of operands).
-struct Runner {
-    /// The wrapper's names.
-    names: &'static [&'static str],
-    /// How its options are read.
-    syntax: OptionSyntax,
-    /// Operands between its options and the command (`timeout DURATION`, `chroot DIR`).
-    operands: usize,
-    /// `NAME=VALUE` words may come before the command (`sudo A=1 cmd`).
-    assignments: bool,
-}
-
-const RUNNERS: &[Runner] = &[
-    Runner {
-        names: &["sudo"],
-        syntax: OptionSyntax {
-            short_values: "ugpCDhrtTUR",
-            long_values: &[
-                "user",
-                "group",
-                "prompt",
-                "close-from",
-                "chdir",
-                "host",
-                "role",
-                "type",
-                "other-user",
-                "command-timeout",
-                "chroot",
-            ],
-            ..PLAIN
-        },
-        operands: 0,
-        assignments: true,
-    },
-    Runner {
-        names: &["doas"],
-        syntax: OptionSyntax {
-            short_values: "uC",
-            ..PLAIN
-        },
-        operands: 0,
-        assignments: false,
-    },
-    Runner {
-        names: &["xargs"],
-        syntax: OptionSyntax {
-            short_values: "adEILnPs",
-            short_optional: "eil",
-            long_values: &[
-                "arg-file",
-                "delimiter",
-                "max-args",
-                "max-procs",
-                "max-chars",
-                "process-slot-var",
-            ],
-            ..PLAIN
-        },
-        operands: 0,
-        assignments: false,
-    },
-    Runner {
-        names: &["timeout"],
-        syntax: OptionSyntax {
-            short_values: "sk",
-            long_values: &["signal", "kill-after"],
-            ..PLAIN
-        },
-        operands: 1,
-        assignments: false,
-    },
-    Runner {
-        names: &["nice"],
-        syntax: OptionSyntax {
-            short_values: "n",
-            long_values: &["adjustment"],
-            ..PLAIN
-        },
-        operands: 0,
-        assignments: false,
-    },
-    Runner {
-        names: &["ionice"],
-        syntax: OptionSyntax {
-            short_values: "cnpPu",
-            long_values: &["class", "classdata", "pid", "pgid", "uid"],
-            ..PLAIN
-        },
-        operands: 0,
-        assignments: false,
-    },
-    Runner {
-        names: &["stdbuf"],
-        syntax: OptionSyntax {
-            short_values: "ioe",
-            long_values: &["input", "output", "error"],
-            ..PLAIN
-        },
-        operands: 0,
-        assignments: false,
-    },
-    Runner {
-        names: &["time"],
-        syntax: OptionSyntax {
-            short_values: "fo",
-            long_values: &["format", "output"],
-            ..PLAIN
-        },
-        operands: 0,
-        assignments: false,
-    },
-    Runner {
-        names: &["exec"],
-        syntax: OptionSyntax {
-            short_values: "a",
-            ..PLAIN
-        },
-        operands: 0,
-        assignments: false,
-    },
-    Runner {
-        names: &["strace", "ltrace"],
-        syntax: OptionSyntax {
-            short_values: "abeEIoOpPsSuUX",
-            long_values: &["output", "signal", "trace", "attach", "user", "env"],
-            ..PLAIN
-        },
-        operands: 0,
-        assignments: false,
-    },
-    Runner {
-        names: &["taskset", "chrt", "chroot"],
-        syntax: OptionSyntax {
-            short_values: "TPD",
-            long_values: &[
-                "userspec",
-                "groups",
-                "sched-runtime",
-                "sched-period",
-                "sched-deadline",
-            ],
-            ..PLAIN
-        },
-        operands: 1,
-        assignments: false,
-    },
-    Runner {
-        names: &[
-            "nohup",
-            "setsid",
-            "builtin",
-            "unshare",
-            "nsenter",
-            "systemd-run",
-            "fakeroot",
-            "firejail",
-            "pkexec",
-            "setpriv",
-            "prlimit",
-            "cpulimit",
-            "caffeinate",
-            "unbuffer",
-            "catchsegv",
-        ],
-        syntax: OptionSyntax {
-            short_values: "uSGtw",
-            long_values: &[
-                "user", "setuid", "setgid", "target", "unit", "property", "limit",
-            ],
-            ..PLAIN
-        },
-        operands: 0,
-        assignments: false,
-    },
+/// Subcommands of the JavaScript package managers that run no script of the project's
+/// (any other runs one: `npm test`, `npm install`'s lifecycle scripts, `yarn build`).
+const JS_INERT: &[&str] = &[
+    "ls", "list", "ll", "la", "view", "info", "show", "outdated", "search", "help", "whoami",
+    "ping", "audit", "explain", "why", "doctor", "root", "prefix", "bin",
 ];
 
-/// What `words` (a command, program first) runs besides itself.
-pub(super) fn inner(words: &[&str]) -> Vec<Inner> {
-    let Some(first) = words.first() else {
-        return Vec::new();
+/// Subcommands of other package managers that run a command line the project or a
+/// package names.
+const RUNS_NAMED: &[(&str, &[&str])] = &[
+    ("composer", &["run-script", "run", "exec"]),
+    ("poetry", &["run"]),
+    ("uv", &["run", "tool"]),
+    ("pdm", &["run"]),
+    ("pipx", &["run"]),
+    ("conda", &["run"]),
+    ("mamba", &["run"]),
+    ("bundle", &["exec"]),
+    ("go", &["generate"]),
+];
+
+/// A package manager: its command line is the subject (the code it builds and runs is the
+/// project's own), except where it runs a command line that the project defines (a
+/// package script, `go generate`) or that a package names (`poetry run`), which the judge
+/// cannot see.
+fn package_manager(name: &str, words: &[&str]) -> Runs {
+    let Some(sub) = words.iter().skip(1).find(|w| !w.starts_with('-')) else {
+        return Runs::nothing();
     };
-    let n = words.len();
-    let name = program_name(first);
-    match name {
-        "busybox" => busybox(words),
-        _ if SHELLS.contains(&name) => shell_script(words),
-        "eval" if n > 1 => vec![Inner::JoinedScript(1..n)],
-        "env" => env(words),
-        "su" | "runuser" => script_option(
-            words,
-            &OptionSyntax {
-                short_values: "cgGsw",
-                long_values: &[
-                    "command",
-                    "group",
-                    "supp-group",
-                    "shell",
-                    "whitelist-environment",
-                ],
-                ..PLAIN
-            },
-            'c',
-            "--command",
-        ),
-        "command" => {
-            // `command -v NAME` only looks the name up.
-            let (i, looks_up) = skip_options(words, 1, &PLAIN, 'v');
-            let (_, describes) = skip_options(words, 1, &PLAIN, 'V');
-            if looks_up || describes {
-                Vec::new()
-            } else {
-                command_from(words, i)
-            }
-        }
-        "flock" => {
-            let syntax = OptionSyntax {
-                short_values: "wEc",
-                long_values: &["timeout", "conflict-exit-code", "command"],
-                ..PLAIN
-            };
-            let found = script_option(words, &syntax, 'c', "--command");
-            if found.is_empty() {
-                command_from(words, skip_options(words, 1, &syntax, '\0').0 + 1)
-            } else {
-                found
-            }
-        }
-        "script" => script_option(
-            words,
-            &OptionSyntax {
-                short_values: "cEIOBTm",
-                long_values: &[
-                    "command",
-                    "echo",
-                    "log-in",
-                    "log-out",
-                    "log-io",
-                    "log-timing",
-                ],
-                ..PLAIN
-            },
-            'c',
-            "--command",
-        ),
-        "watch" => watch(words),
-        "parallel" => parallel(words),
-        "gdb" | "lldb" | "valgrind" => {
-            match words.iter().position(|w| *w == "--args" || *w == "--") {
-                Some(i) => command_from(words, i + 1),
-                None if name == "valgrind" => {
-                    command_from(words, skip_options(words, 1, &PLAIN, '\0').0)
-                }
-                None => Vec::new(),
-            }
-        }
-        "find" => find_exec(words),
-        _ => match RUNNERS.iter().find(|r| r.names.contains(&name)) {
-            Some(runner) => {
-                let mut i = skip_options(words, 1, &runner.syntax, '\0').0 + runner.operands;
-                while runner.assignments && words.get(i).is_some_and(|w| is_assignment(w)) {
-                    i += 1;
-                }
-                command_from(words, i)
-            }
-            None => Vec::new(),
-        },
+    let js = matches!(name, "npm" | "pnpm" | "yarn" | "bun");
+    let runs_script = if js {
+        !JS_INERT.contains(sub)
+    } else {
+        RUNS_NAMED
+            .iter()
+            .any(|(pm, subs)| *pm == name && subs.contains(sub))
+    };
+    if runs_script {
+        Runs::unseen(format!(
+            "'{name} {sub}' runs a command line the project or a package defines, which the judge cannot see"
+        ))
+    } else {
+        Runs::nothing()
     }
 }
 
-/// The words from `i` on, as a command, when there are any.
-fn command_from(words: &[&str], i: usize) -> Vec<Inner> {
-    if i < words.len() {
-        vec![Inner::Command(i..words.len())]
+/// The words from `from` on as a command, when there are any.
+pub(super) fn command_from(words: &[&str], from: usize) -> Vec<Inner> {
+    if from < words.len() {
+        vec![Inner::Command((from..words.len()).map(Arg::Word).collect())]
     } else {
         Vec::new()
     }
 }
 
-/// `busybox APPLET ARGS`: the applet is the command (or a shell with its script).
-fn busybox(words: &[&str]) -> Vec<Inner> {
-    match words.get(1) {
-        Some(w) if !w.starts_with('-') => {
-            if SHELLS.contains(&program_name(w)) {
-                shell_script(&words[1..])
-                    .into_iter()
-                    .map(|inner| match inner {
-                        Inner::Script(i) => Inner::Script(i + 1),
-                        Inner::ScriptValue(i) => Inner::ScriptValue(i + 1),
-                        Inner::Command(r) => Inner::Command(r.start + 1..r.end + 1),
-                        Inner::JoinedScript(r) => Inner::JoinedScript(r.start + 1..r.end + 1),
-                    })
-                    .collect()
-            } else {
-                command_from(words, 1)
-            }
-        }
-        _ => Vec::new(),
-    }
-}
-
-/// `watch [OPTION]… COMMAND…`: the words joined are a script (`-x`: a command).
-fn watch(words: &[&str]) -> Vec<Inner> {
-    let syntax = OptionSyntax {
-        short_values: "nq",
-        short_optional: "d",
-        long_values: &["interval"],
-        ..PLAIN
-    };
-    let (i, exec) = skip_options(words, 1, &syntax, 'x');
-    if i >= words.len() {
-        Vec::new()
-    } else if exec {
-        vec![Inner::Command(i..words.len())]
-    } else {
-        vec![Inner::JoinedScript(i..words.len())]
-    }
-}
-
-/// `parallel [OPTION]… COMMAND… ::: ARGS`: the command words joined are a script.
-fn parallel(words: &[&str]) -> Vec<Inner> {
-    let syntax = OptionSyntax {
-        short_values: "jSaIdE",
-        long_values: &["jobs", "sshlogin", "arg-file", "delimiter"],
-        ..PLAIN
-    };
-    let i = skip_options(words, 1, &syntax, '\0').0;
-    let end = words
-        .iter()
-        .position(|w| w.starts_with(":::"))
-        .unwrap_or(words.len())
-        .max(i);
-    if i < end {
-        vec![Inner::JoinedScript(i..end)]
-    } else {
-        Vec::new()
-    }
-}
-
-/// `env [OPTION]… [NAME=VALUE]… [COMMAND [ARG]…]`, and `env -S STRING`.
-fn env(words: &[&str]) -> Vec<Inner> {
-    let syntax = OptionSyntax {
-        short_values: "uCS",
-        long_values: &["unset", "chdir", "split-string"],
-        ..PLAIN
-    };
-    // `-S STRING` splits STRING into a command: judge it as a script.
-    for (i, w) in words.iter().enumerate().skip(1) {
-        if *w == "--" || !w.starts_with('-') {
-            break;
-        }
-        if w.starts_with("--split-string=") {
-            return vec![Inner::ScriptValue(i)];
-        }
-        if *w == "-S" || *w == "--split-string" {
-            return vec![Inner::Script(i + 1)];
-        }
-    }
-    let mut i = skip_options(words, 1, &syntax, '\0').0;
-    while words.get(i).is_some_and(|w| is_assignment(w)) {
-        i += 1;
-    }
-    if i < words.len() {
-        vec![Inner::Command(i..words.len())]
-    } else {
-        Vec::new()
-    }
+/// Guesses at the command among `words[from..]`: each suffix starting at a word that is
+/// not an option (at most [`MAX_GUESSES`]).
+pub(super) fn guesses(words: &[&str], from: usize) -> Vec<Inner> {
+    (from..words.len())
+        .filter(|&k| !words[k].starts_with('-') && !is_assignment(words[k]))
+        .take(MAX_GUESSES)
+        .map(|k| Inner::Guess((k..words.len()).map(Arg::Word).collect()))
+        .collect()
 }
 
 /// `NAME=VALUE`.
-fn is_assignment(word: &str) -> bool {
+pub(super) fn is_assignment(word: &str) -> bool {
     match word.split_once('=') {
-        Some((name, _)) => {
-            !name.is_empty()
-                && !name.starts_with(|c: char| c.is_ascii_digit())
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        }
+        Some((name, _)) => is_name(name),
         None => false,
     }
 }
 
-/// A shell's script: the first operand after options that include `-c`.
-fn shell_script(words: &[&str]) -> Vec<Inner> {
-    let syntax = OptionSyntax {
-        short_values: "oO",
-        long_values: &["rcfile", "init-file", "command"],
-        plus_options: true,
-        ..PLAIN
+/// A shell variable name.
+pub(super) fn is_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Environment variables known not to change which programs run or what they run.
+const INERT_VARIABLES: &[&str] = &[
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TERM",
+    "COLUMNS",
+    "LINES",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
+    "RUST_LOG",
+    "RUST_BACKTRACE",
+    "RUST_LIB_BACKTRACE",
+    "CI",
+    "OPTARG",
+    "OPTIND",
+    "REPLY",
+    "MAPFILE",
+];
+
+/// Whether setting the variable `name` cannot change which programs run or what they run.
+///
+/// Variables that do are too many to list (`PATH`, `LD_PRELOAD`, `BASH_ENV`, `IFS`,
+/// `GIT_*`, `PAGER`, `EDITOR`, `TAR_OPTIONS`, `HOME`…), so only these are inert: names
+/// without a capital letter (a script's own variables: every special shell variable and
+/// conventional environment variable is in capitals), `LC_*`, and a short list.
+pub(super) fn is_inert_variable(name: &str) -> bool {
+    !name.chars().any(|c| c.is_ascii_uppercase())
+        || name.starts_with("LC_")
+        || INERT_VARIABLES.contains(&name)
+}
+
+/// Each inner command or script of `line` (words split at spaces), shown; `?` marks a
+/// guess, and a last `!` that it runs what the judge cannot see.
+#[cfg(test)]
+pub(super) fn shown(line: &str) -> Vec<String> {
+    let words: Vec<&str> = line.split(' ').collect();
+    let r = runs(&words);
+    let arg = |a: &Arg| match a {
+        Arg::Word(i) => words[*i].to_string(),
+        Arg::Part { text, .. } => text.clone(),
+        Arg::Added => "{}".to_string(),
     };
-    for (i, w) in words.iter().enumerate().skip(1) {
-        if w.starts_with("--command=") {
-            return vec![Inner::ScriptValue(i)];
-        }
-        if *w == "--command" {
-            return vec![Inner::Script(i + 1)];
-        }
-    }
-    let (i, has_c) = skip_options(words, 1, &syntax, 'c');
-    if has_c && i < words.len() {
-        vec![Inner::Script(i)]
-    } else {
-        Vec::new()
-    }
-}
-
-/// A `-c CMD` (or `--command CMD`) script option.
-fn script_option(words: &[&str], syntax: &OptionSyntax, short: char, long: &str) -> Vec<Inner> {
-    let mut i = 1;
-    while let Some(w) = words.get(i) {
-        if *w == "--" || !w.starts_with('-') || w.len() < 2 {
-            // `su USER -c CMD`: options may follow the user.
-            i += 1;
-            continue;
-        }
-        if *w == long {
-            return vec![Inner::Script(i + 1)];
-        }
-        if w.starts_with(&format!("{long}=")) {
-            return vec![Inner::ScriptValue(i)];
-        }
-        if !w.starts_with("--") {
-            let rest: Vec<char> = w.chars().skip(1).collect();
-            for (k, c) in rest.iter().enumerate() {
-                if *c == short {
-                    return if k + 1 < rest.len() {
-                        vec![Inner::Script(i)]
-                    } else {
-                        vec![Inner::Script(i + 1)]
-                    };
-                }
-                if syntax.short_values.contains(*c) {
-                    if k + 1 == rest.len() {
-                        i += 1;
-                    }
-                    break;
-                }
+    let mut out: Vec<String> = r
+        .inner
+        .iter()
+        .map(|i| match i {
+            Inner::Command(args) => args.iter().map(arg).collect::<Vec<_>>().join(" "),
+            Inner::Guess(args) => {
+                format!("?{}", args.iter().map(arg).collect::<Vec<_>>().join(" "))
             }
-        }
-        i += 1;
+            Inner::Script { text, .. } => format!("script:{text}"),
+            Inner::JoinedScript(r) => format!("script:{}", words[r.clone()].join(" ")),
+        })
+        .collect();
+    if r.unseen.is_some() {
+        out.push("!".to_string());
     }
-    Vec::new()
-}
-
-/// The commands of `find … -exec CMD … ;` (also `-execdir`, `-ok`, `-okdir`).
-fn find_exec(words: &[&str]) -> Vec<Inner> {
-    let mut found = Vec::new();
-    let mut i = 1;
-    while i < words.len() {
-        if matches!(words[i], "-exec" | "-execdir" | "-ok" | "-okdir") {
-            let start = i + 1;
-            let end = (start..words.len())
-                .find(|&k| words[k] == ";" || words[k] == "+")
-                .unwrap_or(words.len());
-            if start < end {
-                found.push(Inner::Command(start..end));
-            }
-            i = end;
-        }
-        i += 1;
-    }
-    found
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn inner_of(line: &str) -> Vec<String> {
-        let words: Vec<&str> = line.split(' ').collect();
-        inner(&words)
-            .into_iter()
-            .map(|i| match i {
-                Inner::Command(r) | Inner::JoinedScript(r) => words[r].join(" "),
-                Inner::Script(k) => format!("script:{}", words.get(k).unwrap_or(&"?")),
-                Inner::ScriptValue(k) => format!("value:{}", words.get(k).unwrap_or(&"?")),
-            })
-            .collect()
+    #[test]
+    fn interpreters_and_package_scripts_run_what_the_judge_cannot_see() {
+        assert_eq!(shown("python3 -c x"), ["!"]);
+        assert_eq!(shown("make"), ["!"]);
+        assert_eq!(shown("npm run x"), ["!"]);
+        assert_eq!(shown("npm test"), ["!"]);
+        assert_eq!(shown("yarn build"), ["!"]);
+        assert_eq!(shown("poetry run x"), ["!"]);
+        assert_eq!(shown("go generate ./..."), ["!"]);
+        assert_eq!(shown("cargo test"), Vec::<String>::new());
+        assert_eq!(shown("npm ls"), Vec::<String>::new());
+        assert_eq!(shown("ls -la"), Vec::<String>::new());
     }
 
     #[test]
-    fn wrapped_commands_are_found() {
-        assert_eq!(inner_of("env -i A=1 rm x"), ["rm x"]);
-        assert_eq!(inner_of("env -u HOME rm x"), ["rm x"]);
-        assert_eq!(inner_of("env -S x"), ["script:x"]);
-        assert_eq!(inner_of("env"), Vec::<String>::new());
-        assert_eq!(inner_of("sudo -u root rm x"), ["rm x"]);
-        assert_eq!(inner_of("sudo A=1 rm x"), ["rm x"]);
-        assert_eq!(inner_of("timeout -s KILL 5 rm x"), ["rm x"]);
-        assert_eq!(inner_of("nice -n 5 rm x"), ["rm x"]);
-        assert_eq!(inner_of("nice -5 rm x"), ["rm x"]);
-        assert_eq!(inner_of("xargs -0 -n 1 rm"), ["rm"]);
-        assert_eq!(inner_of("xargs -i rm {}"), ["rm {}"]);
-        assert_eq!(inner_of("xargs -I {} rm {}"), ["rm {}"]);
-        assert_eq!(inner_of("/usr/bin/nohup rm x"), ["rm x"]);
-        assert_eq!(inner_of("command -v rm"), Vec::<String>::new());
-        assert_eq!(inner_of("command rm x"), ["rm x"]);
-        assert_eq!(inner_of("sh -c x"), ["script:x"]);
-        assert_eq!(inner_of("bash -xc x"), ["script:x"]);
-        assert_eq!(inner_of("bash -o pipefail -c x"), ["script:x"]);
-        assert_eq!(inner_of("bash script.sh"), Vec::<String>::new());
-        assert_eq!(inner_of("su -c x root"), ["script:x"]);
-        assert_eq!(inner_of("su root -c x"), ["script:x"]);
-        assert_eq!(inner_of("su --command=x"), ["value:--command=x"]);
-        assert_eq!(inner_of("bash --command=x"), ["value:--command=x"]);
-        assert_eq!(inner_of("eval rm x"), ["rm x"]);
-        assert_eq!(inner_of("watch -n 1 rm x"), ["rm x"]);
-        assert_eq!(inner_of("busybox rm x"), ["rm x"]);
-        assert_eq!(inner_of("busybox sh -c x"), ["script:x"]);
+    fn unmodelled_wrappers_are_guessed_at() {
         assert_eq!(
-            inner_of("find . -exec rm {} ; -execdir cat {} +"),
-            ["rm {}", "cat {}"]
+            shown("setarch x86_64 rm v"),
+            ["?x86_64 rm v", "?rm v", "?v", "!"]
         );
-        assert_eq!(inner_of("flock f rm x"), ["rm x"]);
-        assert_eq!(inner_of("flock f -c x"), ["script:x"]);
-        assert_eq!(inner_of("chroot / rm x"), ["rm x"]);
+        assert_eq!(
+            shown("ssh -o x h rm v"),
+            ["?x h rm v", "?h rm v", "?rm v", "?v", "!"]
+        );
+    }
+
+    #[test]
+    fn inert_variables() {
+        for name in ["x", "my_var", "LC_ALL", "LANG", "RUST_LOG"] {
+            assert!(is_inert_variable(name), "{name}");
+        }
+        for name in [
+            "PATH",
+            "LD_PRELOAD",
+            "BASH_ENV",
+            "IFS",
+            "GIT_PAGER",
+            "HOME",
+            "Path",
+        ] {
+            assert!(!is_inert_variable(name), "{name}");
+        }
     }
 }
