@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 /// termination, and the others whose default action ends a program and that can be
 /// caught. (SIGKILL cannot be: then the command's shell dies with its parent, through the
 /// sandbox's parent-death signal, but what the shell started may survive.)
-const ENDING: [(i32, &str); 10] = [
+const ENDING: [(i32, &str); 16] = [
     (libc::SIGTERM, "SIGTERM"),
     (libc::SIGHUP, "SIGHUP"),
     (libc::SIGQUIT, "SIGQUIT"),
@@ -24,6 +24,12 @@ const ENDING: [(i32, &str); 10] = [
     (libc::SIGPROF, "SIGPROF"),
     (libc::SIGXCPU, "SIGXCPU"),
     (libc::SIGXFSZ, "SIGXFSZ"),
+    (libc::SIGIO, "SIGIO"),
+    (libc::SIGPWR, "SIGPWR"),
+    (libc::SIGSTKFLT, "SIGSTKFLT"),
+    (libc::SIGSYS, "SIGSYS"),
+    (libc::SIGTRAP, "SIGTRAP"),
+    (libc::SIGABRT, "SIGABRT"),
 ];
 
 /// The interrupts (SIGINT) received, in order.

@@ -299,15 +299,20 @@ impl Terminal {
 /// Text from the model or a tool, made safe to show on a terminal: control characters
 /// (escape sequences that could move the cursor, hide or rewrite what the person reads,
 /// set the window title or the clipboard), C1 controls, and the invisible characters that
-/// reorder text (bidirectional overrides and isolates, line and paragraph separators) are
-/// shown as escapes (`\x1b`, `\r`, `\u{202e}`). Newlines and tabs stay when
+/// reorder or hide text (bidirectional controls, zero-width characters, line and paragraph
+/// separators, fillers) are shown as escapes (`\x1b`, `\r`, `\u{202e}`). Newlines and tabs stay when
 /// `keep_newlines`, else they are shown as `\n` and `\t` too.
 pub(crate) fn shown(text: &str, keep_newlines: bool) -> std::borrow::Cow<'_, str> {
     let hidden = |c: char| match c {
         '\n' | '\t' => !keep_newlines,
         '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => true,
-        '\u{200e}' | '\u{200f}' | '\u{2028}' | '\u{2029}' => true,
-        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => true,
+        // Invisible or zero-width: soft hyphen, Arabic letter mark, Hangul fillers,
+        // Mongolian vowel separator, zero-width spaces and joiners, marks, separators,
+        // bidirectional embeddings, overrides and isolates, word joiner and invisible
+        // operators, the byte-order mark.
+        '\u{ad}' | '\u{61c}' | '\u{115f}' | '\u{1160}' | '\u{180e}' | '\u{3164}' => true,
+        '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2069}' => true,
+        '\u{feff}' | '\u{ffa0}' => true,
         _ => false,
     };
     if !text.chars().any(hidden) {
@@ -375,6 +380,8 @@ mod shown_tests {
             shown("title\x1b]0;pwned\x07", true),
             "title\\x1b]0;pwned\\x07"
         );
+        assert_eq!(shown("r\u{200b}m", false), "r\\u{200b}m");
+        assert_eq!(shown("\u{feff}x\u{ad}", false), "\\u{feff}x\\xad");
     }
 
     #[test]

@@ -33,15 +33,37 @@ const SECRET_PARTS: [&str; 11] = [
 /// Prefixes (upper-cased) of cloud providers' variables, which hold keys.
 const SECRET_PREFIXES: [&str; 3] = ["AWS_", "AZURE_", "ARM_CLIENT_"];
 
+/// Endings (upper-cased) of names that hold secrets: `MYSQL_PWD`, `GITHUB_PAT`,
+/// `SENTRY_DSN`, `SMTP_PASS`, `DB_CONNECTION_STRING`, `SIGNING_KEY`.
+const SECRET_ENDINGS: [&str; 6] = [
+    "_KEY",
+    "_PWD",
+    "_PAT",
+    "_DSN",
+    "_PASS",
+    "_CONNECTION_STRING",
+];
+
 /// Whether a sandboxed command must not see the variable `name`: agent sockets, display
 /// servers, and names that look like secrets (`*TOKEN*`, `*SECRET*`, `*PASSWORD*`,
-/// `*API_KEY*`, names ending in `_KEY`, `AWS_*`, …).
+/// `*API_KEY*`, names ending in `_KEY`, `_PWD`, `_PAT`, `_DSN`, `AWS_*`, …).
 pub fn is_secret_variable(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     ALWAYS.contains(&upper.as_str())
         || SECRET_PARTS.iter().any(|p| upper.contains(p))
         || SECRET_PREFIXES.iter().any(|p| upper.starts_with(p))
-        || upper.ends_with("_KEY")
+        || SECRET_ENDINGS.iter().any(|e| upper.ends_with(e))
+}
+
+/// Whether a variable's value carries a credential whatever its name: a URL with a
+/// password in it (`postgres://user:pw@host/db`).
+pub fn is_secret_value(value: &str) -> bool {
+    value.split("://").skip(1).any(|rest| {
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        authority
+            .rsplit_once('@')
+            .is_some_and(|(userinfo, _)| userinfo.contains(':'))
+    })
 }
 
 #[cfg(test)]
@@ -62,6 +84,11 @@ mod tests {
             "STRIPE_SECRET",
             "SIGNING_KEY",
             "CARGO_REGISTRY_TOKEN",
+            "MYSQL_PWD",
+            "GITHUB_PAT",
+            "SENTRY_DSN",
+            "SMTP_PASS",
+            "DB_CONNECTION_STRING",
         ] {
             assert!(is_secret_variable(secret), "{secret}");
         }
@@ -76,8 +103,21 @@ mod tests {
             "PYTHONPATH",
             "NODE_PATH",
             "MONKEY",
+            "PWD",
+            "OLDPWD",
+            "PATH",
         ] {
             assert!(!is_secret_variable(kept), "{kept}");
         }
+    }
+
+    #[test]
+    fn urls_with_a_password_are_secret_values() {
+        use super::is_secret_value;
+        assert!(is_secret_value("postgres://u:pw@db.example/app"));
+        assert!(is_secret_value("redis://:pw@host:6379"));
+        assert!(!is_secret_value("https://example.com/a@b"));
+        assert!(!is_secret_value("https://user@example.com"));
+        assert!(!is_secret_value("/usr/bin:/bin"));
     }
 }

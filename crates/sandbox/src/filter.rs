@@ -89,6 +89,50 @@ const METADATA_DENIED: &[libc::c_long] = &[
     SYS_REMOVEXATTRAT,
 ];
 
+/// Calls that act on another process when their first argument names one (0 is the
+/// caller): resource limits (`prlimit --pid` can kill a process through a CPU limit or
+/// starve `aintern` of file descriptors), CPU affinity and scheduling, and page
+/// placement. Refused with EPERM for any process but the caller.
+const OTHER_PROCESS_FIRST: &[libc::c_long] = &[
+    libc::SYS_prlimit64,
+    libc::SYS_sched_setaffinity,
+    libc::SYS_sched_setscheduler,
+    libc::SYS_sched_setparam,
+    libc::SYS_sched_setattr,
+    libc::SYS_migrate_pages,
+    libc::SYS_move_pages,
+];
+
+/// The same with the process in the second argument (`which`, `who`): priorities.
+const OTHER_PROCESS_SECOND: &[libc::c_long] = &[libc::SYS_setpriority, libc::SYS_ioprio_set];
+
+/// Refused outright: acting on another process's memory through a pidfd.
+const PROCESS_MEMORY: &[libc::c_long] = &[libc::SYS_process_madvise, libc::SYS_process_mrelease];
+
+/// Refused in `read-only`, besides [`METADATA_DENIED`]: System V and POSIX message-queue
+/// IPC objects, which outlive the command and can change other processes' objects.
+const IPC_DENIED: &[libc::c_long] = &[
+    libc::SYS_shmget,
+    libc::SYS_shmctl,
+    libc::SYS_shmat,
+    libc::SYS_msgget,
+    libc::SYS_msgctl,
+    libc::SYS_msgsnd,
+    libc::SYS_semget,
+    libc::SYS_semctl,
+    libc::SYS_semop,
+    libc::SYS_semtimedop,
+    libc::SYS_mq_open,
+    libc::SYS_mq_unlink,
+    libc::SYS_mq_timedsend,
+    libc::SYS_mq_notify,
+    libc::SYS_mq_getsetattr,
+];
+
+/// `ioctl` requests that change a file's attributes (`chattr`), refused in `read-only`:
+/// `FS_IOC_SETFLAGS` (64- and 32-bit forms) and `FS_IOC_FSSETXATTR`.
+const ATTRIBUTE_IOCTLS: [u64; 3] = [0x4008_6602, 0x4004_6602, 0x401c_5820];
+
 /// `clone` flags that create namespaces; a `clone` with any of them is refused (as
 /// `unshare` is), and `clone3`, whose flags a filter cannot read, answers "not
 /// implemented" so that the C library falls back to `clone`.
@@ -168,6 +212,33 @@ fn clone_creating_namespaces() -> Result<(libc::c_long, Vec<SeccompRule>), Error
     Ok((libc::SYS_clone, rules))
 }
 
+/// `call` when its argument `index` is not 0 (another process).
+fn on_other_process(
+    call: libc::c_long,
+    index: u8,
+) -> Result<(libc::c_long, Vec<SeccompRule>), Error> {
+    let condition = SeccompCondition::new(index, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, 0)
+        .map_err(filter_error)?;
+    Ok((
+        call,
+        vec![SeccompRule::new(vec![condition]).map_err(filter_error)?],
+    ))
+}
+
+/// `ioctl` with one of [`ATTRIBUTE_IOCTLS`].
+fn attribute_ioctls() -> Result<(libc::c_long, Vec<SeccompRule>), Error> {
+    let rules = ATTRIBUTE_IOCTLS
+        .iter()
+        .map(|request| {
+            let condition =
+                SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, *request)
+                    .map_err(filter_error)?;
+            SeccompRule::new(vec![condition]).map_err(filter_error)
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    Ok((libc::SYS_ioctl, rules))
+}
+
 /// The programs for a sandboxed command, with or without `network`, read-only or not: one
 /// refusing calls with EPERM, one answering `clone3` with ENOSYS, one answering the
 /// group-leaving calls with success.
@@ -178,6 +249,15 @@ pub(crate) fn programs(network: bool, read_only: bool) -> Result<Vec<BpfProgram>
     }
     if read_only {
         denied.extend(always(METADATA_DENIED));
+        denied.extend(always(IPC_DENIED));
+        denied.push(attribute_ioctls()?);
+    }
+    denied.extend(always(PROCESS_MEMORY));
+    for call in OTHER_PROCESS_FIRST {
+        denied.push(on_other_process(*call, 0)?);
+    }
+    for call in OTHER_PROCESS_SECOND {
+        denied.push(on_other_process(*call, 1)?);
     }
     denied.push(clone_creating_namespaces()?);
     Ok(vec![

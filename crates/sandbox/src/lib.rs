@@ -69,7 +69,7 @@ mod rules;
 mod prepare;
 mod protect;
 
-pub use env::is_secret_variable;
+pub use env::{is_secret_value, is_secret_variable};
 pub use error::Error;
 pub use job::{end_all, live_groups, Job};
 pub use launcher::{Admission, Launcher, SandboxSettings, Variant};

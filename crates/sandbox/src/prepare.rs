@@ -182,18 +182,28 @@ impl Sandbox {
     /// private temporary folder as `TMPDIR` and no secret-looking environment variables.
     pub fn apply(&self, command: &mut Command) {
         if let Some(temp) = self.temp_dir() {
-            let inherited: Vec<std::ffi::OsString> =
-                std::env::vars_os().map(|(name, _)| name).collect();
-            let set: Vec<std::ffi::OsString> = command
-                .get_envs()
-                .map(|(name, _)| name.to_os_string())
-                .collect();
-            for name in inherited.iter().chain(&set) {
-                let Some(name) = name.to_str() else { continue };
-                if crate::env::is_secret_variable(name)
-                    && !self.inner.pass_env.iter().any(|p| p == name)
-                {
-                    command.env_remove(name);
+            // What the command would get: inherited, then as set on the command.
+            let mut vars: Vec<(std::ffi::OsString, Option<std::ffi::OsString>)> =
+                std::env::vars_os().map(|(n, v)| (n, Some(v))).collect();
+            vars.extend(
+                command
+                    .get_envs()
+                    .map(|(n, v)| (n.to_os_string(), v.map(std::ffi::OsStr::to_os_string))),
+            );
+            for (name, value) in vars {
+                let passed = name
+                    .to_str()
+                    .is_some_and(|n| self.inner.pass_env.iter().any(|p| p == n));
+                let secret = match (name.to_str(), value.as_deref().map(std::ffi::OsStr::to_str)) {
+                    // A name or value that is not text cannot be judged: not passed.
+                    (None, _) | (_, Some(None)) => true,
+                    (Some(n), Some(Some(v))) => {
+                        crate::env::is_secret_variable(n) || crate::env::is_secret_value(v)
+                    }
+                    (Some(n), None) => crate::env::is_secret_variable(n),
+                };
+                if secret && !passed {
+                    command.env_remove(&name);
                 }
             }
             for var in ["TMPDIR", "TMP", "TEMP", "TEMPDIR"] {

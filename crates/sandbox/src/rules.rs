@@ -23,7 +23,8 @@ use std::path::{Path, PathBuf};
 /// ones nothing more.
 const ABI_USED: ABI = ABI::V6;
 
-/// Device files every command may write (sinks and sources of bytes).
+/// Device files every command may read and write (sinks and sources of bytes); no other
+/// device is readable.
 const DEVICES: [&str; 5] = [
     "/dev/null",
     "/dev/zero",
@@ -58,7 +59,11 @@ pub(crate) fn build(policy: &SandboxPolicy, temp: &Path) -> Result<RulesetCreate
         .create()
         .map_err(rules_error)?;
 
-    let secrets = crate::policy::resolved(policy.secret_paths());
+    let mut secrets = crate::policy::resolved(policy.secret_paths());
+    // Devices are not files to read: terminals (`/dev/pts/*`: another terminal's
+    // keystrokes), disks (a raw read bypasses every file rule). Only the byte sinks and
+    // sources below are granted.
+    secrets.push(PathBuf::from("/dev"));
     let mut grants = Grants {
         ruleset: &mut created,
         secrets: &secrets,

@@ -106,13 +106,16 @@ pub(crate) fn may_replace(uid: u32, mode: u32, euid: u32) -> Result<(), String> 
     Ok(())
 }
 
-/// Give the new file the old one's owner and group (only root can) and mode.
+/// Give the new file the old one's owner and group (only root can) and mode, without the
+/// set-user-ID and set-group-ID bits.
 fn keep_owner_and_mode(file: &std::fs::File, uid: u32, gid: u32, mode: u32) -> io::Result<()> {
     if nix::unistd::geteuid().is_root() {
         // Before the mode: changing the owner clears the set-user-ID bit.
         std::os::unix::fs::fchown(file, Some(uid), Some(gid))?;
     }
-    file.set_permissions(std::fs::Permissions::from_mode(mode & 0o7777))
+    // The set-user-ID and set-group-ID bits are not carried over: new content must not
+    // inherit the old program's privileges (the kernel clears them on a write as well).
+    file.set_permissions(std::fs::Permissions::from_mode(mode & 0o1777))
 }
 
 /// A temporary file in the target's folder, removed when dropped unless renamed.

@@ -8,7 +8,7 @@
 //! repository names (see [`crate::git_config`]).
 
 use crate::error::Error;
-use crate::git_config::hardened;
+use crate::git_config::{hardened, Repository};
 use crate::workspace::{Opened, Workspace};
 use async_trait::async_trait;
 use core_models::{Formatter, GitCommit, GitInspector};
@@ -30,16 +30,16 @@ const STDERR_CAP: usize = 16 * 1024;
 /// git block (a FIFO where a file should be), and this check runs unasked.
 const INSPECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// `git ARGS` for the inspector, within [`INSPECT_TIMEOUT`] (the group is killed when the
-/// time is up).
+/// `git ARGS` for the inspector on `repo`, within [`INSPECT_TIMEOUT`] (the group is
+/// killed when the time is up).
 async fn inspect(
     launcher: &Launcher,
-    workspace: &Path,
+    repo: &Repository,
     args: &[&str],
     limits: Limits,
 ) -> Result<Captured, Error> {
-    let sandbox = git_sandbox(launcher, workspace);
-    tokio::time::timeout(INSPECT_TIMEOUT, git(workspace, args, limits, &sandbox))
+    let sandbox = git_sandbox(launcher, repo.dir());
+    tokio::time::timeout(INSPECT_TIMEOUT, git(repo, args, limits, &sandbox))
         .await
         .unwrap_or_else(|_| {
             Err(Error::Command {
@@ -47,6 +47,15 @@ async fn inspect(
                 message: format!("did not answer within {} s", INSPECT_TIMEOUT.as_secs()),
             })
         })
+}
+
+/// The repository git may use for the workspace `dir` (see
+/// [`Repository::of_workspace`]), found off the async runtime; else why not, in words.
+pub(crate) async fn repository(dir: &Path) -> Result<Repository, String> {
+    let dir = dir.to_path_buf();
+    tokio::task::spawn_blocking(move || Repository::of_workspace(&dir))
+        .await
+        .unwrap_or_else(|e| Err(format!("the repository could not be looked for: {e}")))
 }
 
 /// Most of `git log`'s output [`GitCommandInspector::commits_since`] reads.
@@ -197,24 +206,28 @@ async fn read_capped<R: AsyncRead + Unpin>(
     (kept, cut)
 }
 
-/// Run `git ARGS` in `dir` on a repository that is not trusted: its configuration names
-/// no program git runs (hooks, fsmonitor, pagers, external diffs, textconv, filter
-/// drivers, …; see [`crate::git_config`]).
+/// Run `git ARGS` in the workspace on `repo`, which is not trusted: its configuration
+/// names no program git runs (hooks, fsmonitor, pagers, external diffs, textconv, filter
+/// drivers, …; see [`crate::git_config`]). When the workspace is a folder of a larger
+/// repository, `args` must limit git's output to it.
 ///
 /// # Errors
 /// As for [`run`]; or the repository's configuration cannot be read.
 pub(crate) async fn git(
-    dir: &Path,
+    repo: &Repository,
     args: &[&str],
     limits: Limits,
     sandbox: &Sandbox,
 ) -> Result<Captured, Error> {
-    let command = hardened(dir, args, sandbox).await?;
+    let command = hardened(repo, args, sandbox).await?;
     run(command, "git", limits, sandbox).await
 }
 
 /// Reads git history with the `git` command, running nothing the repository's
-/// configuration names, in a read-only sandbox.
+/// configuration names, in a read-only sandbox, and only the workspace's: a workspace
+/// whose repository is outside it has no head here, and in a folder of a larger
+/// repository only the commits that change the folder are listed, with their files
+/// relative to it (see [`crate::git_config`]).
 #[derive(Debug, Clone, Default)]
 pub struct GitCommandInspector {
     launcher: Arc<Launcher>,
@@ -234,9 +247,13 @@ impl GitInspector for GitCommandInspector {
             stdout: 1024,
             overflow: Overflow::Stop,
         };
+        let Ok(repo) = repository(workspace).await else {
+            // Not a repository, or not one of the workspace's own.
+            return Ok(None);
+        };
         let out = inspect(
             &self.launcher,
-            workspace,
+            &repo,
             &["rev-parse", "--verify", "--quiet", "HEAD"],
             limits,
         )
@@ -259,23 +276,30 @@ impl GitInspector for GitCommandInspector {
             stdout: LOG_CAP,
             overflow: Overflow::Stop,
         };
-        let out = inspect(
-            &self.launcher,
-            workspace,
-            &[
-                "log",
-                "--no-ext-diff",
-                "--no-textconv",
-                "--reverse",
-                "--format=%x01%H%x00%s",
-                "--name-only",
-                "--end-of-options",
-                &range,
-                "--",
-            ],
-            limits,
-        )
-        .await?;
+        let repo = repository(workspace)
+            .await
+            .map_err(|message| Error::Command {
+                program: "git log".into(),
+                message,
+            })?;
+        let mut args = vec![
+            "log",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--reverse",
+            "--format=%x01%H%x00%s",
+            "--name-only",
+        ];
+        if repo.is_subfolder() {
+            // Only the commits that change the workspace, with its files only, named
+            // relative to it.
+            args.push("--relative");
+        }
+        args.extend(["--end-of-options", &range, "--"]);
+        if repo.is_subfolder() {
+            args.push(".");
+        }
+        let out = inspect(&self.launcher, &repo, &args, limits).await?;
         if !out.status.success() && !out.stdout_cut {
             return Err(Error::Command {
                 program: "git log".into(),

@@ -15,8 +15,10 @@
 //!   `PAGER` set to `cat`, no terminal prompt, no optional locks (no index write, so no
 //!   `post-index-change` hook), no lazy fetch and no transport protocol (no ssh command,
 //!   no credential helper), literal pathspecs and `--no-pager`;
-//! * the work tree set to the folder holding the `.git` found above the workspace, so
-//!   `core.worktree` is ignored;
+//! * the repository named explicitly (`GIT_DIR`, `GIT_WORK_TREE`, and
+//!   `GIT_CEILING_DIRECTORIES` above the work tree, so that nothing is discovered and
+//!   `core.worktree` is ignored), and only one that keeps to the workspace — see
+//!   [`Repository::of_workspace`];
 //! * overrides in the command scope (`GIT_CONFIG_COUNT`, which wins over every
 //!   configuration file and keeps `=` and spaces in names intact) for every key below, and
 //!   for each filter driver the configuration defines — listed first with
@@ -26,6 +28,36 @@
 //!
 //! Diffs are asked for with `--no-ext-diff --no-textconv`, and submodules are not entered
 //! (`--ignore-submodules=all`): a submodule's own configuration is not read.
+//!
+//! # Which repository
+//!
+//! Git would take the nearest repository at or above the workspace, even far above it (a
+//! home folder kept in git), or the one a `.git` file names anywhere. The git of this
+//! crate uses a repository only when nothing it shows comes from outside the workspace:
+//!
+//! * the workspace is the root of the work tree, its `.git` a folder (or a file or link
+//!   leading to a git directory inside the workspace): git runs on it as it is;
+//! * the workspace is a folder of a larger repository whose `.git` is in an ancestor:
+//!   git runs with every output limited to the workspace (the callers give `-- .` or the
+//!   path asked for, and `--relative`; `git status` shows paths relative to the
+//!   workspace), and nothing prints objects by revision;
+//! * anything else — a `.git` file or link leading outside the workspace, a git directory,
+//!   common directory, object store (alternates included) or link in them outside the
+//!   work tree root, the workspace inside a git directory, a repository belonging to
+//!   another user — counts as "the workspace is not a git repository (its repository is
+//!   outside it)", and git is not run at all.
+//!
+//! So a linked work tree (`git worktree add`: its `.git` file names
+//! `<main>/.git/worktrees/NAME`) and a submodule (its `.git` file names
+//! `<superproject>/.git/modules/NAME`) opened as the workspace are refused: their git
+//! directory, and the history in it, is outside. Open the main work tree or the
+//! superproject instead. Submodules inside the workspace are never entered.
+
+mod repository;
+
+pub(crate) use repository::{
+    confined, confined_git_dir, discover, names_work_tree_or_includes, Kind,
+};
 
 use crate::error::Error;
 use crate::git::{run, Limits, Overflow};
@@ -50,6 +82,7 @@ const OVERRIDES: &[(&str, &str)] = &[
     ("log.showSignature", "false"),
     ("log.mailmap", "false"),
     ("status.submoduleSummary", "false"),
+    ("status.relativePaths", "true"),
     ("submodule.recurse", "false"),
     ("credential.helper", ""),
     ("protocol.allow", "never"),
@@ -61,16 +94,93 @@ const OVERRIDES: &[(&str, &str)] = &[
 /// Most of the filter-driver listing read; a longer one is refused.
 const FILTER_LIST_CAP: usize = 256 * 1024;
 
-/// A git command for `dir` with `args`, hardened as the module says.
+/// The repository the git of this crate uses for a workspace (see the module
+/// documentation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Repository {
+    /// The git directory (canonical).
+    git_dir: PathBuf,
+    /// The root of the work tree (canonical): the workspace or a folder above it.
+    work_tree: PathBuf,
+    /// The workspace (canonical), where git runs.
+    dir: PathBuf,
+}
+
+/// The message when the workspace has no repository of its own.
+pub(crate) const NOT_A_REPOSITORY: &str = "the workspace is not a git repository";
+
+impl Repository {
+    /// The repository for the workspace `dir`, or why git is not run for it: the words
+    /// [`NOT_A_REPOSITORY`], followed by the reason when there is a repository git would
+    /// use but it is outside the workspace. Reads the disk (blocking).
+    pub(crate) fn of_workspace(dir: &Path) -> Result<Repository, String> {
+        let outside = || format!("{NOT_A_REPOSITORY} (its repository is outside it)");
+        let dir = std::fs::canonicalize(dir).map_err(|_| NOT_A_REPOSITORY.to_string())?;
+        let Some(found) = discover(&dir) else {
+            return Err(NOT_A_REPOSITORY.to_string());
+        };
+        if found.kind == Kind::Bare {
+            return Err(format!("{NOT_A_REPOSITORY} (it is inside a git directory)"));
+        }
+        // Everything git reads must stay inside the work tree root: the workspace itself,
+        // or the larger repository's root (whose output is then limited to the workspace).
+        let dirs = confined(&found, &found.top).map_err(|_| outside())?;
+        let owned = [&found.top, &found.entry(), &dirs.git_dir]
+            .into_iter()
+            .all(|p| owned_by_us(p));
+        if !owned {
+            return Err(format!(
+                "{NOT_A_REPOSITORY} (its repository belongs to another user)"
+            ));
+        }
+        Ok(Repository {
+            git_dir: dirs.git_dir,
+            work_tree: found.top,
+            dir,
+        })
+    }
+
+    /// Whether the workspace is a folder below the root of the work tree: then every git
+    /// output must be limited to it.
+    pub(crate) fn is_subfolder(&self) -> bool {
+        self.work_tree != self.dir
+    }
+
+    /// The workspace, where git runs.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+/// Whether `path` belongs to the user we run as (git refuses a repository that does
+/// not: `safe.directory` cannot be set with no global configuration).
+fn owned_by_us(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return false;
+    };
+    let us = nix::unistd::geteuid().as_raw();
+    if meta.uid() == us {
+        return true;
+    }
+    // As git does: root running through sudo may use the invoking user's repository.
+    us == 0
+        && std::env::var("SUDO_UID")
+            .ok()
+            .and_then(|id| id.parse::<u32>().ok())
+            .is_some_and(|id| id == meta.uid())
+}
+
+/// A git command on `repo` with `args`, hardened as the module says.
 ///
 /// # Errors
 /// The filter drivers of the repository cannot be listed.
 pub(crate) async fn hardened(
-    dir: &Path,
+    repo: &Repository,
     args: &[&str],
     sandbox: &sandbox::Sandbox,
 ) -> Result<Command, Error> {
-    let drivers = filter_drivers(dir, sandbox).await?;
+    let drivers = filter_drivers(repo, sandbox).await?;
     let mut overrides: Vec<(String, String)> = OVERRIDES
         .iter()
         .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
@@ -81,17 +191,20 @@ pub(crate) async fn hardened(
         }
         overrides.push((format!("filter.{driver}.required"), "false".into()));
     }
-    Ok(command(dir, &overrides, args))
+    Ok(command(repo, &overrides, args))
 }
 
 /// The names of the filter drivers the repository's configuration defines.
-async fn filter_drivers(dir: &Path, sandbox: &sandbox::Sandbox) -> Result<BTreeSet<String>, Error> {
+async fn filter_drivers(
+    repo: &Repository,
+    sandbox: &sandbox::Sandbox,
+) -> Result<BTreeSet<String>, Error> {
     let overrides: Vec<(String, String)> = OVERRIDES
         .iter()
         .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
         .collect();
     let listing = command(
-        dir,
+        repo,
         &overrides,
         &[
             "config",
@@ -113,7 +226,7 @@ async fn filter_drivers(dir: &Path, sandbox: &sandbox::Sandbox) -> Result<BTreeS
         });
     }
     match out.status.code() {
-        // 1: none defined (also outside a repository).
+        // 1: none defined.
         Some(0 | 1) => {}
         _ => {
             return Err(Error::Command {
@@ -142,9 +255,9 @@ fn driver_names(listing: &[u8]) -> BTreeSet<String> {
         .collect()
 }
 
-/// `git --no-pager ARGS` in `dir` with a clean environment and `overrides` in the
-/// command scope.
-fn command(dir: &Path, overrides: &[(String, String)], args: &[&str]) -> Command {
+/// `git --no-pager ARGS` on `repo`, in the workspace, with a clean environment naming
+/// the repository and `overrides` in the command scope.
+fn command(repo: &Repository, overrides: &[(String, String)], args: &[&str]) -> Command {
     let mut command = Command::new("git");
     for (key, _) in std::env::vars_os() {
         if key.to_string_lossy().starts_with("GIT_") {
@@ -162,36 +275,28 @@ fn command(dir: &Path, overrides: &[(String, String)], args: &[&str]) -> Command
         // A partial clone would fetch missing objects (running ssh or a credential
         // helper); with no protocol allowed it could not anyway.
         .env("GIT_NO_LAZY_FETCH", "1")
+        // The repository is named: git discovers none (and could not wander above the
+        // work tree if it did).
+        .env("GIT_DIR", &repo.git_dir)
+        .env("GIT_WORK_TREE", &repo.work_tree)
         .env("GIT_CONFIG_COUNT", overrides.len().to_string());
+    if let Some(above) = repo.work_tree.parent() {
+        // The list is `:`-separated: a folder with one in its name cannot be listed.
+        if !above.as_os_str().as_encoded_bytes().contains(&b':') {
+            command.env("GIT_CEILING_DIRECTORIES", above);
+        }
+    }
     for (i, (key, value)) in overrides.iter().enumerate() {
         command
             .env(format!("GIT_CONFIG_KEY_{i}"), key)
             .env(format!("GIT_CONFIG_VALUE_{i}"), value);
     }
-    if let Some(top) = work_tree(dir) {
-        command.env("GIT_WORK_TREE", top);
-    }
     command
         .arg("--no-pager")
         .arg("--no-optional-locks")
         .args(args)
-        .current_dir(dir);
+        .current_dir(&repo.dir);
     command
-}
-
-/// The work tree git would find for `dir` were `core.worktree` not set: the nearest
-/// folder at or above it holding a `.git` folder (with a `HEAD`) or a `.git` file.
-fn work_tree(dir: &Path) -> Option<PathBuf> {
-    dir.ancestors()
-        .find(|folder| {
-            let dot_git = folder.join(".git");
-            match dot_git.symlink_metadata() {
-                Ok(m) if m.is_dir() => dot_git.join("HEAD").symlink_metadata().is_ok(),
-                Ok(m) => m.is_file(),
-                Err(_) => false,
-            }
-        })
-        .map(Path::to_path_buf)
 }
 
 #[cfg(test)]

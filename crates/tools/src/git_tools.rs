@@ -1,7 +1,13 @@
 //! `git_status` and `git_diff`: read-only views of the workspace's git repository.
+//!
+//! Only the workspace's: when it is a folder of a larger repository both show its files
+//! only, named relative to it; when its repository is outside it (a `.git` file or link
+//! leading out, a linked work tree, a submodule…) they say it is not a git repository
+//! (see [`crate::git_config`]).
 
 use crate::fs_tools::{confined, workspace_of};
-use crate::git::{git as run_git, git_sandbox, Limits, Overflow};
+use crate::git::{git as run_git, git_sandbox, repository, Limits, Overflow};
+use crate::git_config::NOT_A_REPOSITORY;
 use crate::lines::whole_chars;
 use crate::params::assess_path;
 use crate::workspace::Workspace;
@@ -27,21 +33,38 @@ struct Shown {
     cut: bool,
 }
 
-/// Run `git ARGS` in `workspace` (hardened: see `git_config`), keeping `cap` bytes of its
-/// output, stopping at the call's cancellation; its output, or a failed result in words.
+/// Run `git ARGS` in `workspace` (hardened: see `git_config`) on its repository, keeping
+/// `cap` bytes of its output, stopping at the call's cancellation; its output, or a failed
+/// result in words. When the workspace is a folder of a larger repository, `limit` is
+/// added to `args` and the pathspec is `path` or `.` (the workspace); else it is `path`
+/// when given.
 async fn git(
     launcher: &Launcher,
     workspace: &Workspace,
     context: &ToolExecutionContext,
-    args: &[&str],
+    call: Call<'_>,
     cap: usize,
 ) -> Result<Shown, ToolResult> {
     let limits = Limits {
         stdout: cap,
         overflow: Overflow::Stop,
     };
+    let repo = tokio::select! {
+        repo = repository(workspace.root()) => repo.map_err(ToolResult::failed)?,
+        () = context.cancellation.cancelled() => return Err(ToolResult::failed("Cancelled")),
+    };
+    let mut args: Vec<&str> = call.args.to_vec();
+    let pathspec = if repo.is_subfolder() {
+        args.extend_from_slice(call.limit);
+        Some(call.path.unwrap_or("."))
+    } else {
+        call.path
+    };
+    if let Some(path) = pathspec {
+        args.extend(["--", path]);
+    }
     let sandbox = git_sandbox(launcher, workspace.root());
-    let run = run_git(workspace.root(), args, limits, &sandbox);
+    let run = run_git(&repo, &args, limits, &sandbox);
     let out = tokio::select! {
         out = run => out.map_err(|e| ToolResult::failed(e.to_string()))?,
         () = context.cancellation.cancelled() => return Err(ToolResult::failed("Cancelled")),
@@ -60,11 +83,21 @@ async fn git(
     let stderr = out.stderr_text();
     Err(ToolResult::failed(
         if stderr.contains("not a git repository") {
-            "the workspace is not a git repository".to_string()
+            NOT_A_REPOSITORY.to_string()
         } else {
             format!("git {} failed: {stderr}", args.join(" "))
         },
     ))
+}
+
+/// A git command for [`git`].
+struct Call<'a> {
+    /// Its arguments.
+    args: &'a [&'a str],
+    /// The options that limit its output to the workspace in a larger repository.
+    limit: &'a [&'a str],
+    /// The path asked for, relative to the workspace.
+    path: Option<&'a str>,
 }
 
 fn definition(id: &str, name: &str, description: &str, schema: Value) -> ToolDefinition {
@@ -129,7 +162,13 @@ impl Tool for GitStatus {
             "--no-renames",
             "--ignore-submodules=all",
         ];
-        match git(&self.launcher, &workspace, &context, &args, GIT_STATUS_CAP).await {
+        // In a folder of a larger repository: `-- .`, paths relative to the folder.
+        let call = Call {
+            args: &args,
+            limit: &[],
+            path: None,
+        };
+        match git(&self.launcher, &workspace, &context, call, GIT_STATUS_CAP).await {
             Ok(Shown { text, cut }) => {
                 let changed = text.lines().filter(|l| !l.starts_with("##")).count();
                 let text = if cut {
@@ -237,16 +276,22 @@ impl Tool for GitDiff {
             Ok(w) => w,
             Err(e) => return ToolResult::failed(e),
         };
-        let relative;
+        let mut relative = None;
         if let Some(path) = context.parameters.get("path").and_then(Value::as_str) {
             // Confined like every other path: resolved inside the workspace first.
             relative = match workspace.resolve_existing(path) {
-                Ok(p) => workspace.relative(&p),
+                Ok(p) => Some(workspace.relative(&p)),
                 Err(e) => return ToolResult::failed(e.to_string()),
             };
-            args.extend(["--", relative.as_str()]);
         }
-        match git(&self.launcher, &workspace, &context, &args, GIT_DIFF_CAP).await {
+        let path = relative.as_deref();
+        // In a folder of a larger repository: only its changes, paths relative to it.
+        let call = Call {
+            args: &args,
+            limit: &["--relative"],
+            path,
+        };
+        match git(&self.launcher, &workspace, &context, call, GIT_DIFF_CAP).await {
             Ok(Shown { text, .. }) if text.is_empty() => {
                 ToolResult::success_with_data("no changes", json!({"bytes": 0, "truncated": false}))
             }

@@ -1,5 +1,6 @@
-//! Tool calls: unknown tools and invalid parameters, parallelism and call order, the per-tool
-//! timeout, progress and retries, repeated calls, huge results.
+//! Tool calls: unknown tools and invalid parameters, parallelism (only for replies of
+//! read-only calls) and call order, the per-tool timeout, progress and retries, repeated
+//! calls, huge results.
 
 use super::{call, complete, config, harness, results, run, text, workspace_request};
 use core_models::*;
@@ -104,6 +105,111 @@ async fn parallel_calls_respect_the_limit_and_keep_call_order() {
         "history in call order"
     );
     assert_eq!(complete(&events).tool_calls_executed, 7);
+}
+
+/// A tool that records when each call starts and ends (by its `n`), and waits at `barrier`
+/// (when given) for the calls it must overlap with, at most 2 s.
+fn tracked(
+    tool: MockTool,
+    log: Arc<std::sync::Mutex<Vec<String>>>,
+    barrier: Option<Arc<tokio::sync::Barrier>>,
+) -> Arc<MockTool> {
+    Arc::new(tool.with_execute(move |ctx| {
+        let (log, barrier) = (log.clone(), barrier.clone());
+        async move {
+            let n = ctx.parameters["n"].as_u64().unwrap();
+            log.lock().unwrap().push(format!("start {n}"));
+            let overlapped = match barrier {
+                Some(b) => tokio::time::timeout(Duration::from_secs(2), b.wait())
+                    .await
+                    .is_ok(),
+                None => {
+                    tokio::time::sleep(Duration::from_millis(30)).await;
+                    true
+                }
+            };
+            log.lock().unwrap().push(format!("end {n}"));
+            if overlapped {
+                ToolResult::success(format!("result {n}"))
+            } else {
+                ToolResult::failed("ran alone")
+            }
+        }
+    }))
+}
+
+#[tokio::test]
+async fn a_reply_of_read_only_calls_runs_them_together() {
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let barrier = Arc::new(tokio::sync::Barrier::new(3));
+    let read = tracked(MockTool::new("read"), log.clone(), Some(barrier));
+    let reply: String = (0..3).map(|n| call("read", json!({"n": n}))).collect();
+    let h = harness(
+        vec![text(&reply), text("done")],
+        vec![read],
+        AgentConfig {
+            max_parallel_tool_calls: 3,
+            ..config()
+        },
+    );
+    let events = run(&h.agent, workspace_request("x")).await;
+    let r = results(&events);
+    assert!(
+        r.iter().all(|r| r.success()),
+        "every call met the others: {:?}",
+        log.lock().unwrap()
+    );
+    assert_eq!(r.len(), 3);
+}
+
+#[tokio::test]
+async fn a_reply_with_a_call_that_can_change_something_runs_its_calls_in_order() {
+    let changing = [
+        ToolDefinition::new("change", "change", "writes")
+            .with_risk(RiskLevel::Safe)
+            .modifying_files(),
+        ToolDefinition::new("change", "change", "a command")
+            .with_risk(RiskLevel::Safe)
+            .with_category(ToolCategory::Terminal),
+        // Not known to be read-only.
+        ToolDefinition::new("change", "change", "a custom tool").with_risk(RiskLevel::Low),
+    ];
+    for definition in changing {
+        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let read = tracked(MockTool::new("read"), log.clone(), None);
+        let change = tracked(
+            MockTool::new("change").with_definition(definition.clone()),
+            log.clone(),
+            None,
+        );
+        let reply = call("read", json!({"n": 0}))
+            + &call("change", json!({"n": 1}))
+            + &call("read", json!({"n": 2}))
+            + &call("read", json!({"n": 3}));
+        let h = harness(
+            vec![text(&reply), text("done")],
+            vec![read, change],
+            AgentConfig {
+                max_parallel_tool_calls: 4,
+                ..config()
+            },
+        );
+        let context = ToolAvailabilityContext {
+            max_auto_approval_risk_level: RiskLevel::Low,
+            ..ToolAvailabilityContext::for_workspace(std::env::temp_dir())
+        };
+        let events = run(&h.agent, AgentRequest::new("x").with_tool_context(context)).await;
+        assert!(results(&events).iter().all(|r| r.success()));
+        let expected: Vec<String> = (0..4)
+            .flat_map(|n| [format!("start {n}"), format!("end {n}")])
+            .collect();
+        assert_eq!(
+            *log.lock().unwrap(),
+            expected,
+            "one at a time, in order: {}",
+            definition.description
+        );
+    }
 }
 
 #[tokio::test]

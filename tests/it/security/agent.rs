@@ -1,7 +1,8 @@
 //! An agent loop that a hostile tool or model cannot hang or slip past: a tool that panics
 //! anywhere fails its own call only, a panic in the loop still ends the request with one
-//! terminal event, a call the tool says must be asked about is asked about, and parameters
-//! a person edits are put to the deny rules again.
+//! terminal event, a call the tool says must be asked about is asked about, parameters
+//! a person edits are put to the deny rules again, and a call of a reply is put to the
+//! rules again after an earlier call of the same reply could have changed what it touches.
 
 use crate::agent::{
     call, check_run, complete, config, harness, harness_with, kinds, results, risky, run,
@@ -438,4 +439,226 @@ async fn sampling_options_that_are_not_numbers_are_refused_before_anything_runs(
         }
     }
     assert!(!h.agent.is_processing(), "nothing started");
+}
+
+// --- an earlier call of the same reply changes what a later one touches -------------------------
+
+/// A workspace with `secret/key` and `docs/`, the real tools, and `pm`.
+fn real_tools(
+    responses: Vec<ScriptedResponse>,
+    pm: DefaultPermissionManager,
+) -> (tempfile::TempDir, crate::agent::Harness) {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join("secret")).unwrap();
+    std::fs::write(ws.path().join("secret/key"), "TOP-SECRET-42").unwrap();
+    std::fs::create_dir(ws.path().join("docs")).unwrap();
+    let h = harness_with(
+        responses,
+        tools::builtin_tools(),
+        AgentConfig {
+            max_parallel_tool_calls: 10,
+            ..config()
+        },
+        Arc::new(pm),
+    );
+    (ws, h)
+}
+
+/// Run `request` in `ws`, answering yes to every question; the tools asked about.
+async fn approving_all(
+    h: &crate::agent::Harness,
+    ws: &std::path::Path,
+    auto_up_to: RiskLevel,
+) -> (Vec<AgentEvent>, Vec<String>) {
+    let context = ToolAvailabilityContext {
+        max_auto_approval_risk_level: auto_up_to,
+        ..ToolAvailabilityContext::for_workspace(ws)
+    };
+    let mut asked = Vec::new();
+    let events = run_answering(
+        &h.agent,
+        AgentRequest::new("go").with_tool_context(context),
+        |a| {
+            asked.push(a.request.tool_id.clone());
+            a.approve().unwrap();
+        },
+    )
+    .await;
+    (events, asked)
+}
+
+fn error_of(r: &ToolResultEvent) -> &str {
+    r.result.error_message.as_deref().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_link_made_earlier_in_the_reply_does_not_slip_past_a_deny_rule() {
+    for auto_up_to in [RiskLevel::Safe, RiskLevel::Critical] {
+        let pm = DefaultPermissionManager::in_memory();
+        pm.set_tool_permissions(
+            "read_file",
+            ToolPermissionSettings {
+                denied_patterns: vec!["secret/**".into()],
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        let reply = call("run_command", json!({"command": "ln -s secret lnk"}))
+            + &call("read_file", json!({"path": "lnk/key"}));
+        let (ws, h) = real_tools(
+            vec![
+                text(&reply),
+                // The model tries again in the next iteration.
+                text(&call("read_file", json!({"path": "lnk/key"}))),
+                text("done"),
+            ],
+            pm,
+        );
+        let (events, _) = approving_all(&h, ws.path(), auto_up_to).await;
+        assert!(
+            ws.path().join("lnk").is_symlink(),
+            "the first call made its link: {:?}",
+            results(&events)
+        );
+        let r = results(&events);
+        assert_eq!(r.len(), 3, "one result per call");
+        assert!(r[0].success(), "{}", error_of(r[0]));
+        assert!(
+            error_of(r[1]).starts_with(
+                "Denied by the permission settings (after an earlier call of this reply)"
+            ),
+            "{auto_up_to}: {}",
+            error_of(r[1])
+        );
+        assert!(
+            error_of(r[2]).starts_with("Denied by the permission settings"),
+            "the retry is denied too: {}",
+            error_of(r[2])
+        );
+        let seen = format!("{events:?}{:?}", h.llm.requests());
+        assert!(
+            !seen.contains("TOP-SECRET-42"),
+            "{auto_up_to}: the secret leaked"
+        );
+        assert_eq!(complete(&events).final_response, "done");
+    }
+}
+
+#[tokio::test]
+async fn a_folder_swapped_earlier_in_the_reply_does_not_widen_an_allow_rule() {
+    let pm = DefaultPermissionManager::in_memory();
+    pm.set_tool_permissions(
+        "write_file",
+        ToolPermissionSettings {
+            allowed_patterns: vec!["docs/**".into()],
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let write = call(
+        "write_file",
+        json!({"path": "docs/note.md", "content": "planted"}),
+    );
+    let reply = call(
+        "run_command",
+        json!({"command": "rmdir docs && ln -s secret docs"}),
+    ) + &write;
+    let (ws, h) = real_tools(vec![text(&reply), text(&write), text("done")], pm);
+    let planted = ws.path().join("secret/note.md");
+    // Before: the allow rule lets a write into docs/ run without asking.
+    let (events, asked) = approving_all(&h, ws.path(), RiskLevel::Safe).await;
+    let r = results(&events);
+    assert_eq!(r.len(), 3, "one result per call");
+    assert!(r[0].success(), "{}", error_of(r[0]));
+    assert!(ws.path().join("docs").is_symlink());
+    assert!(
+        error_of(r[1]).starts_with(
+            "Not run: what this call touches changed after an earlier call of this reply"
+        ) && error_of(r[1]).ends_with("call it again to have it approved"),
+        "{}",
+        error_of(r[1])
+    );
+    // Only a person lets the write through the link, when the model calls it again.
+    assert_eq!(asked, ["run_command", "write_file"]);
+    assert!(r[2].success(), "{}", error_of(r[2]));
+    assert_eq!(std::fs::read_to_string(&planted).unwrap(), "planted");
+    assert_eq!(complete(&events).tool_calls_executed, 2);
+}
+
+#[tokio::test]
+async fn an_allow_rule_still_lets_a_write_run_when_nothing_changed_it() {
+    let pm = DefaultPermissionManager::in_memory();
+    pm.set_tool_permissions(
+        "write_file",
+        ToolPermissionSettings {
+            allowed_patterns: vec!["docs/**".into()],
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let reply = call("run_command", json!({"command": "mkdir docs/sub"}))
+        + &call(
+            "write_file",
+            json!({"path": "docs/sub/note.md", "content": "fine"}),
+        );
+    let (ws, h) = real_tools(vec![text(&reply), text("done")], pm);
+    let (events, asked) = approving_all(&h, ws.path(), RiskLevel::Safe).await;
+    assert_eq!(asked, ["run_command"], "the write is allowed by the rule");
+    assert!(results(&events).iter().all(|r| r.success()));
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("docs/sub/note.md")).unwrap(),
+        "fine"
+    );
+}
+
+#[tokio::test]
+async fn a_persons_approval_holds_only_at_the_risk_it_was_given() {
+    // `flip` changes what `write` is rated from then on; `write` is asked about (medium).
+    for (after, runs) in [
+        (RiskLevel::Low, true),
+        (RiskLevel::Medium, true),
+        (RiskLevel::High, false),
+        (RiskLevel::Critical, false),
+    ] {
+        let rated = Arc::new(std::sync::Mutex::new(RiskLevel::Medium));
+        let r = rated.clone();
+        let flip = Arc::new(
+            MockTool::new("flip")
+                .with_category(ToolCategory::Terminal)
+                .with_execute(move |_| {
+                    *r.lock().unwrap() = after;
+                    async { ToolResult::success("flipped") }
+                }),
+        );
+        let r = rated.clone();
+        let write =
+            Arc::new(MockTool::new("write").with_effective_risk(move |_| *r.lock().unwrap()));
+        let reply = call("flip", json!({})) + &call("write", json!({"path": "a"}));
+        let h = harness(
+            vec![text(&reply), text("done")],
+            vec![flip.clone(), write.clone()],
+            config(),
+        );
+        let mut asked = Vec::new();
+        let events = run_answering(&h.agent, workspace_request("x"), |a| {
+            asked.push(a.request.tool_id.clone());
+            a.approve().unwrap();
+        })
+        .await;
+        assert_eq!(asked, ["write"], "{after}");
+        assert_eq!(flip.executions(), 1);
+        assert_eq!(write.executions(), usize::from(runs), "{after}");
+        let r = results(&events);
+        assert_eq!(r.len(), 2);
+        if !runs {
+            assert!(
+                error_of(r[1]).starts_with("Not run: what this call touches changed"),
+                "{after}: {}",
+                error_of(r[1])
+            );
+        }
+    }
 }

@@ -294,6 +294,20 @@ async fn replacing_a_file_keeps_its_mode_and_owner() {
     assert_eq!(mode("run.sh"), 0o751);
     assert_eq!(std::fs::read_to_string(&script).unwrap(), "echo newer\n");
 
+    // New content never inherits set-user-ID or set-group-ID bits.
+    let privileged = ws.path().join("privileged");
+    std::fs::write(&privileged, "old").unwrap();
+    std::fs::set_permissions(&privileged, std::fs::Permissions::from_mode(0o6755)).unwrap();
+    assert_eq!(mode("privileged"), 0o6755);
+    let r = call(
+        &write,
+        ws.path(),
+        json!({"path": "privileged", "content": "new"}),
+    )
+    .await;
+    assert!(r.success, "{r:?}");
+    assert_eq!(mode("privileged"), 0o755);
+
     let locked = ws.path().join("locked.txt");
     std::fs::write(&locked, "keep").unwrap();
     std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o444)).unwrap();

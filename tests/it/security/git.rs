@@ -341,3 +341,278 @@ async fn the_inspector_takes_no_option_for_a_revision() {
     assert!(!written.exists());
     assert_eq!(h.ran(), "");
 }
+
+// ---- Repositories outside the workspace -------------------------------------------------
+//
+// The red team's finding: git read the repository it found above the workspace (a home
+// folder kept in git) or the one a `.git` file or link names, and printed committed and
+// staged secrets from outside the workspace. Nothing from outside may appear now.
+
+/// Text that appears only in files outside the workspace (or in their history).
+pub(super) const OUTSIDE: &[&str] = &[
+    "OLD-SECRET-1",
+    "NEW-SECRET-2",
+    "REGION-SECRET-3",
+    ".aws",
+    "credentials",
+    "outside-untracked",
+];
+
+/// A home folder kept in git, with `.aws/credentials` committed and a new version staged,
+/// and the workspace `proj` a folder of it.
+pub(super) struct SecretHome {
+    pub(super) home: tempfile::TempDir,
+    /// The commit before the last two.
+    pub(super) first: String,
+}
+
+impl SecretHome {
+    pub(super) fn proj(&self) -> PathBuf {
+        self.home.path().join("proj")
+    }
+}
+
+/// See [`SecretHome`]: commits `first` (everything), `outside only` (`.aws/config`),
+/// `inside` (`proj/notes.txt`); then the new secret staged, `proj/staged.txt` staged,
+/// `proj/src/lib.rs` changed, `proj/untracked.txt` and `outside-untracked.txt` new,
+/// `.aws/config` changed.
+pub(super) fn secret_home() -> SecretHome {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path();
+    std::fs::create_dir_all(dir.join(".aws")).unwrap();
+    std::fs::create_dir_all(dir.join("proj/src")).unwrap();
+    std::fs::write(
+        dir.join(".aws/credentials"),
+        "aws_secret_access_key = OLD-SECRET-1\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join(".aws/config"), "region = a\n").unwrap();
+    std::fs::write(dir.join("proj/src/lib.rs"), "pub fn a() {}\n").unwrap();
+    std::fs::write(dir.join("proj/notes.txt"), "one\n").unwrap();
+    setup_git(dir, &["init", "-q", "-b", "main"]);
+    setup_git(dir, &["add", "."]);
+    setup_git(dir, &["commit", "-q", "-m", "first"]);
+    let first = setup_git(dir, &["rev-parse", "HEAD"]).trim().to_string();
+    std::fs::write(dir.join(".aws/config"), "region = REGION-SECRET-3\n").unwrap();
+    setup_git(dir, &["commit", "-q", "-am", "outside only"]);
+    std::fs::write(dir.join("proj/notes.txt"), "two\n").unwrap();
+    setup_git(dir, &["commit", "-q", "-am", "inside"]);
+    std::fs::write(
+        dir.join(".aws/credentials"),
+        "aws_secret_access_key = NEW-SECRET-2\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("proj/staged.txt"), "staged\n").unwrap();
+    setup_git(dir, &["add", ".aws/credentials", "proj/staged.txt"]);
+    std::fs::write(dir.join("proj/src/lib.rs"), "pub fn b() {}\n").unwrap();
+    std::fs::write(dir.join("proj/untracked.txt"), "u\n").unwrap();
+    std::fs::write(dir.join("outside-untracked.txt"), "o\n").unwrap();
+    std::fs::write(dir.join(".aws/config"), "region = REGION-SECRET-3 again\n").unwrap();
+    SecretHome { home, first }
+}
+
+/// A repository with a committed and a staged secret, for a workspace to point at.
+pub(super) fn secret_repository() -> tempfile::TempDir {
+    let other = tempfile::tempdir().unwrap();
+    let dir = other.path();
+    std::fs::create_dir_all(dir.join(".aws")).unwrap();
+    std::fs::write(
+        dir.join(".aws/credentials"),
+        "aws_secret_access_key = OLD-SECRET-1\n",
+    )
+    .unwrap();
+    setup_git(dir, &["init", "-q", "-b", "main"]);
+    setup_git(dir, &["add", "."]);
+    setup_git(dir, &["commit", "-q", "-m", "first"]);
+    std::fs::write(
+        dir.join(".aws/credentials"),
+        "aws_secret_access_key = NEW-SECRET-2\n",
+    )
+    .unwrap();
+    setup_git(dir, &["add", "."]);
+    other
+}
+
+/// How a workspace can name another repository's git directory.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Pointer {
+    /// A `.git` file `gitdir: OTHER/.git`.
+    GitFile,
+    /// A `.git` link to `OTHER/.git`.
+    Link,
+}
+
+/// A workspace (with one file) whose `.git` points at `other`'s git directory.
+pub(super) fn pointing_workspace(other: &Path, how: Pointer) -> tempfile::TempDir {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("readme.txt"), "hi\n").unwrap();
+    let git_dir = other.join(".git");
+    match how {
+        Pointer::GitFile => std::fs::write(
+            ws.path().join(".git"),
+            format!("gitdir: {}\n", git_dir.display()),
+        )
+        .unwrap(),
+        Pointer::Link => std::os::unix::fs::symlink(&git_dir, ws.path().join(".git")).unwrap(),
+    }
+    ws
+}
+
+fn shows_nothing_from_outside(what: &str, r: &ToolResult) {
+    let all = format!("{} {:?} {:?}", r.content, r.error_message, r.data);
+    for secret in OUTSIDE {
+        assert!(!all.contains(secret), "{what} showed {secret:?}: {all}");
+    }
+}
+
+#[tokio::test]
+async fn in_a_folder_of_a_larger_repository_git_shows_the_folder_only() {
+    let h = secret_home();
+    let proj = h.proj();
+    let status = call(&GitStatus::default(), &proj, json!({})).await;
+    shows_nothing_from_outside("git_status", &status);
+    assert!(status.success, "{status:?}");
+    // Paths relative to the workspace, nothing of the rest of the repository.
+    assert_eq!(
+        status.content, "## main\n M src/lib.rs\nA  staged.txt\n?? untracked.txt\n",
+        "{status:?}"
+    );
+    assert_eq!(status.data.as_ref().unwrap()["changed_files"], 3);
+
+    let diff = GitDiff::default();
+    let r = call(&diff, &proj, json!({})).await;
+    shows_nothing_from_outside("git_diff", &r);
+    assert!(
+        r.content.contains("diff --git a/src/lib.rs b/src/lib.rs")
+            && r.content.contains("-pub fn a() {}\n+pub fn b() {}"),
+        "{r:?}"
+    );
+    let r = call(&diff, &proj, json!({"staged": true})).await;
+    shows_nothing_from_outside("git_diff staged", &r);
+    assert!(
+        r.content.contains("diff --git a/staged.txt b/staged.txt") && r.content.contains("+staged"),
+        "{r:?}"
+    );
+    let r = call(&diff, &proj, json!({"path": "src", "staged": false})).await;
+    shows_nothing_from_outside("git_diff src", &r);
+    assert!(r.content.contains("a/src/lib.rs"), "{r:?}");
+    // A path that climbs out is refused before git runs.
+    let r = call(
+        &diff,
+        &proj,
+        json!({"path": "../.aws/credentials", "staged": true}),
+    )
+    .await;
+    let said = r.error_message.clone().unwrap_or_default();
+    assert!(
+        said.contains("outside the workspace") && !r.content.contains("SECRET"),
+        "{r:?}"
+    );
+
+    // The inspector: the commits that change the folder, its files relative to it.
+    let inspector = GitCommandInspector::default();
+    let head = inspector.head(&proj).await.unwrap();
+    assert!(head.is_some());
+    let commits = inspector.commits_since(&proj, &h.first).await.unwrap();
+    let summary: Vec<(&str, Vec<&str>)> = commits
+        .iter()
+        .map(|c| {
+            (
+                c.subject.as_str(),
+                c.files.iter().map(String::as_str).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(summary, [("inside", vec!["notes.txt"])]);
+}
+
+#[tokio::test]
+async fn a_workspace_whose_git_leads_to_another_repository_is_not_a_repository() {
+    let other = secret_repository();
+    for how in [Pointer::GitFile, Pointer::Link] {
+        let ws = pointing_workspace(other.path(), how);
+        let expected = "the workspace is not a git repository (its repository is outside it)";
+        let r = call(&GitStatus::default(), ws.path(), json!({})).await;
+        shows_nothing_from_outside("git_status", &r);
+        assert_eq!(r.error_message.as_deref(), Some(expected), "{how:?}: {r:?}");
+        for params in [
+            json!({}),
+            json!({"staged": true}),
+            json!({"path": "readme.txt"}),
+        ] {
+            let r = call(&GitDiff::default(), ws.path(), params.clone()).await;
+            shows_nothing_from_outside("git_diff", &r);
+            assert_eq!(
+                r.error_message.as_deref(),
+                Some(expected),
+                "{how:?} {params}"
+            );
+        }
+        let inspector = GitCommandInspector::default();
+        assert_eq!(inspector.head(ws.path()).await.unwrap(), None, "{how:?}");
+        assert!(inspector.commits_since(ws.path(), "HEAD~1").await.is_err());
+    }
+}
+
+#[tokio::test]
+async fn a_linked_work_tree_is_refused_and_a_gitdir_inside_is_used() {
+    let main = secret_repository();
+    setup_git(main.path(), &["commit", "-q", "-m", "second"]);
+    let place = tempfile::tempdir().unwrap();
+    let linked = place.path().join("linked");
+    setup_git(
+        main.path(),
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "side",
+            linked.to_str().unwrap(),
+        ],
+    );
+    let r = call(&GitDiff::default(), &linked, json!({"staged": true})).await;
+    shows_nothing_from_outside("git_diff in a linked work tree", &r);
+    assert!(!r.success, "{r:?}");
+    assert!(r
+        .error_message
+        .as_deref()
+        .is_some_and(|e| e.contains("its repository is outside it")));
+
+    // A `.git` file naming a git directory inside the workspace is the workspace's own.
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "a\n").unwrap();
+    setup_git(
+        ws.path(),
+        &["init", "-q", "-b", "main", "--separate-git-dir", "store"],
+    );
+    let gitfile = std::fs::read_to_string(ws.path().join(".git")).unwrap();
+    assert!(gitfile.starts_with("gitdir: "), "{gitfile}");
+    let r = call(&GitStatus::default(), ws.path(), json!({})).await;
+    assert!(r.success, "{r:?}");
+    assert!(r.content.contains("?? a.txt"), "{r:?}");
+}
+
+#[tokio::test]
+async fn objects_borrowed_from_outside_make_the_repository_outside() {
+    let other = secret_repository();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "a\n").unwrap();
+    setup_git(ws.path(), &["init", "-q", "-b", "main"]);
+    setup_git(ws.path(), &["add", "."]);
+    setup_git(ws.path(), &["commit", "-q", "-m", "first"]);
+    let r = call(&GitStatus::default(), ws.path(), json!({})).await;
+    assert!(r.success, "{r:?}");
+    // The other repository's objects, borrowed: its secret blob becomes readable here.
+    std::fs::write(
+        ws.path().join(".git/objects/info/alternates"),
+        format!("{}\n", other.path().join(".git/objects").display()),
+    )
+    .unwrap();
+    let r = call(&GitStatus::default(), ws.path(), json!({})).await;
+    assert_eq!(
+        r.error_message.as_deref(),
+        Some("the workspace is not a git repository (its repository is outside it)"),
+        "{r:?}"
+    );
+}

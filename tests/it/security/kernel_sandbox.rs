@@ -477,3 +477,95 @@ async fn escalations_and_the_fallback_are_put_to_a_person() {
     let (ok, out) = run(&loose, &s.ws, json!({"command": "echo ran"})).await;
     assert!(ok && out == "ran\n", "{out}");
 }
+
+#[tokio::test]
+async fn sandboxed_commands_cannot_reach_devices_or_other_processes_limits() {
+    if !kernel_sandboxes() {
+        return;
+    }
+    let s = scene();
+    let tool = tool(Some(&s.home));
+    let mut victim = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let pid = victim.id();
+    let limits = || std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let before = limits();
+    let attacks = [
+        format!("prlimit --pid {pid} --nofile=3:3 --cpu=1:2"),
+        format!("python3 -c \"import resource; resource.prlimit({pid}, resource.RLIMIT_NOFILE, (3, 3)); print('limited')\""),
+        "python3 -c \"import os; os.openpty(); print('pty')\"".to_string(),
+        "ls /dev/pts && echo listed".to_string(),
+        "head -c 1 /dev/tty0 /dev/console /dev/vda /dev/sda /dev/loop0 2>/dev/null && echo read".to_string(),
+    ];
+    for attack in &attacks {
+        let (_, out) = run(&tool, &s.ws, json!({ "command": attack })).await;
+        for marker in ["limited", "pty", "listed", "read"] {
+            assert!(!out.lines().any(|l| l == marker), "`{attack}`: {out}");
+        }
+    }
+    assert_eq!(
+        limits(),
+        before,
+        "a sandboxed command changed another process's limits"
+    );
+    assert!(victim.try_wait().unwrap().is_none());
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    // The devices commands need still work, and a command may limit itself.
+    let (ok, out) = run(
+        &tool,
+        &s.ws,
+        json!({"command": "head -c 4 /dev/urandom | wc -c; echo x > /dev/null; ulimit -n 64 && echo own-limit"}),
+    )
+    .await;
+    assert!(
+        ok && out.contains('4') && out.contains("own-limit"),
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn read_only_commands_make_no_attributes_or_ipc_objects() {
+    if !kernel_sandboxes() {
+        return;
+    }
+    let s = scene();
+    let launcher = Launcher::new(SandboxSettings {
+        home: Some(s.home.clone()),
+        ..SandboxSettings::default()
+    });
+    let sandbox = launcher.sandbox(&s.ws, sandbox::Variant::ReadOnly).unwrap();
+    let file = sandbox.temp_dir().unwrap().join("f");
+    std::fs::write(&file, "x").unwrap();
+    let script = format!(
+        "import ctypes, fcntl, struct\n\
+         libc = ctypes.CDLL(None, use_errno=True)\n\
+         shm = libc.shmget(0, 4096, 0o1600); print('shm', shm)\n\
+         msg = libc.msgget(0, 0o1600); print('msg', msg)\n\
+         shm >= 0 and libc.shmctl(shm, 0, None)\n\
+         msg >= 0 and libc.msgctl(msg, 0, None)\n\
+         try:\n    fd = open('{f}', 'rb'); fcntl.ioctl(fd, 0x40086602, struct.pack('l', 0x80)); print('chattr done')\n\
+         except OSError as e:\n    print('chattr', e.errno)\n",
+        f = file.display()
+    );
+    let run = |sandboxed: bool| {
+        let mut command = std::process::Command::new("python3");
+        command.arg("-c").arg(&script);
+        if sandboxed {
+            sandbox.apply(&mut command);
+        }
+        String::from_utf8(command.output().unwrap().stdout).unwrap()
+    };
+    let out = run(true);
+    assert!(out.contains("shm -1") && out.contains("msg -1"), "{out}");
+    assert!(!out.contains("chattr done"), "{out}");
+    // Control: unsandboxed, the same calls work (the attribute where the file system has
+    // attributes), so the test can fail.
+    let control = run(false);
+    assert!(
+        !control.contains("shm -1") && !control.contains("msg -1"),
+        "{control}"
+    );
+}

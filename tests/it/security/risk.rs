@@ -329,3 +329,153 @@ fn options_are_read_as_the_programs_read_them() {
         assert!(a.risk >= RiskLevel::Medium, "{command:?}");
     }
 }
+
+/// Git commands the red team ran unasked, printing secrets from a repository outside the
+/// workspace, and others like them.
+const GIT_READS: &[&str] = &[
+    "git status",
+    "git diff --staged",
+    "git log --oneline",
+    "git log -p",
+    "git show HEAD:.aws/credentials",
+    "git show HEAD",
+    "git grep -h secret HEAD",
+    "git blame notes.txt",
+    "git ls-files",
+    "git -C src log -p",
+];
+
+fn judged_outside(ws: &std::path::Path, what: &str) {
+    for command in GIT_READS {
+        let a = RunCommand::default().assess(&json!({ "command": command }), Some(ws));
+        assert!(
+            a.risk >= RiskLevel::Medium,
+            "{what}: {command:?} was judged {:?}",
+            a.risk
+        );
+        assert!(
+            a.reasons
+                .iter()
+                .any(|r| r.contains("outside the workspace")),
+            "{what}: {command:?}: {:?}",
+            a.reasons
+        );
+    }
+}
+
+#[test]
+fn git_is_not_safe_where_its_repository_is_outside_the_workspace() {
+    use super::git::{pointing_workspace, secret_home, secret_repository, Pointer};
+    // A folder of a home kept in git, with a committed and a staged secret.
+    let home = secret_home();
+    std::fs::create_dir_all(home.proj().join("src")).unwrap();
+    judged_outside(&home.proj(), "a folder of a larger repository");
+    // From a folder below the workspace too.
+    let a = RunCommand::default().assess(
+        &json!({ "command": "git log -p", "cwd": "src" }),
+        Some(&home.proj()),
+    );
+    assert!(a.risk >= RiskLevel::Medium);
+
+    // A `.git` file or link naming another repository's git directory.
+    let other = secret_repository();
+    for how in [Pointer::GitFile, Pointer::Link] {
+        let ws = pointing_workspace(other.path(), how);
+        std::fs::create_dir_all(ws.path().join("src")).unwrap();
+        judged_outside(ws.path(), &format!("{how:?}"));
+    }
+
+    // No repository in the workspace: git would look above it.
+    let plain = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(plain.path().join("src")).unwrap();
+    judged_outside(plain.path(), "no repository");
+
+    // `--git-dir` naming a file inside the workspace that names another repository.
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(
+        ws.path().join("store"),
+        format!("gitdir: {}\n", other.path().join(".git").display()),
+    )
+    .unwrap();
+    let a = RunCommand::default().assess(
+        &json!({ "command": "git --git-dir=store show HEAD:.aws/credentials" }),
+        Some(ws.path()),
+    );
+    assert!(a.risk >= RiskLevel::Medium, "{:?}", a.reasons);
+    assert!(
+        a.reasons
+            .iter()
+            .any(|r| r.contains("outside the workspace")),
+        "{:?}",
+        a.reasons
+    );
+}
+
+#[test]
+fn git_stays_safe_on_the_workspaces_own_repository() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(ws.path().join("src")).unwrap();
+    std::fs::write(ws.path().join("notes.txt"), "n\n").unwrap();
+    std::fs::write(ws.path().join("src/lib.rs"), "pub fn a() {}\n").unwrap();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .current_dir(ws.path())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "first"]);
+    let assess = |command: &str, cwd: Option<&str>| {
+        let mut params = json!({ "command": command });
+        if let Some(cwd) = cwd {
+            params["cwd"] = json!(cwd);
+        }
+        RunCommand::default().assess(&params, Some(ws.path()))
+    };
+    let more = [
+        "git show HEAD:src/lib.rs",
+        "git log -p -- src",
+        "git --git-dir=.git log -p",
+    ];
+    for command in GIT_READS.iter().chain(&more) {
+        let a = assess(command, None);
+        assert_eq!(a.risk, RiskLevel::Safe, "{command:?}: {:?}", a.reasons);
+    }
+    assert_eq!(assess("git log -p", Some("src")).risk, RiskLevel::Safe);
+
+    // The same repository borrowing another's objects, or moving its work tree: no longer.
+    let other = super::git::secret_repository();
+    let config = ws.path().join(".git/config");
+    let plain = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!("{plain}[core]\n\tworktree = {}\n", other.path().display()),
+    )
+    .unwrap();
+    assert!(assess("git diff --staged", None).risk >= RiskLevel::Medium);
+    std::fs::write(&config, &plain).unwrap();
+    assert_eq!(assess("git diff --staged", None).risk, RiskLevel::Safe);
+    let alternates = ws.path().join(".git/objects/info/alternates");
+    std::fs::create_dir_all(alternates.parent().unwrap()).unwrap();
+    std::fs::write(
+        &alternates,
+        format!("{}\n", other.path().join(".git/objects").display()),
+    )
+    .unwrap();
+    let a = assess("git show HEAD", None);
+    assert!(a.risk >= RiskLevel::Medium, "{:?}", a.reasons);
+}

@@ -67,6 +67,7 @@ impl Run {
         Ok(match decision.modified_parameters {
             Some(params) => self.edited(call, tool, params).await,
             None => Prepared::Run {
+                person: Some(call.risk_level),
                 call,
                 tool,
                 approved: true,
@@ -91,15 +92,18 @@ impl Run {
         ) {
             return Prepared::Settled { call, result };
         }
-        match self.check_permission(&call).await {
-            Err(result) => Prepared::Settled { call, result },
-            Ok(permission) if permission.is_denied() => {
-                let why = permission.denial_reason.unwrap_or_else(|| "denied".into());
+        let permission = match self.check_permission(&call).await {
+            Ok(permission) => permission,
+            Err(result) => return Prepared::Settled { call, result },
+        };
+        match self.deny_reason(&call, &permission).await {
+            Some(why) => {
                 let result =
                     ToolResult::failed(format!("Denied by the permission settings: {why}"));
                 Prepared::Settled { call, result }
             }
-            Ok(_) => Prepared::Run {
+            None => Prepared::Run {
+                person: Some(call.risk_level),
                 call,
                 tool,
                 approved: true,

@@ -1,8 +1,12 @@
-//! Running the calls that may run: in parallel under a semaphore, each with its timeout,
-//! its cancellation token and a short grace to stop; a tool that panics fails its call
-//! and nothing else.
+//! Running the calls that may run. A reply whose calls are all known to be read-only runs
+//! them in parallel under a semaphore (at most `max_parallel_tool_calls`); any other
+//! reply runs them in order, one at a time, each call checked again after an earlier one
+//! could have changed what it touches (see [`super::recheck`]). Each call runs with its
+//! timeout, its cancellation token and a short grace to stop; a tool that panics fails its
+//! call and nothing else.
 
 use super::guard::panic_message;
+use super::recheck::may_change;
 use super::run::{Prepared, Run};
 use core_models::{
     ProgressReporter, Tool, ToolCallRequest, ToolExecutionContext, ToolExecutionEvent, ToolResult,
@@ -18,6 +22,9 @@ use tokio::sync::Semaphore;
 /// is dropped.
 const GRACE: Duration = Duration::from_millis(50);
 
+/// One call's end: the call, its result, how long it ran and whether it ran.
+type Ended = (ToolCallRequest, ToolResult, Duration, bool);
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Status {
     Done,
@@ -28,43 +35,21 @@ enum Status {
 }
 
 impl Run {
-    /// Run the calls that may run, at most `max_parallel_tool_calls` at once; results come
-    /// back in call order.
+    /// Run the calls that may run (in parallel only when none of them could change
+    /// anything, else in order); results come back in call order.
     pub(super) async fn execute_all(
         &mut self,
         prepared: Vec<Prepared>,
     ) -> Vec<(ToolCallRequest, ToolResult)> {
-        let permits = Arc::new(Semaphore::new(
-            self.shared.config.max_parallel_tool_calls.max(1) as usize,
-        ));
-        let this = &*self;
-        let futures = prepared.into_iter().map(|p| {
-            let permits = Arc::clone(&permits);
-            async move {
-                match p {
-                    Prepared::Settled { call, result } => {
-                        this.emit(ToolResultEvent::create(
-                            this.request.request_id,
-                            &call,
-                            result.clone(),
-                            Duration::ZERO,
-                            this.iteration,
-                        ));
-                        (call, result, Duration::ZERO, false)
-                    }
-                    Prepared::Run {
-                        call,
-                        tool,
-                        approved,
-                    } => {
-                        let _permit = permits.acquire().await;
-                        let (result, elapsed) = this.execute_one(&call, tool, approved).await;
-                        (call, result, elapsed, true)
-                    }
-                }
-            }
+        let in_order = prepared.iter().any(|p| match p {
+            Prepared::Run { call, tool, .. } => may_change(call, tool.as_ref()),
+            Prepared::Settled { .. } => false,
         });
-        let results = futures::future::join_all(futures).await;
+        let results = if in_order {
+            self.run_in_order(prepared).await
+        } else {
+            self.run_together(prepared).await
+        };
         let mut out = Vec::with_capacity(results.len());
         for (call, result, elapsed, ran) in results {
             if ran {
@@ -76,6 +61,76 @@ impl Run {
                 self.done.push((call.clone(), result.clone()));
             }
             out.push((call, result));
+        }
+        out
+    }
+
+    /// A call settled without running: its result is reported.
+    fn settled(&self, call: ToolCallRequest, result: ToolResult) -> Ended {
+        self.emit(ToolResultEvent::create(
+            self.request.request_id,
+            &call,
+            result.clone(),
+            Duration::ZERO,
+            self.iteration,
+        ));
+        (call, result, Duration::ZERO, false)
+    }
+
+    /// Read-only calls, at most `max_parallel_tool_calls` at once.
+    async fn run_together(&self, prepared: Vec<Prepared>) -> Vec<Ended> {
+        let permits = Arc::new(Semaphore::new(
+            self.shared.config.max_parallel_tool_calls.max(1) as usize,
+        ));
+        let futures = prepared.into_iter().map(|p| {
+            let permits = Arc::clone(&permits);
+            async move {
+                match p {
+                    Prepared::Settled { call, result } => self.settled(call, result),
+                    Prepared::Run {
+                        call,
+                        tool,
+                        approved,
+                        ..
+                    } => {
+                        let _permit = permits.acquire().await;
+                        let (result, elapsed) = self.execute_one(&call, tool, approved).await;
+                        (call, result, elapsed, true)
+                    }
+                }
+            }
+        });
+        futures::future::join_all(futures).await
+    }
+
+    /// The calls one at a time, in order; after a call that could change something ran,
+    /// each later call is checked again before it runs. Once the request is stopped, the
+    /// calls not started yet do not run.
+    async fn run_in_order(&self, prepared: Vec<Prepared>) -> Vec<Ended> {
+        let mut changed = false;
+        let mut out = Vec::with_capacity(prepared.len());
+        for p in prepared {
+            let p = match p {
+                Prepared::Run { call, .. } if self.stopped() => Prepared::Settled {
+                    call,
+                    result: ToolResult::failed("Cancelled before it ran"),
+                },
+                p @ Prepared::Run { .. } if changed => self.recheck(p).await,
+                p => p,
+            };
+            match p {
+                Prepared::Settled { call, result } => out.push(self.settled(call, result)),
+                Prepared::Run {
+                    call,
+                    tool,
+                    approved,
+                    ..
+                } => {
+                    changed |= may_change(&call, tool.as_ref());
+                    let (result, elapsed) = self.execute_one(&call, tool, approved).await;
+                    out.push((call, result, elapsed, true));
+                }
+            }
         }
         out
     }

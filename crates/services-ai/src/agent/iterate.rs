@@ -192,8 +192,9 @@ impl Run {
             self.agent(T::ApprovalGranted, None);
         }
         let head_before = self.git_head().await;
+        let executed_before = self.tools_executed;
         let results = self.execute_all(prepared).await;
-        carry.previous_tools = u32::try_from(runnable).unwrap_or(u32::MAX);
+        carry.previous_tools = self.tools_executed.saturating_sub(executed_before);
         if !carry.skip_begin {
             self.agent(T::ToolComplete, None);
         }

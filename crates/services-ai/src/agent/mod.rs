@@ -1,7 +1,9 @@
 //! The agent (seed 001 part i, seed 004): [`AgentService`] turns a request into a stream of
 //! events — it asks the model, finds tool calls, checks permissions and asks for approval,
-//! runs tools (in parallel, with timeouts and cancellation), feeds the results back, and
-//! repeats until the model answers without tools or a limit is reached.
+//! runs tools (with timeouts and cancellation: in parallel when every call of the reply
+//! only reads, else in order, a call checked again after an earlier one could have changed
+//! what it touches), feeds the results back, and repeats until the model answers without
+//! tools or a limit is reached.
 //!
 //! Both state machines are driven by the loop and every change is reported as a
 //! `state_changed` event. An invalid transition is a bug: it panics in debug builds (and
@@ -16,6 +18,7 @@ pub(crate) mod guard;
 mod iterate;
 mod prepare;
 pub mod prompt;
+mod recheck;
 mod run;
 
 use crate::config::AgentConfig;

@@ -14,6 +14,9 @@
 //! 4. the manager's risk rule or the request's `max_auto_approval_risk_level` allows;
 //! 5. a person is asked.
 //!
+//! A call that runs after an earlier call of its reply could have changed what it touches
+//! goes through these steps again first ([`super::recheck`]).
+//!
 //! [`ToolAvailabilityContext`]: core_models::ToolAvailabilityContext
 
 use super::guard::{failed_unexpectedly, guarded};
@@ -53,7 +56,7 @@ impl Screened {
 }
 
 /// What the rules say about one call.
-enum Route {
+pub(super) enum Route {
     Deny(String),
     Run { approved: bool },
     Ask,
@@ -217,6 +220,7 @@ impl Run {
                 call,
                 tool,
                 approved,
+                person: None,
             }),
             Route::Ask => {
                 if !*asked {
@@ -261,17 +265,13 @@ impl Run {
     }
 
     /// Apply the order in the module's documentation.
-    async fn route(
+    pub(super) async fn route(
         &self,
         call: &ToolCallRequest,
         permission: &PermissionCheckResult,
         assessment: &CallAssessment,
     ) -> Route {
-        if permission.is_denied() {
-            let why = permission.denial_reason.clone();
-            return Route::Deny(why.unwrap_or_else(|| "denied".into()));
-        }
-        if let Some(why) = self.unverifiable_deny_rules(call).await {
+        if let Some(why) = self.deny_reason(call, permission).await {
             return Route::Deny(why);
         }
         if call.risk_level == RiskLevel::Critical || assessment.must_ask.is_some() {
@@ -287,6 +287,20 @@ impl Run {
             return Route::Run { approved: false };
         }
         Route::Ask
+    }
+
+    /// Why the deny rules refuse the call (the first step of the order in the module's
+    /// documentation), when they do.
+    pub(super) async fn deny_reason(
+        &self,
+        call: &ToolCallRequest,
+        permission: &PermissionCheckResult,
+    ) -> Option<String> {
+        if permission.is_denied() {
+            let why = permission.denial_reason.clone();
+            return Some(why.unwrap_or_else(|| "denied".into()));
+        }
+        self.unverifiable_deny_rules(call).await
     }
 
     /// The request's `session_permissions` allow the call: an auto-approved permission for

@@ -4,15 +4,17 @@
 //! The stages live beside it: [`super::iterate`] (the loop), [`super::generate`] (asking
 //! the model, parsing its reply), [`super::prepare`] and [`super::approval`] (lookup,
 //! validation, assessment, permission, approval), [`super::execute`] (running the tools),
-//! [`super::after_tools`] (git, formatters, budget, gathered messages) and
-//! [`super::finish`] (the one terminal event).
+//! [`super::recheck`] (a call checked again after an earlier call of its reply could have
+//! changed what it touches), [`super::after_tools`] (git, formatters, budget, gathered
+//! messages) and [`super::finish`] (the one terminal event).
 
 use super::guard::panic_message;
 use super::prompt;
 use super::{lock, RunHandle, Shared, StopReason};
 use core_models::{
-    AgentEvent, AgentRequest, AgentStateTransition as T, ChatMessage, Error, StateChangedEvent,
-    Tool, ToolCallRequest, ToolChoice, ToolResult, ToolUsageSummary, TurnState as S,
+    AgentEvent, AgentRequest, AgentStateTransition as T, ChatMessage, Error, RiskLevel,
+    StateChangedEvent, Tool, ToolCallRequest, ToolChoice, ToolResult, ToolUsageSummary,
+    TurnState as S,
 };
 use futures::FutureExt;
 use std::collections::BTreeMap;
@@ -44,7 +46,11 @@ pub(super) enum Prepared {
     Run {
         call: ToolCallRequest,
         tool: Arc<dyn Tool>,
+        /// A person, a remembered decision or a session permission approved it (the tool
+        /// is told so).
         approved: bool,
+        /// The risk a person approved the call at, when a person did.
+        person: Option<RiskLevel>,
     },
     /// Settled without running (unknown tool, invalid, denied, repeated…).
     Settled {

@@ -239,6 +239,16 @@ impl Tool for RunCommand {
             if let Some(path) = std::env::var_os("PATH") {
                 shell.env("PATH", outside_path(&path, workspace.root()));
             }
+            // …and git finds the repository the judge looked at, not one named by the
+            // environment or found above the workspace.
+            for (name, _) in std::env::vars_os() {
+                if name.to_str().is_some_and(|n| n.starts_with("GIT_")) {
+                    shell.env_remove(name);
+                }
+            }
+            if let Some(parent) = workspace.root().parent() {
+                shell.env("GIT_CEILING_DIRECTORIES", parent);
+            }
         }
         match process::run(
             shell,

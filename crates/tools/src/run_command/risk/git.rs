@@ -12,17 +12,37 @@
 //!
 //! A repository's own configuration can still make git run programs (a pager, a textconv
 //! or fsmonitor hook); commands judged safe run under a read-only sandbox, which contains
-//! that. The judge's job is the command line.
+//! that. The judge's job is the command line — and, when the workspace is known, which
+//! repository git would read.
+//!
+//! Git reads the repository it finds from the folder it runs in upward, wherever that is:
+//! a home folder kept in git above the workspace, or the git directory a `.git` file
+//! names. Its history may hold files now deleted, ignored or never in the workspace
+//! (`git show REV:path`, `git log -p`, `git grep PATTERN REV`, a staged diff print them).
+//! So when the workspace is known, any git command is safe only when the repository git
+//! would use — found from the call's folder and `-C` folders as git finds it, or named by
+//! `--git-dir` — is the workspace's own: its `.git` a real folder (not a file or link) in
+//! the workspace (at its root, or in a folder of it for a repository nested there), and
+//! its git directory, common directory, object stores (alternates included) and every link
+//! in them inside the workspace, its configuration naming no other work tree and including
+//! no other file. Otherwise — the workspace a folder of a larger repository, a `.git` file
+//! or link, no repository in the workspace at all (git would look above it), a bare
+//! repository — every git command is at least medium, with the reason. Without the
+//! workspace the judgement stays lexical.
 
 use super::git_options::{GLOBAL_FLAGS, SUBCOMMANDS};
 use super::paths::Place;
 use super::programs::{scan, Operands};
 use super::Finding;
+use crate::git_config::{confined_git_dir, discover, names_work_tree_or_includes, Kind};
 use core_models::RiskLevel;
+use std::path::Path;
 
 /// Why `git ARGS` is not safe; empty when it is.
 pub(super) fn check(args: &[String], place: &Place) -> Vec<String> {
     let mut dirs: Vec<&str> = Vec::new();
+    let mut git_dir: Option<&str> = None;
+    let mut folders_inside = true;
     let mut reasons = Vec::new();
     let mut i = 0;
     while let Some(a) = args.get(i) {
@@ -52,9 +72,12 @@ pub(super) fn check(args: &[String], place: &Place) -> Vec<String> {
                 };
                 if let Err(why) = place.check_below(&dirs, dir) {
                     reasons.push(format!("'git {option} {dir}': the folder {why}"));
+                    folders_inside = false;
                 }
-                if option == "-C" {
-                    dirs.push(dir);
+                match option {
+                    "-C" => dirs.push(dir),
+                    "--git-dir" => git_dir = Some(dir),
+                    _ => {}
                 }
             }
             "-c" | "--config-env" => {
@@ -74,7 +97,73 @@ pub(super) fn check(args: &[String], place: &Place) -> Vec<String> {
     };
     let rest = &args[i + 1..];
     reasons.extend(subcommand(sub, rest, place, &dirs));
+    if folders_inside {
+        reasons.extend(repository(place, &dirs, git_dir));
+    }
     reasons
+}
+
+/// Git would look above the workspace.
+const NO_REPOSITORY: &str =
+    "git would read a repository outside the workspace: there is none in it, so git looks above it";
+/// The repository's work tree holds the workspace.
+const LARGER: &str = "git would read a repository outside the workspace: the workspace is a folder of a larger repository";
+/// A `.git` file or link.
+const LINKED: &str = "git would read a repository outside the workspace: a .git there is a file or a link, naming a git directory the judge does not follow";
+/// The folder is a git directory.
+const BARE: &str =
+    "git would read a git directory as a bare repository, which the judge does not check";
+/// `core.worktree`, `[include]`.
+const CONFIGURED: &str = "the repository's configuration names a work tree or includes other files: git may read outside the workspace";
+
+/// Why the repository git would use from the call's folder with `dirs` below it (or the
+/// one `--git-dir` names) is not plainly the workspace's own (see the module
+/// documentation); `None` when it is, or when the workspace is not known.
+fn repository(place: &Place, dirs: &[&str], git_dir: Option<&str>) -> Option<String> {
+    let root = place.root()?;
+    let Ok(start) = std::fs::canonicalize(place.folder(dirs)?) else {
+        return Some("the folder git would run in cannot be found".to_string());
+    };
+    let entry = match git_dir {
+        Some(named) => start.join(named),
+        None => {
+            let found = match discover(&start) {
+                None => return Some(NO_REPOSITORY.to_string()),
+                Some(found) => found,
+            };
+            if !found.top.starts_with(root) {
+                return Some(LARGER.to_string());
+            }
+            match found.kind {
+                Kind::Folder => found.entry(),
+                Kind::FileOrLink => return Some(LINKED.to_string()),
+                Kind::Bare => return Some(BARE.to_string()),
+            }
+        }
+    };
+    if let Some(verdict) = place.verdicts.borrow().get(&entry) {
+        return verdict.clone();
+    }
+    let verdict = own_git_dir(&entry, root);
+    place.verdicts.borrow_mut().insert(entry, verdict.clone());
+    verdict
+}
+
+/// Why the git directory `entry` is not the workspace's own: not a real folder, or it or
+/// what git reads of it is outside `root`, or its configuration names a work tree or
+/// includes other files.
+fn own_git_dir(entry: &Path, root: &Path) -> Option<String> {
+    match std::fs::symlink_metadata(entry) {
+        Ok(m) if m.is_dir() => {}
+        _ => return Some(LINKED.to_string()),
+    }
+    match confined_git_dir(entry, root) {
+        Err(why) => Some(format!(
+            "git would read a repository outside the workspace: {why}"
+        )),
+        Ok(dirs) if names_work_tree_or_includes(&dirs) => Some(CONFIGURED.to_string()),
+        Ok(_) => None,
+    }
 }
 
 fn subcommand(sub: &str, rest: &[String], place: &Place, dirs: &[&str]) -> Vec<String> {
@@ -314,7 +403,51 @@ pub(super) fn runs_program(kv: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::judge;
     use super::runs_gpg;
+    use core_models::RiskLevel;
+    use std::path::Path;
+
+    /// A minimal git directory at `dir`.
+    fn git_dir(dir: &Path) {
+        for sub in ["objects/info", "refs/heads"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap_or_else(|e| panic!("{e}"));
+        }
+        std::fs::write(dir.join("HEAD"), "ref: refs/heads/main\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    #[test]
+    fn git_is_safe_only_on_a_repository_of_the_workspace() {
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let ws = tmp.path().join("ws");
+        std::fs::create_dir_all(ws.join("sub/src")).unwrap_or_else(|e| panic!("{e}"));
+        let risk = |command: &str, cwd: Option<&str>| judge(command, cwd, Some(&ws)).risk;
+        // No repository anywhere: git would look above the workspace.
+        assert_eq!(risk("git log -p", None), RiskLevel::Medium);
+        // One nested in the workspace, its `.git` a real folder: all inside.
+        git_dir(&ws.join("sub/.git"));
+        assert_eq!(risk("git -C sub log -p", None), RiskLevel::Safe);
+        assert_eq!(risk("git log -p", Some("sub/src")), RiskLevel::Safe);
+        assert_eq!(risk("git log -p", None), RiskLevel::Medium);
+        // Above the workspace: the workspace is a folder of it.
+        git_dir(&tmp.path().join(".git"));
+        let j = judge("git status", None, Some(&ws));
+        assert_eq!(j.risk, RiskLevel::Medium);
+        assert!(
+            j.reasons.iter().any(|r| r.contains("larger repository")),
+            "{:?}",
+            j.reasons
+        );
+        // The workspace's own.
+        git_dir(&ws.join(".git"));
+        assert_eq!(risk("git show HEAD:x", None), RiskLevel::Safe);
+        // Inside its git directory git would take that for a bare repository.
+        assert_eq!(risk("git log", Some(".git/refs")), RiskLevel::Medium);
+        // Judged once per line, whatever the number of git commands in it.
+        let many = "git status; ".repeat(2000);
+        assert_eq!(judge(&many, None, Some(&ws)).risk, RiskLevel::Safe);
+    }
 
     #[test]
     fn formats_that_show_signatures_run_gpg() {

@@ -6,7 +6,8 @@
 //! is canonicalized and must stay inside the canonical workspace, so a repository symlink
 //! `docs -> /etc` makes `docs/passwd` (and `docs/../x`) outside.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// Most paths checked on disk for one command line; beyond that the line is not safe.
@@ -20,6 +21,9 @@ pub(super) struct Place {
     root: Option<PathBuf>,
     /// Disk checks still allowed.
     budget: Cell<usize>,
+    /// Verdicts on disk kept for the rest of the line, by the path they are about (the
+    /// git judge's on a repository).
+    pub(super) verdicts: RefCell<HashMap<PathBuf, Option<String>>>,
 }
 
 impl Place {
@@ -30,7 +34,21 @@ impl Place {
             cwd: Vec::new(),
             root,
             budget: Cell::new(MAX_DISK_CHECKS),
+            verdicts: RefCell::new(HashMap::new()),
         }
+    }
+
+    /// The canonical workspace root, when known.
+    pub(super) fn root(&self) -> Option<&Path> {
+        self.root.as_deref()
+    }
+
+    /// The call's folder with `dirs` below it (as given), when the workspace is known.
+    pub(super) fn folder(&self, dirs: &[&str]) -> Option<PathBuf> {
+        let mut full = self.root.clone()?;
+        full.extend(&self.cwd);
+        full.extend(dirs);
+        Some(full)
     }
 
     /// The place of a call in `cwd` (relative to the workspace); `Err` says why that
