@@ -135,9 +135,10 @@ const PATH_KEYS: [&str; 4] = ["path", "file_path", "file", "directory"];
 impl PermissionSubjects {
     /// Complete subjects.
     pub fn of(subjects: impl IntoIterator<Item = String>) -> Self {
+        let mut seen = std::collections::HashSet::new();
         let mut list: Vec<String> = Vec::new();
         for s in subjects {
-            if !list.contains(&s) {
+            if seen.insert(s.clone()) {
                 list.push(s);
             }
         }

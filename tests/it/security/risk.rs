@@ -191,6 +191,32 @@ fn a_hundred_kilobyte_line_is_judged_quickly() {
         started.elapsed()
     );
 
+    // Long compound commands: a `case` with thousands of branches, a long `if` chain.
+    for long in [
+        format!(
+            "case x in {} esac",
+            (0..60_000)
+                .map(|i| format!("a{i}) echo {i};;"))
+                .collect::<String>()
+        ),
+        format!(
+            "if true; then echo 0; {} fi",
+            (0..12_000)
+                .map(|i| format!("elif true; then echo {i}; "))
+                .collect::<String>()
+        ),
+    ] {
+        assert!(long.len() > 150_000);
+        let started = std::time::Instant::now();
+        assert!(command_risk(&long) >= RiskLevel::Medium);
+        assert!(
+            started.elapsed().as_secs_f64() < 2.0,
+            "{} bytes took {:?}",
+            long.len(),
+            started.elapsed()
+        );
+    }
+
     let nested = "$(".repeat(50_000);
     let started = std::time::Instant::now();
     assert_eq!(command_risk(&nested), RiskLevel::Medium);
