@@ -92,7 +92,7 @@ fn call_segment() -> impl Strategy<Value = (String, (String, Value))> {
             let mut map = Map::new();
             for (k, v) in ps {
                 body.push_str(&format!("<parameter={k}>\n{v}\n</parameter>\n"));
-                map.insert(k, Value::String(v));
+                map.insert(k, Value::String(v.trim().to_string()));
             }
             body.push_str("</function>\n</tool_call>");
             (body, (t, Value::Object(map)))
@@ -198,6 +198,14 @@ proptest! {
             Just("```"), Just("```tool_call"), Just("```json\n"), Just("<tool_call>"), Just("</tool_call>"),
             Just("<think>"), Just("</think>"), Just("<|python_tag|>"), Just("[TOOL_CALLS]"), Just("[ARGS]"),
             Just("<function=f>"), Just("<parameter=p>"), Just("</parameter>"), Just("</function>"),
+            Just("<arg_key>"), Just("</arg_value>"), Just("[THINK]"), Just("[/THINK]"), Just("<|channel|>"),
+            Just("<|message|>"), Just("<|start|>"), Just("<|end|>"), Just("to=functions.f"), Just("analysis"),
+            Just("<｜tool▁calls▁begin｜>"), Just("<｜tool▁call▁begin｜>"), Just("<｜tool▁sep｜>"),
+            Just("<|tool_calls_section_begin|>"), Just("<|tool_call_begin|>"), Just("<|tool_call_argument_begin|>"),
+            Just("<minimax:tool_call>"), Just("<invoke name=\"f\">"), Just("<parameter name=\"p\">"),
+            Just("<|START_ACTION|>"), Just("<|END_ACTION|>"), Just("<TOOLCALL>"), Just("<|tool_call|>"),
+            Just("<|tool_call_start|>"), Just("<seed:tool_call>"), Just("<seed:think>"), Just("f("), Just(")"),
+            Just("a=1"), Just(">>>"), Just("<|START_THINKING|>"), Just("<|END_THINKING|>"),
             Just("{"), Just("}"), Just("["), Just("]"), Just("\""), Just("\\"), Just(":"), Just(","), Just(";"),
             Just("\"name\""), Just("\"tool\""), Just("\"arguments\""), Just("\"parameters\""), Just("1"), Just("null"),
             Just(" "), Just("\n"), Just("\r\n"), Just("é"), Just("🎉"), Just("text"),

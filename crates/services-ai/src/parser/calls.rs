@@ -93,7 +93,7 @@ pub(crate) enum Shape {
     Inline,
 }
 
-const ID_KEYS: [&str; 3] = ["tool", "name", "function"];
+const ID_KEYS: [&str; 4] = ["tool", "name", "function", "tool_name"];
 const ARG_KEYS: [&str; 3] = ["parameters", "arguments", "args"];
 
 /// The tool id and arguments of one JSON call object, taken apart (the arguments are
@@ -184,6 +184,19 @@ pub(crate) fn calls_from_value(
     catalog: &ToolCatalog,
 ) -> Result<Option<Vec<ToolCallRequest>>, String> {
     match value {
+        // llama.cpp's generic format: {"tool_calls": […]} or {"tool_call": {…}}.
+        Value::Object(mut o)
+            if shape != Shape::Inline
+                && o.len() == 1
+                && (matches!(o.get("tool_calls"), Some(Value::Array(_)))
+                    || matches!(o.get("tool_call"), Some(Value::Object(_)))) =>
+        {
+            let inner = o
+                .remove("tool_calls")
+                .or_else(|| o.remove("tool_call"))
+                .unwrap_or(Value::Null);
+            calls_from_value(inner, Shape::Marked, raw, catalog)
+        }
         Value::Object(o) => {
             Ok(call_parts(o, shape)?.map(|(id, args)| vec![catalog.request(&id, args, raw)]))
         }
@@ -208,81 +221,4 @@ pub(crate) fn calls_from_value(
         _ if shape == Shape::Marked => Err("the tool call is not a JSON object".into()),
         _ => Ok(None),
     }
-}
-
-/// Parse a Qwen3-Coder XML call body (what stands between `<tool_call>` and
-/// `</tool_call>`): `<function=NAME><parameter=KEY>value</parameter>…</function>`.
-pub(crate) fn xml_call(body: &str, catalog: &ToolCatalog) -> Result<ToolCallRequest, String> {
-    let rest = body.trim_start();
-    let rest = rest
-        .strip_prefix("<function=")
-        .ok_or("expected <function=NAME> in the XML tool call")?;
-    let (name, mut rest) = rest
-        .split_once('>')
-        .ok_or("unterminated <function=NAME> tag")?;
-    let name = name.trim();
-    if name.is_empty() {
-        return Err("the XML tool call names no function".into());
-    }
-    let schema = catalog.schema(name);
-    let mut params = Map::new();
-    loop {
-        rest = rest.trim_start();
-        if rest.starts_with("</function>") {
-            break;
-        }
-        let Some(after) = rest.strip_prefix("<parameter=") else {
-            return Err(format!("unexpected text in the XML call of {name}: expected <parameter=KEY> or </function>"));
-        };
-        let (key, after) = after
-            .split_once('>')
-            .ok_or("unterminated <parameter=KEY> tag")?;
-        let (value, after) = after.split_once("</parameter>").ok_or_else(|| {
-            format!(
-                "parameter {} of {name} is not closed with </parameter>",
-                key.trim()
-            )
-        })?;
-        let value = value.strip_prefix('\n').unwrap_or(value);
-        let value = value.strip_suffix('\n').unwrap_or(value);
-        let key = key.trim().to_string();
-        let typed = typed_value(value, schema.as_ref().and_then(|s| property_type(s, &key)));
-        params.insert(key, typed);
-        rest = after;
-    }
-    Ok(catalog.request(name, Value::Object(params), body.trim()))
-}
-
-/// The declared type of property `key` in a JSON schema (the first non-null one of a list).
-fn property_type<'a>(schema: &'a Value, key: &str) -> Option<&'a str> {
-    match schema.get("properties")?.get(key)?.get("type")? {
-        Value::String(t) => Some(t.as_str()),
-        Value::Array(types) => types
-            .iter()
-            .filter_map(Value::as_str)
-            .find(|t| *t != "null"),
-        _ => None,
-    }
-}
-
-/// `text` as a value of JSON-schema type `ty`; a string when untyped or not convertible.
-fn typed_value(text: &str, ty: Option<&str>) -> Value {
-    let trimmed = text.trim();
-    let converted = match ty {
-        Some("integer") => trimmed.parse::<i64>().ok().map(Value::from),
-        Some("number") => trimmed
-            .parse::<f64>()
-            .ok()
-            .and_then(serde_json::Number::from_f64)
-            .map(Value::Number),
-        Some("boolean") => match trimmed.to_ascii_lowercase().as_str() {
-            "true" => Some(Value::Bool(true)),
-            "false" => Some(Value::Bool(false)),
-            _ => None,
-        },
-        Some("null") => (trimmed == "null").then_some(Value::Null),
-        Some("array") | Some("object") => json::parse(trimmed).ok(),
-        _ => None,
-    };
-    converted.unwrap_or_else(|| Value::String(text.to_string()))
 }

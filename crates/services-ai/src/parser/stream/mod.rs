@@ -8,17 +8,19 @@
 //! number of times: held-back text that turns out to be prose is released without being
 //! scanned again, and a finished JSON value is parsed once.
 
-use super::calls::{calls_from_value, xml_call, Shape, ToolCatalog};
+mod sections;
+
+use super::calls::{calls_from_value, Shape, ToolCatalog};
+use super::formats::pythonic::PythonicScanner;
+use super::formats::{self, Found, Section, SECTIONS, THINKING_ENDS};
 use super::json::{self, JsonScanner, Scan};
 use super::{ParseEvent, ParserOptions, ToolCallFormat};
 use core_models::ToolCallRequest;
+use sections::SectionState;
 
 const FENCE: &str = "```";
 const TOOL_CALL_OPEN: &str = "<tool_call>";
 const TOOL_CALL_CLOSE: &str = "</tool_call>";
-const THINK_OPEN: &str = "<think>";
-const THINK_CLOSE: &str = "</think>";
-const PYTHON_TAG: &str = "<|python_tag|>";
 const MISTRAL_CALLS: &str = "[TOOL_CALLS]";
 const MISTRAL_ARGS: &str = "[ARGS]";
 /// Most characters allowed between a Mistral tool name and `[ARGS]` (`[CALL_ID]…`).
@@ -27,14 +29,14 @@ const MISTRAL_GAP: usize = 128;
 const MAX_FENCE_INFO: usize = 64;
 
 /// What a marker in prose opens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 enum Opener {
     Fence,
     ToolCall,
-    Think,
-    PythonTag,
     Mistral,
     Brace,
+    /// A format's section marker (see `formats::SECTIONS`).
+    Section(Section),
 }
 
 /// Holds back characters that could still become one of a set of markers.
@@ -91,8 +93,6 @@ enum BlockKind {
     JsonFence,
     /// `<tool_call>` (Hermes / Qwen JSON, or Qwen3-Coder XML)
     ToolCall,
-    /// `<|python_tag|>`
-    PythonTag,
     /// `[TOOL_CALLS]`
     Mistral,
 }
@@ -102,7 +102,7 @@ impl BlockKind {
         match self {
             BlockKind::ToolCallFence | BlockKind::JsonFence => Some(FENCE),
             BlockKind::ToolCall => Some(TOOL_CALL_CLOSE),
-            BlockKind::PythonTag | BlockKind::Mistral => None,
+            BlockKind::Mistral => None,
         }
     }
 
@@ -111,7 +111,6 @@ impl BlockKind {
             BlockKind::ToolCallFence => "```tool_call block",
             BlockKind::JsonFence => "```json block",
             BlockKind::ToolCall => "<tool_call> block",
-            BlockKind::PythonTag => "<|python_tag|> call",
             BlockKind::Mistral => "[TOOL_CALLS] call",
         }
     }
@@ -128,7 +127,7 @@ enum Body {
         json: (usize, usize),
         closer: Matcher,
     },
-    /// Qwen3-Coder XML from `start`, until `</tool_call>`.
+    /// Qwen3-Coder or GLM XML from `start`, until `</tool_call>`.
     Xml { start: usize, closer: Matcher },
     /// A Mistral tool name, then `[ARGS]`.
     MistralName { gap: usize, matcher: Matcher },
@@ -150,11 +149,24 @@ struct Block {
 #[derive(Debug)]
 enum Mode {
     Text,
-    Thinking,
-    FenceInfo { info: String },
+    /// Reasoning, until one of these markers.
+    Thinking(&'static [&'static str]),
+    /// A format's section (see `formats::SECTIONS`).
+    Section(Box<SectionState>),
+    /// A bare pythonic reply (`[f(a=1)]`) at the start of the output.
+    Pythonic {
+        buf: String,
+        scanner: PythonicScanner,
+    },
+    FenceInfo {
+        info: String,
+    },
     CodeFence,
     Candidate(Box<Candidate>),
-    AfterBareCall { held: String, semicolon: bool },
+    AfterBareCall {
+        held: String,
+        semicolon: bool,
+    },
     Block(Box<Block>),
 }
 
@@ -189,27 +201,21 @@ pub struct StreamingFunctionCallParser {
     newlines_after_call: u8,
     /// Whether any non-whitespace visible text was emitted.
     seen_visible: bool,
+    /// A bare pythonic reply was already tried (once per output).
+    pythonic_tried: bool,
 }
 
 impl StreamingFunctionCallParser {
     /// A parser looking tools up in `catalog`, recognizing the formats in `options`.
     pub fn new(catalog: ToolCatalog, options: ParserOptions) -> Self {
-        let table: [(&'static str, Opener, bool); 6] = [
+        let table: [(&'static str, Opener, bool); 4] = [
             (FENCE, Opener::Fence, true),
             (
                 TOOL_CALL_OPEN,
                 Opener::ToolCall,
-                options.has(ToolCallFormat::Hermes) || options.has(ToolCallFormat::QwenXml),
-            ),
-            (
-                THINK_OPEN,
-                Opener::Think,
-                options.has(ToolCallFormat::Reasoning),
-            ),
-            (
-                PYTHON_TAG,
-                Opener::PythonTag,
-                options.has(ToolCallFormat::Llama),
+                options.has(ToolCallFormat::Hermes)
+                    || options.has(ToolCallFormat::QwenXml)
+                    || options.has(ToolCallFormat::Glm),
             ),
             (
                 MISTRAL_CALLS,
@@ -219,24 +225,26 @@ impl StreamingFunctionCallParser {
             (
                 "{",
                 Opener::Brace,
-                options.has(ToolCallFormat::InlineJson) || options.has(ToolCallFormat::Llama),
+                options.has(ToolCallFormat::InlineJson)
+                    || options.has(ToolCallFormat::Llama)
+                    || options.has(ToolCallFormat::Generic),
             ),
         ];
+        let sections = SECTIONS
+            .iter()
+            .filter(|s| options.has_section(s))
+            .map(|s| (s.open, Opener::Section(*s), true));
         let mut markers = Vec::new();
         let mut openers = Vec::new();
         let mut starts = [false; 128];
-        for (marker, opener, enabled) in table {
-            if enabled {
+        for (marker, opener, enabled) in table.into_iter().chain(sections) {
+            if enabled && !markers.contains(&marker) {
                 markers.push(marker);
                 openers.push(opener);
                 starts[usize::from(marker.as_bytes()[0])] = true;
             }
         }
-        let mode = if options.starts_in_thinking {
-            Mode::Thinking
-        } else {
-            Mode::Text
-        };
+        let mode = Self::initial_mode(&options);
         StreamingFunctionCallParser {
             catalog,
             options,
@@ -251,6 +259,22 @@ impl StreamingFunctionCallParser {
             newlines_before_call: 0,
             newlines_after_call: 0,
             seen_visible: false,
+            pythonic_tried: false,
+        }
+    }
+
+    /// Where an output starts: in reasoning when the prompt opened it; in a Functionary
+    /// v3.2 section when that is the model's format (its prompt ends with `>>>`).
+    fn initial_mode(options: &ParserOptions) -> Mode {
+        if options.starts_in_thinking {
+            return Mode::Thinking(THINKING_ENDS);
+        }
+        match SECTIONS
+            .iter()
+            .find(|s| s.format == ToolCallFormat::FunctionaryV32 && options.has_section(s))
+        {
+            Some(section) => Mode::Section(Box::new(SectionState::open(*section, None))),
+            None => Mode::Text,
         }
     }
 
@@ -282,7 +306,17 @@ impl StreamingFunctionCallParser {
         let pending = self.matcher.take();
         match std::mem::replace(&mut self.mode, Mode::Text) {
             Mode::Text | Mode::CodeFence => self.emit_text(&pending),
-            Mode::Thinking => self.emit_thinking(&pending),
+            Mode::Thinking(_) => self.emit_thinking(&pending),
+            Mode::Section(section) => self.flush_section(*section, &pending),
+            Mode::Pythonic { buf, .. } => {
+                if buf.contains('(') {
+                    self.diagnostic(
+                        "incomplete pythonic tool call at the end of the output".into(),
+                    );
+                }
+                self.replay(&format!("{buf}{pending}"));
+                return self.flush();
+            }
             Mode::FenceInfo { info } => {
                 if info.eq_ignore_ascii_case("tool_call")
                     && self.options.has(ToolCallFormat::FencedJson)
@@ -306,11 +340,9 @@ impl StreamingFunctionCallParser {
             }
             Mode::Block(block) => self.flush_block(*block),
         }
-        self.mode = if self.options.starts_in_thinking {
-            Mode::Thinking
-        } else {
-            Mode::Text
-        };
+        self.mode = Self::initial_mode(&self.options);
+        self.pythonic_tried = false;
+        self.seen_visible = false;
         std::mem::take(&mut self.events)
     }
 
@@ -329,7 +361,10 @@ impl StreamingFunctionCallParser {
             Mode::Text if self.matcher.is_empty() => {
                 Some(until(&|x| x < 128 && self.starts[usize::from(x)]))
             }
-            Mode::Thinking if self.matcher.is_empty() => Some(until(&|x| x == b'<')),
+            Mode::Thinking(close) if self.matcher.is_empty() => {
+                Some(until(&|x| close.iter().any(|m| m.as_bytes()[0] == x)))
+            }
+            Mode::Section(section) => section.plain_run(b),
             Mode::CodeFence if self.matcher.is_empty() => Some(until(&|x| x == b'`')),
             Mode::Candidate(c) if c.scanner.in_string() => {
                 Some(until(&|x| x == b'"' || x == b'\\'))
@@ -352,7 +387,8 @@ impl StreamingFunctionCallParser {
     fn consume_run(&mut self, run: &str) {
         match &mut self.mode {
             Mode::Text | Mode::CodeFence => self.emit_text(run),
-            Mode::Thinking => self.emit_thinking(run),
+            Mode::Thinking(_) => self.emit_thinking(run),
+            Mode::Section(section) => section.body.push_str(run),
             Mode::Candidate(c) => c.buf.push_str(run),
             Mode::Block(block) => block.raw.push_str(run),
             _ => {}
@@ -364,12 +400,21 @@ impl StreamingFunctionCallParser {
     fn step(&mut self, c: char) {
         match std::mem::replace(&mut self.mode, Mode::Text) {
             Mode::Text => self.step_text(c),
-            Mode::Thinking => {
+            Mode::Thinking(close) => {
                 let mut out = String::new();
-                let closed = self.matcher.feed(c, &[THINK_CLOSE], &mut out).is_some();
+                let closed = self.matcher.feed(c, close, &mut out);
                 self.emit_thinking(&out);
-                self.mode = if closed { Mode::Text } else { Mode::Thinking };
+                self.mode = Mode::Text;
+                match closed {
+                    Some(i) => self.reopen(close[i]),
+                    None => self.mode = Mode::Thinking(close),
+                }
             }
+            Mode::Section(section) => self.step_section(*section, c),
+            Mode::Pythonic {
+                mut buf,
+                mut scanner,
+            } => self.step_pythonic(&mut buf, &mut scanner, c),
             Mode::FenceInfo { mut info } => {
                 if is_ident(c) && info.len() < MAX_FENCE_INFO {
                     info.push(c);
@@ -427,17 +472,30 @@ impl StreamingFunctionCallParser {
     }
 
     fn step_text(&mut self, c: char) {
+        if c == '[' && self.may_start_pythonic() {
+            self.pythonic_tried = true;
+            self.mode = Mode::Pythonic {
+                buf: "[".into(),
+                scanner: PythonicScanner::default(),
+            };
+            return;
+        }
         let mut out = String::new();
         let matched = self.matcher.feed(c, &self.markers, &mut out);
         self.emit_text(&out);
-        let Some(i) = matched else { return };
+        if let Some(i) = matched {
+            self.open(i);
+        }
+    }
+
+    /// Open what marker `i` opens.
+    fn open(&mut self, i: usize) {
         self.mode = match self.openers[i] {
             Opener::Fence => Mode::FenceInfo {
                 info: String::new(),
             },
-            Opener::Think => Mode::Thinking,
             Opener::ToolCall => Block::open(BlockKind::ToolCall, TOOL_CALL_OPEN),
-            Opener::PythonTag => Block::open(BlockKind::PythonTag, PYTHON_TAG),
+            Opener::Section(section) => return self.open_section(section),
             Opener::Mistral => Block::open(BlockKind::Mistral, MISTRAL_CALLS),
             Opener::Brace => Mode::Candidate(Box::new(Candidate::open(!self.seen_visible))),
         };
@@ -456,7 +514,9 @@ impl StreamingFunctionCallParser {
     }
 
     fn finish_candidate(&mut self, cand: Candidate) {
-        let shape = if cand.bare && self.options.has(ToolCallFormat::Llama) {
+        let bare_json =
+            self.options.has(ToolCallFormat::Llama) || self.options.has(ToolCallFormat::Generic);
+        let shape = if cand.bare && bare_json {
             Shape::Bare
         } else if self.options.has(ToolCallFormat::InlineJson) {
             Shape::Inline
@@ -464,7 +524,20 @@ impl StreamingFunctionCallParser {
             self.emit_text(&cand.buf);
             return;
         };
-        let calls = json::parse(&cand.buf).ok().and_then(|v| {
+        let value = json::parse(&cand.buf).ok();
+        if shape == Shape::Bare && self.options.has(ToolCallFormat::Generic) {
+            // llama.cpp's generic format: {"response": "…"} is the reply's text.
+            if let Some(serde_json::Value::String(text)) = value
+                .as_ref()
+                .filter(|v| v.as_object().is_some_and(|o| o.len() == 1))
+                .and_then(|v| v.get("response"))
+            {
+                let text = text.clone();
+                self.emit_text(&text);
+                return;
+            }
+        }
+        let calls = value.and_then(|v| {
             calls_from_value(v, shape, &cand.buf, &self.catalog)
                 .ok()
                 .flatten()
@@ -499,14 +572,14 @@ impl StreamingFunctionCallParser {
                         start: block.raw.len() - c.len_utf8(),
                         scanner,
                     };
-                } else if c == '<'
-                    && kind == BlockKind::ToolCall
-                    && self.options.has(ToolCallFormat::QwenXml)
+                } else if kind == BlockKind::ToolCall
+                    && ((c == '<' && self.options.has(ToolCallFormat::QwenXml))
+                        || (is_ident(c) && self.options.has(ToolCallFormat::Glm)))
                 {
                     let mut closer = Matcher::default();
                     closer.feed(c, &[TOOL_CALL_CLOSE], &mut String::new());
                     block.body = Body::Xml {
-                        start: block.raw.len() - 1,
+                        start: block.raw.len() - c.len_utf8(),
                         closer,
                     };
                 } else if kind == BlockKind::Mistral && block.mistral_name.is_none() && is_ident(c)
@@ -541,7 +614,8 @@ impl StreamingFunctionCallParser {
             Body::Post { json, mut closer } => {
                 // Only blocks with a closing marker wait in Post (see `json_done`).
                 let close = kind.closer().unwrap_or(FENCE);
-                if is_ws(c) && closer.is_empty() {
+                // A stray `}` after a complete object is a common slip; it is ignored.
+                if (is_ws(c) || c == '}') && closer.is_empty() {
                     block.body = Body::Post { json, closer };
                 } else {
                     let mut out = String::new();
@@ -619,7 +693,6 @@ impl StreamingFunctionCallParser {
     fn json_allowed(&self, kind: BlockKind, named: bool, c: char) -> bool {
         match kind {
             BlockKind::ToolCall => self.options.has(ToolCallFormat::Hermes),
-            BlockKind::PythonTag => c == '{',
             BlockKind::Mistral if named => c == '{',
             _ => true,
         }
@@ -640,7 +713,7 @@ impl StreamingFunctionCallParser {
             BlockKind::ToolCallFence | BlockKind::ToolCall => {
                 self.skip_to_closer(block, c, reason, Matcher::default());
             }
-            BlockKind::PythonTag | BlockKind::Mistral => {
+            BlockKind::Mistral => {
                 block.raw.truncate(block.raw.len() - c.len_utf8());
                 self.diagnostic(reason);
                 self.emit_text(&block.raw);
@@ -657,22 +730,6 @@ impl StreamingFunctionCallParser {
                     closer: Matcher::default(),
                 };
                 self.mode = Mode::Block(Box::new(block));
-            }
-            BlockKind::PythonTag => {
-                let text = &block.raw[json.0..json.1];
-                match self.marked_calls(text) {
-                    Ok(calls) => {
-                        self.emit_calls(calls);
-                        self.mode = Mode::AfterBareCall {
-                            held: String::new(),
-                            semicolon: false,
-                        };
-                    }
-                    Err(e) => {
-                        self.diagnostic(format!("{}: {e}", BlockKind::PythonTag.describe()));
-                        self.emit_text(&block.raw);
-                    }
-                }
             }
             BlockKind::Mistral => {
                 let text = &block.raw[json.0..json.1];
@@ -728,8 +785,13 @@ impl StreamingFunctionCallParser {
     }
 
     fn finish_xml(&mut self, body: &str) {
-        match xml_call(body, &self.catalog) {
-            Ok(call) => self.emit_calls(vec![call]),
+        let parsed = if body.trim_start().starts_with('<') {
+            formats::xml::qwen(body, &self.catalog)
+        } else {
+            formats::xml::glm(body, &self.catalog)
+        };
+        match parsed {
+            Ok(found) => self.emit_found(found),
             Err(e) => {
                 self.diagnostic(format!("{}: {e}", BlockKind::ToolCall.describe()));
                 self.call_removed();
@@ -737,10 +799,26 @@ impl StreamingFunctionCallParser {
         }
     }
 
+    /// Report what a call body held: its warnings, text and calls.
+    fn emit_found(&mut self, found: Found) {
+        for warning in found.warnings {
+            self.diagnostic(warning);
+        }
+        if !found.text.is_empty() {
+            self.emit_text(&found.text);
+        }
+        if !found.calls.is_empty() {
+            self.emit_calls(found.calls);
+        }
+    }
+
     fn flush_block(&mut self, block: Block) {
         match block.body {
             Body::Post { json, .. } => self.close_json_block(block, json),
-            Body::Xml { start, .. } if block.raw[start..].contains("</function>") => {
+            Body::Xml { start, .. }
+                if block.raw[start..].contains("</function>")
+                    || block.raw[start..].contains("</arg_value>") =>
+            {
                 let body = block.raw[start..].to_string();
                 self.finish_xml(&body);
             }

@@ -1,0 +1,258 @@
+//! The format sections of the streaming parser (see `formats::SECTIONS`): a marker opens
+//! reasoning, a call section collected up to its closing marker, or a harmony header;
+//! and the bare pythonic reply. Every decision depends on the characters alone.
+
+use super::{Matcher, Mode, StreamingFunctionCallParser};
+use crate::parser::formats::pythonic::{PyScan, PythonicScanner};
+use crate::parser::formats::special::{self, Harmony};
+use crate::parser::formats::{self, Section, SectionKind, HARMONY_ENDS};
+use crate::parser::ToolCallFormat;
+
+/// The body of a call section, or of a harmony header, being collected.
+#[derive(Debug)]
+pub(crate) struct SectionState {
+    section: Section,
+    /// Everything after the opening marker.
+    pub(super) body: String,
+    closer: Matcher,
+    /// JSON-aware sections: inside a string (closing markers do not count there).
+    in_string: bool,
+    escaped: bool,
+    /// A harmony call: the recipient named in the header.
+    harmony_call: Option<String>,
+}
+
+/// The section that collects a harmony call's arguments.
+const HARMONY_CALL: Section = Section {
+    format: ToolCallFormat::Harmony,
+    open: "",
+    close: HARMONY_ENDS,
+    kind: SectionKind::Calls {
+        parse: |_, _| Err("unreachable".into()),
+        json_aware: true,
+    },
+    in_auto: true,
+};
+
+impl SectionState {
+    pub(super) fn open(section: Section, harmony_call: Option<String>) -> Self {
+        SectionState {
+            section,
+            body: String::new(),
+            closer: Matcher::default(),
+            in_string: false,
+            escaped: false,
+            harmony_call,
+        }
+    }
+
+    fn json_aware(&self) -> bool {
+        matches!(
+            self.section.kind,
+            SectionKind::Calls {
+                json_aware: true,
+                ..
+            }
+        )
+    }
+
+    /// Length of a leading run of `b` that cannot end the section.
+    pub(super) fn plain_run(&self, b: &[u8]) -> Option<usize> {
+        if !self.closer.is_empty() {
+            return None;
+        }
+        let close = self.section.close;
+        let stop = |x: u8| {
+            (self.json_aware() && (x == b'"' || x == b'\\'))
+                || close.iter().any(|m| m.as_bytes()[0] == x)
+        };
+        if self.in_string || self.escaped {
+            return None;
+        }
+        Some(b.iter().position(|&x| stop(x)).unwrap_or(b.len()))
+    }
+
+    /// Track JSON strings for `c`; true when `c` may belong to a closing marker.
+    fn outside_string(&mut self, c: char) -> bool {
+        if !self.json_aware() {
+            return true;
+        }
+        if self.in_string {
+            if self.escaped {
+                self.escaped = false;
+            } else if c == '\\' {
+                self.escaped = true;
+            } else if c == '"' {
+                self.in_string = false;
+            }
+            return false;
+        }
+        if c == '"' {
+            self.in_string = true;
+            return false;
+        }
+        true
+    }
+}
+
+impl StreamingFunctionCallParser {
+    /// A section marker was seen in visible text.
+    pub(super) fn open_section(&mut self, section: Section) {
+        self.mode = match section.kind {
+            SectionKind::Thinking => Mode::Thinking(section.close),
+            SectionKind::Drop => {
+                self.call_removed();
+                Mode::Text
+            }
+            SectionKind::Calls { .. } | SectionKind::HarmonyHeader => {
+                Mode::Section(Box::new(SectionState::open(section, None)))
+            }
+        };
+    }
+
+    /// A closing marker that is also an opening one (`<|start|>`, `>>>`) opens again.
+    pub(super) fn reopen(&mut self, closer: &str) {
+        self.mode = Mode::Text;
+        if let Some(i) = self.markers.iter().position(|m| *m == closer) {
+            self.open(i);
+        }
+    }
+
+    pub(super) fn step_section(&mut self, mut state: SectionState, c: char) {
+        if !state.outside_string(c) {
+            state.body.push(c);
+            self.mode = Mode::Section(Box::new(state));
+            return;
+        }
+        let mut out = String::new();
+        let closed = state.closer.feed(c, state.section.close, &mut out);
+        state.body.push_str(&out);
+        match closed {
+            None => self.mode = Mode::Section(Box::new(state)),
+            Some(i) => {
+                let closer = state.section.close[i];
+                self.finish_section(state, true);
+                if matches!(self.mode, Mode::Text) {
+                    self.reopen_if_opener(closer);
+                }
+            }
+        }
+    }
+
+    fn reopen_if_opener(&mut self, closer: &str) {
+        if self.markers.contains(&closer) {
+            self.reopen(closer);
+        }
+    }
+
+    /// The section's body is complete (`closed`), or the output ended.
+    fn finish_section(&mut self, state: SectionState, closed: bool) {
+        self.mode = Mode::Text;
+        let section = state.section;
+        if let SectionKind::HarmonyHeader = section.kind {
+            if !closed {
+                return self.call_removed();
+            }
+            let header = format!("{}{}", section.open, state.body);
+            self.mode = match special::harmony_header(&header) {
+                Harmony::Thinking => Mode::Thinking(HARMONY_ENDS),
+                Harmony::Text => Mode::Text,
+                Harmony::Call(name) => {
+                    Mode::Section(Box::new(SectionState::open(HARMONY_CALL, Some(name))))
+                }
+            };
+            self.call_removed();
+            return;
+        }
+        let SectionKind::Calls { parse, .. } = section.kind else {
+            return;
+        };
+        let parsed = match &state.harmony_call {
+            Some(name) => special::harmony_call(name, &state.body, &self.catalog),
+            None => parse(&state.body, &self.catalog),
+        };
+        let what = formats::format_info(section.format).map_or("tool-call", |i| i.name);
+        match parsed {
+            Ok(found) => {
+                if found.calls.is_empty() && !found.text.is_empty() {
+                    self.emit_text(&found.text);
+                    for w in found.warnings {
+                        self.diagnostic(w);
+                    }
+                } else {
+                    self.emit_found(found);
+                }
+            }
+            Err(e) if closed || section.close.is_empty() => {
+                self.diagnostic(format!("{what} tool call: {e}"));
+                self.call_removed();
+            }
+            Err(e) => {
+                self.diagnostic(format!(
+                    "incomplete {what} tool call at the end of the output ({e})"
+                ));
+                let raw = format!("{}{}", section.open, state.body);
+                self.emit_text(&raw);
+            }
+        }
+    }
+
+    /// The output ended inside a section.
+    pub(super) fn flush_section(&mut self, mut state: SectionState, pending: &str) {
+        state.body.push_str(&state.closer.take());
+        state.body.push_str(pending);
+        self.finish_section(state, false);
+        // Text a section left (Functionary's `all`) is already emitted; nothing reopens.
+        if !matches!(self.mode, Mode::Text) {
+            let mode = std::mem::replace(&mut self.mode, Mode::Text);
+            if let Mode::Thinking(_) = mode {
+                // A harmony header that opened reasoning with nothing after it.
+            } else if let Mode::Section(next) = mode {
+                self.finish_section(*next, false);
+            }
+        }
+    }
+
+    /// A bare pythonic reply may begin here: nothing visible yet, the format enabled, and
+    /// not tried before in this output.
+    pub(super) fn may_start_pythonic(&self) -> bool {
+        !self.pythonic_tried
+            && !self.seen_visible
+            && self.matcher.is_empty()
+            && self.options.has(ToolCallFormat::Pythonic)
+    }
+
+    pub(super) fn step_pythonic(
+        &mut self,
+        buf: &mut String,
+        scanner: &mut PythonicScanner,
+        c: char,
+    ) {
+        buf.push(c);
+        match scanner.push(c) {
+            PyScan::More => {
+                self.mode = Mode::Pythonic {
+                    buf: std::mem::take(buf),
+                    scanner: std::mem::take(scanner),
+                };
+            }
+            PyScan::Done => match formats::pythonic::calls(buf, &self.catalog) {
+                Ok(calls) => {
+                    self.emit_calls(calls);
+                    self.mode = Mode::Text;
+                }
+                Err(_) => self.replay(buf),
+            },
+            PyScan::Invalid => self.replay(buf),
+        }
+    }
+
+    /// Feed `text` again as ordinary output (a pythonic reply that was not one). Each
+    /// character is replayed at most once per output: the attempt is made only once.
+    pub(super) fn replay(&mut self, text: &str) {
+        self.mode = Mode::Text;
+        for c in text.chars() {
+            self.step(c);
+        }
+    }
+}
