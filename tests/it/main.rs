@@ -15,6 +15,7 @@ mod emitter;
 mod events;
 mod models;
 mod parser;
+mod parser_formats;
 mod parser_props;
 mod permissions;
 mod security;

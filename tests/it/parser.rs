@@ -11,7 +11,7 @@ fn parser() -> FunctionCallParser {
     FunctionCallParser::new(catalog())
 }
 
-fn catalog() -> ToolCatalog {
+pub(super) fn catalog() -> ToolCatalog {
     ToolCatalog::from_definitions([
         ToolDefinition::new("read_file", "Read File", "read")
             .with_risk(RiskLevel::Safe)
@@ -99,7 +99,7 @@ fn assert_split_invariant(p: &FunctionCallParser, input: &str) {
     assert_eq!(calls_of(&again), calls_of(&batch));
 }
 
-fn check_with(
+pub(super) fn check_with(
     p: &FunctionCallParser,
     input: &str,
     text: &str,

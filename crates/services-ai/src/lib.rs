@@ -64,8 +64,9 @@ pub use config::{
 pub use emitter::{AgentEventEmitter, EventStream, Subscription};
 pub use error::{Error, Result};
 pub use parser::{
+    detect_template, format_by_name, format_info, prompt_opens_reasoning, FormatInfo,
     FunctionCallParser, ParseEvent, ParsedOutput, ParserOptions, StreamingFunctionCallParser,
-    ToolCallFormat, ToolCatalog,
+    TemplateProfile, ToolCallFormat, ToolCatalog, FORMATS,
 };
 pub use permissions::{DefaultPermissionManager, FilePermissionStore, MemoryPermissionStore};
 pub use registry::{DirectToolExecutor, InMemoryToolRegistry};

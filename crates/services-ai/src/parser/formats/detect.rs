@@ -43,7 +43,7 @@ pub fn detect_template(template: &str) -> TemplateProfile {
         F::Nemotron
     } else if has(t, "<|tool_call|>") {
         F::Granite
-    } else if has(t, "<|tool_call_start|>") {
+    } else if has(t, "<|tool_call_start|>") || has(t, "<|tool_list_start|>") {
         F::Lfm2
     } else if has(t, "<function=") && has(t, "<parameter=") {
         F::QwenXml
@@ -106,9 +106,8 @@ impl TemplateProfile {
         if self.format == ToolCallFormat::Pythonic {
             formats.push(ToolCallFormat::Llama);
         }
-        if self.reasoning == Some(("<think>", "</think>")) {
-            formats.push(ToolCallFormat::Reasoning);
-        }
+        // `<think>` is unambiguous, and many models of every format write it.
+        formats.push(ToolCallFormat::Reasoning);
         let options = ParserOptions::only(formats);
         if starts_in_thinking {
             options.starting_in_thinking()

@@ -244,6 +244,10 @@ impl StreamingFunctionCallParser {
                 starts[usize::from(marker.as_bytes()[0])] = true;
             }
         }
+        if options.has(ToolCallFormat::Pythonic) {
+            // A bare pythonic reply opens with `[` (see `may_start_pythonic`).
+            starts[usize::from(b'[')] = true;
+        }
         let mode = Self::initial_mode(&options);
         StreamingFunctionCallParser {
             catalog,

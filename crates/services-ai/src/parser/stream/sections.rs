@@ -183,7 +183,7 @@ impl StreamingFunctionCallParser {
                     self.emit_found(found);
                 }
             }
-            Err(e) if closed || section.close.is_empty() => {
+            Err(e) if closed || section.close.is_empty() || state.harmony_call.is_some() => {
                 self.diagnostic(format!("{what} tool call: {e}"));
                 self.call_removed();
             }
