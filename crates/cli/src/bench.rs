@@ -6,9 +6,15 @@
 //!   llama.cpp probe and llama-bench measure them, so the two can be compared;
 //! * **a conversation** growing over N turns through the `LlmService` port, as the agent
 //!   loop drives it: per turn the prompt's tokens, the tokens actually evaluated (the rest
-//!   came from the KV cache) and the time to the first token.
+//!   came from the KV cache) and the time to the first token;
+//! * with `--grammar`, **constrained generation** — the same request generated back to
+//!   back without a grammar and under a required-call grammar (`tool_choice: required`
+//!   with two tools), greedy, R times each; the tg of both and their ratio.
 
-use core_models::{ChatMessage, InferenceOptions, LlmChunk, LlmRequest, LlmService, LlmUsage};
+use core_models::{
+    ChatMessage, InferenceOptions, LlmChunk, LlmRequest, LlmService, LlmUsage, ToolChoice,
+    ToolDefinition,
+};
 use futures::StreamExt;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -34,6 +40,10 @@ pub(crate) struct BenchLlmArgs {
     /// Turns of the growing conversation (0: skip it).
     #[arg(long, value_name = "N", default_value_t = 10)]
     turns: u32,
+    /// Also measure generation under a required-call grammar against unconstrained
+    /// generation of the same request, back to back.
+    #[arg(long)]
+    grammar: bool,
     /// Print one JSON object instead of a report.
     #[arg(long)]
     json: bool,
@@ -61,6 +71,25 @@ struct Report {
     pp_tok_s_best: f64,
     tg_tok_s_best: f64,
     turns: Vec<Turn>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    grammar: Option<GrammarRun>,
+}
+
+/// Generation with and without a required-call grammar (`--grammar`).
+#[derive(Debug, Serialize)]
+struct GrammarRun {
+    /// Tokens generated without the grammar, over every repetition.
+    free_tokens: u64,
+    /// Tokens generated under the grammar, over every repetition.
+    grammar_tokens: u64,
+    /// Unconstrained generation: tokens per second.
+    free_tg_tok_s: f64,
+    /// Constrained generation: tokens per second.
+    grammar_tg_tok_s: f64,
+    /// `grammar_tg_tok_s / free_tg_tok_s`.
+    ratio: f64,
+    /// The last constrained reply (a tool call).
+    grammar_reply: String,
 }
 
 /// Run the benchmark and print its report.
@@ -98,6 +127,11 @@ pub(crate) async fn run(args: BenchLlmArgs) -> Result<(), String> {
         pp.push(t.prompt_tokens_per_second);
         tg.push(t.generated_tokens_per_second);
     }
+    let grammar = if args.grammar {
+        Some(constrained(&llm, args.gen_tokens, args.reps).await?)
+    } else {
+        None
+    };
     let turns = conversation(&llm, args.turns).await?;
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
     let best = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
@@ -112,8 +146,98 @@ pub(crate) async fn run(args: BenchLlmArgs) -> Result<(), String> {
         pp_tok_s_best: best(&pp),
         tg_tok_s_best: best(&tg),
         turns,
+        grammar,
     };
     print_report(&report, args.json)
+}
+
+/// The same request generated `reps` times without a grammar and under a required-call
+/// grammar, alternately (the machines are noisy: only back-to-back figures compare).
+async fn constrained(
+    llm: &llm_llama::LlamaLlm,
+    gen_tokens: u32,
+    reps: u32,
+) -> Result<GrammarRun, String> {
+    let tools = vec![
+        ToolDefinition::new(
+            "write_file",
+            "Write File",
+            "Write a text file in the workspace",
+        )
+        .with_schema(serde_json::json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path relative to the workspace"},
+                "content": {"type": "string", "description": "The whole new content"}
+            },
+            "required": ["path", "content"]
+        })),
+        ToolDefinition::new("run_command", "Run Command", "Run a shell command").with_schema(
+            serde_json::json!({
+                "type": "object",
+                "properties": {"command": {"type": "string"}},
+                "required": ["command"]
+            }),
+        ),
+    ];
+    let config = services_ai::AgentConfig {
+        tool_prompt_style: services_ai::ToolPromptStyle::Compact,
+        ..services_ai::AgentConfig::default()
+    };
+    let system = services_ai::agent::prompt::system_prompt(&config, None, &tools)
+        .ok_or("no system prompt for the tools")?;
+    let request = |choice: ToolChoice| LlmRequest {
+        tools: tools.clone(),
+        tool_choice: choice,
+        options: InferenceOptions {
+            temperature: 0.0,
+            max_tokens: gen_tokens,
+            ..InferenceOptions::default()
+        },
+        ..LlmRequest::new(vec![
+            ChatMessage::system(system.clone()),
+            ChatMessage::user(
+                "Write a long poem about the sea, at least twenty lines, into poem.txt.",
+            ),
+        ])
+    };
+    let (mut free, mut bound) = ((0u64, 0f64), (0u64, 0f64));
+    let mut grammar_reply = String::new();
+    for _ in 0..reps {
+        let (_, usage) = reply(llm, request(ToolChoice::None)).await?;
+        free.0 += usage.generated_tokens;
+        free.1 += usage.generation_time.as_secs_f64();
+        let (text, usage) = reply(llm, request(ToolChoice::Required)).await?;
+        bound.0 += usage.generated_tokens;
+        bound.1 += usage.generation_time.as_secs_f64();
+        grammar_reply = text;
+    }
+    let rate = |(tokens, secs): (u64, f64)| tokens as f64 / secs.max(f64::MIN_POSITIVE);
+    Ok(GrammarRun {
+        free_tokens: free.0,
+        grammar_tokens: bound.0,
+        free_tg_tok_s: rate(free),
+        grammar_tg_tok_s: rate(bound),
+        ratio: rate(bound) / rate(free).max(f64::MIN_POSITIVE),
+        grammar_reply,
+    })
+}
+
+/// One whole reply and its usage.
+async fn reply(
+    llm: &llm_llama::LlamaLlm,
+    request: LlmRequest,
+) -> Result<(String, LlmUsage), String> {
+    let mut stream = llm.generate(request).await.map_err(|e| e.to_string())?;
+    let mut reply = String::new();
+    let mut usage: Option<LlmUsage> = None;
+    while let Some(chunk) = stream.next().await {
+        match chunk.map_err(|e| e.to_string())? {
+            LlmChunk::Text { text } => reply.push_str(&text),
+            LlmChunk::Usage(u) => usage = Some(u),
+        }
+    }
+    Ok((reply, usage.ok_or("the model reported no usage")?))
 }
 
 /// A conversation growing by one user message and one reply per turn, as an agent loop
@@ -148,16 +272,7 @@ async fn conversation(llm: &llm_llama::LlamaLlm, turns: u32) -> Result<Vec<Turn>
             },
             ..LlmRequest::new(messages.clone())
         };
-        let mut stream = llm.generate(request).await.map_err(|e| e.to_string())?;
-        let mut reply = String::new();
-        let mut usage: Option<LlmUsage> = None;
-        while let Some(chunk) = stream.next().await {
-            match chunk.map_err(|e| e.to_string())? {
-                LlmChunk::Text { text } => reply.push_str(&text),
-                LlmChunk::Usage(u) => usage = Some(u),
-            }
-        }
-        let usage = usage.ok_or("the model reported no usage")?;
+        let (reply, usage) = reply(llm, request).await?;
         out.push(Turn {
             prompt_tokens: usage.prompt_tokens,
             evaluated_tokens: usage.prompt_tokens_evaluated,
@@ -189,6 +304,20 @@ fn print_report(report: &Report, json: bool) -> Result<(), String> {
             report.tg_tok_s,
             report.tg_tok_s_best
         );
+        if let Some(g) = &report.grammar {
+            text.push_str(&format!(
+                "\n\ngrammar (required call, greedy, {} reps, back to back)\n\
+                 tg free     {:>9.1} tok/s  ({} tokens)\n\
+                 tg grammar  {:>9.1} tok/s  ({} tokens)\n\
+                 ratio       {:>9.3}",
+                report.reps,
+                g.free_tg_tok_s,
+                g.free_tokens,
+                g.grammar_tg_tok_s,
+                g.grammar_tokens,
+                g.ratio
+            ));
+        }
         if !report.turns.is_empty() {
             text.push_str("\n\nturn  prompt  evaluated  generated  ttft (ms)");
             for (i, t) in report.turns.iter().enumerate() {

@@ -20,6 +20,7 @@
 //! * llama.cpp's own logging goes to `tracing` (targets under `llama-cpp-2`).
 
 mod error;
+mod grammar;
 mod template;
 mod text;
 mod worker;

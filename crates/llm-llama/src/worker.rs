@@ -1,5 +1,6 @@
 //! The worker thread: owns the model and its context, runs one job at a time.
 
+use crate::grammar::tool_grammar;
 use crate::template::ChatTemplate;
 use crate::text::{Stop, StopMatcher, Utf8Decoder};
 use crate::{Error, LlamaConfig, ModelInfo};
@@ -11,7 +12,10 @@ use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::data::LlamaTokenData;
+use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use llama_cpp_2::token::LlamaToken;
+use services_ai::ToolCallFormat;
 use std::num::NonZeroU32;
 use std::sync::{mpsc, OnceLock};
 use std::time::Instant;
@@ -222,90 +226,79 @@ impl Templates<'_> {
     }
 }
 
-/// A grammar for the reply, from the offered tools and the tool choice: `required` or a
-/// named tool makes the whole reply one call; `auto` constrains only what follows the
-/// call's opening fence (a lazy grammar), so free text stays free; `none` adds nothing.
-/// Returns the GBNF text and, for a lazy grammar, its trigger.
-pub(crate) fn tool_grammar(
-    request: &LlmRequest,
-) -> Result<Option<(String, Option<&'static str>)>, Error> {
-    use core_models::ToolChoice;
-    // With `none` nothing constrains the text: the agent runs nothing the model writes
-    // then (a grammar forbidding the call's fence costs a full-vocabulary grammar check
-    // per token, about ten times the generation time on a small model).
-    if request.tools.is_empty() || request.tool_choice == ToolChoice::None {
-        return Ok(None);
-    }
-    let tools: Vec<_> = match &request.tool_choice {
-        ToolChoice::Tool(name) => {
-            let chosen: Vec<_> = request.tools.iter().filter(|t| &t.id == name).collect();
-            if chosen.is_empty() {
-                return Err(Error::Template(format!(
-                    "the tool choice names {name}, which is not offered"
-                )));
-            }
-            chosen
-        }
-        _ => request.tools.iter().collect(),
-    };
-    // Written out by hand so that "tool" comes before "parameters": the model names the
-    // tool first, as the prompt shows it (serde_json would sort the keys).
-    let alternatives: Vec<String> = tools
-        .iter()
-        .map(|t| {
-            format!(
-                r#"{{"type":"object","properties":{{"tool":{{"const":{}}},"parameters":{}}},"required":["tool","parameters"],"additionalProperties":false}}"#,
-                serde_json::Value::String(t.id.clone()),
-                t.input_schema
-            )
-        })
-        .collect();
-    let schema = if alternatives.len() == 1 {
-        alternatives.concat()
-    } else {
-        format!(r#"{{"anyOf":[{}]}}"#, alternatives.join(","))
-    };
-    let json = llama_cpp_2::json_schema_to_grammar(&schema).map_err(|e| {
-        Error::Template(format!(
-            "cannot build a grammar from the tools' schemas: {e}"
-        ))
-    })?;
-    // Rename the converter's root rule and wrap it in the call's fence.
-    let renamed: String = json
-        .lines()
-        .map(|line| match line.strip_prefix("root ::=") {
-            Some(rest) => format!("tool-call-json ::={rest}"),
-            None => line.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    let grammar = format!("root ::= \"{CALL_FENCE}\\n\" tool-call-json \"\\n```\"\n{renamed}\n");
-    let lazy = match request.tool_choice {
-        ToolChoice::Auto => Some(CALL_FENCE),
-        _ => None,
-    };
-    Ok(Some((grammar, lazy)))
+/// How a reply's tokens are chosen: the ordinary sampling chain, and apart from it the
+/// tool grammar, if any.
+///
+/// As llama.cpp's common sampler does, a token is first sampled without the grammar and
+/// then checked against it alone; only when the grammar rejects it are the grammar and
+/// the chain applied to every candidate, and the token sampled again. Most tokens of a
+/// call are what the model would write anyway, so the grammar's full-vocabulary pass
+/// (tens of thousands of candidates) runs only for the few it has to correct. A lazy
+/// grammar that has not been triggered yet accepts every token.
+struct ReplySampler {
+    chain: LlamaSampler,
+    grammar: Option<LlamaSampler>,
+    /// The token chosen when the grammar leaves no candidate at all.
+    fallback: LlamaToken,
 }
 
-/// The opening of a tool call in the format AIntern asks models for.
-const CALL_FENCE: &str = "```tool_call";
-
-fn sampler(model: &LlamaModel, request: &LlmRequest) -> Result<LlamaSampler, Error> {
-    let options = &request.options;
-    let mut chain = Vec::new();
-    if let Some((grammar, lazy)) = tool_grammar(request)? {
-        let sampler = match lazy {
-            Some(trigger) => LlamaSampler::grammar_lazy(model, &grammar, "root", [trigger], &[]),
-            None => LlamaSampler::grammar(model, &grammar, "root"),
+impl ReplySampler {
+    fn new(model: &LlamaModel, request: &LlmRequest) -> Result<Self, Error> {
+        let grammar = match tool_grammar(request, ToolCallFormat::FencedJson)? {
+            Some(grammar) => {
+                let sampler = if grammar.is_lazy() {
+                    LlamaSampler::grammar_lazy(model, &grammar.text, "root", &grammar.triggers, &[])
+                } else {
+                    LlamaSampler::grammar(model, &grammar.text, "root")
+                };
+                Some(sampler.map_err(|e| {
+                    Error::Template(format!("llama.cpp refused the tool grammar: {e}"))
+                })?)
+            }
+            None => None,
         };
-        chain
-            .push(sampler.map_err(|e| {
-                Error::Template(format!("llama.cpp refused the tool grammar: {e}"))
-            })?);
+        Ok(ReplySampler {
+            chain: chain(model, &request.options),
+            grammar,
+            fallback: model.vocab().eos(),
+        })
     }
+
+    /// The next token from output `index` of the last decode, accepted into the chain
+    /// and the grammar.
+    fn sample(&mut self, ctx: &LlamaContext<'_>, index: i32) -> LlamaToken {
+        let Some(grammar) = self.grammar.as_mut() else {
+            // `sample` also accepts the token into the chain.
+            return self.chain.sample(ctx, index);
+        };
+        let mut candidates = ctx.token_data_array_ith(index);
+        self.chain.apply(&mut candidates);
+        let mut token = candidates.selected_token().unwrap_or(self.fallback);
+        let mut single =
+            LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 0.0, 0.0)], false);
+        grammar.apply(&mut single);
+        let rejected = single
+            .data
+            .first()
+            .is_none_or(|t| t.logit() == f32::NEG_INFINITY);
+        if rejected {
+            let mut candidates = ctx.token_data_array_ith(index);
+            grammar.apply(&mut candidates);
+            self.chain.apply(&mut candidates);
+            token = candidates.selected_token().unwrap_or(self.fallback);
+        }
+        grammar.accept(token);
+        self.chain.accept(token);
+        token
+    }
+}
+
+/// The sampling chain for `options` (no grammar: see [`ReplySampler`]).
+fn chain(model: &LlamaModel, options: &core_models::InferenceOptions) -> LlamaSampler {
+    let mut chain = Vec::new();
     if options.temperature <= 0.0 {
         chain.push(LlamaSampler::greedy());
-        return Ok(LlamaSampler::chain_simple(chain));
+        return LlamaSampler::chain_simple(chain);
     }
     if (options.repeat_penalty - 1.0).abs() > f32::EPSILON {
         chain.push(LlamaSampler::penalties(
@@ -329,7 +322,7 @@ fn sampler(model: &LlamaModel, request: &LlmRequest) -> Result<LlamaSampler, Err
     }
     chain.push(LlamaSampler::temp(options.temperature));
     chain.push(LlamaSampler::dist(options.seed.unwrap_or_else(rand_seed)));
-    Ok(LlamaSampler::chain_simple(chain))
+    LlamaSampler::chain_simple(chain)
 }
 
 fn rand_seed() -> u32 {
@@ -452,8 +445,8 @@ impl<'m, 'c> Session<'m, 'c> {
             return Ok(());
         }
 
+        let mut sampler = ReplySampler::new(self.model, request)?;
         let gen_started = Instant::now();
-        let mut sampler = sampler(self.model, request)?;
         let mut utf8 = Utf8Decoder::default();
         let mut stops = StopMatcher::new(&request.options.stop);
         let mut first_token = None;
@@ -463,7 +456,7 @@ impl<'m, 'c> Session<'m, 'c> {
         let mut position = tokens.len();
         let mut stopped = false;
         while generated < max && !self.cancelled() {
-            // `sample` also accepts the token into the sampler (and its grammar).
+            // `sample` also accepts the token into the chain and the grammar.
             let token = sampler.sample(self.ctx, logits_index);
             if vocab.is_eog(token) {
                 break;
