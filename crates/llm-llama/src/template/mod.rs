@@ -1,6 +1,6 @@
 //! The model's own chat template: the Jinja text in the GGUF metadata
-//! (`tokenizer.chat_template`), rendered with minijinja the way Hugging Face's
-//! `apply_chat_template` does.
+//! (`tokenizer.chat_template`), rendered by the `chat-template` crate exactly as Hugging
+//! Face's `apply_chat_template` does.
 //!
 //! Templates differ in what they understand. What a template does with tools, tool-role
 //! messages and system messages is found out by rendering small probe conversations with
@@ -11,8 +11,7 @@
 //! first user message for templates without a system role.
 
 use crate::Error;
-use core_models::{ChatMessage, MessageRole, ToolDefinition};
-use minijinja::{Environment, ErrorKind, Value};
+use core_models::{ChatMessage, ToolDefinition};
 use serde::Serialize;
 
 /// What a chat template does with the parts of a conversation that not every template
@@ -28,10 +27,10 @@ pub struct TemplateCapabilities {
     pub system_role: bool,
 }
 
-/// A chat template compiled with minijinja.
+/// A compiled chat template with the model's special tokens and what it understands.
 #[derive(Debug)]
 pub struct ChatTemplate {
-    env: Environment<'static>,
+    template: chat_template::Template,
     bos_token: String,
     eos_token: String,
     capabilities: TemplateCapabilities,
@@ -62,8 +61,6 @@ struct TemplateFunction<'a> {
     parameters: &'a serde_json::Value,
 }
 
-const TEMPLATE_NAME: &str = "chat";
-
 impl ChatTemplate {
     /// Compile `source`; `bos_token` and `eos_token` are the texts of the model's
     /// beginning- and end-of-sequence tokens (templates refer to them).
@@ -71,22 +68,10 @@ impl ChatTemplate {
     /// # Errors
     /// [`Error::Template`] when the template is not valid Jinja.
     pub fn new(source: &str, bos_token: &str, eos_token: &str) -> Result<Self, Error> {
-        let mut env = Environment::new();
-        // Hugging Face renders with trim_blocks and lstrip_blocks, and templates use
-        // Python's string methods (`.strip()`, `.startswith()`, …).
-        env.set_trim_blocks(true);
-        env.set_lstrip_blocks(true);
-        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
-        env.add_function(
-            "raise_exception",
-            |message: String| -> Result<Value, minijinja::Error> {
-                Err(minijinja::Error::new(ErrorKind::InvalidOperation, message))
-            },
-        );
-        env.add_template_owned(TEMPLATE_NAME, source.to_string())
-            .map_err(|e| Error::Template(format!("the chat template is not valid Jinja: {e}")))?;
+        let compiled =
+            chat_template::Template::new(source).map_err(|e| Error::Template(e.to_string()))?;
         let mut template = ChatTemplate {
-            env,
+            template: compiled,
             bos_token: bos_token.to_string(),
             eos_token: eos_token.to_string(),
             capabilities: TemplateCapabilities::default(),
@@ -150,19 +135,20 @@ impl ChatTemplate {
         messages: &[TemplateMessage<'_>],
         tools: Option<&[TemplateTool<'_>]>,
         add_generation_prompt: bool,
-    ) -> Result<String, minijinja::Error> {
-        let template = self.env.get_template(TEMPLATE_NAME)?;
-        let tools = match tools {
-            Some(tools) => Value::from_serialize(tools),
-            None => Value::UNDEFINED,
+    ) -> Result<String, chat_template::Error> {
+        let mut context = serde_json::Map::new();
+        let as_json = |value: serde_json::Result<serde_json::Value>| {
+            value.map_err(|e| chat_template::Error::Render(e.to_string()))
         };
-        template.render(minijinja::context! {
-            messages => Value::from_serialize(messages),
-            tools => tools,
-            add_generation_prompt => add_generation_prompt,
-            bos_token => &self.bos_token,
-            eos_token => &self.eos_token,
-        })
+        context.insert("messages".into(), as_json(serde_json::to_value(messages))?);
+        if let Some(tools) = tools {
+            context.insert("tools".into(), as_json(serde_json::to_value(tools))?);
+        }
+        context.insert("add_generation_prompt".into(), add_generation_prompt.into());
+        context.insert("bos_token".into(), self.bos_token.clone().into());
+        context.insert("eos_token".into(), self.eos_token.clone().into());
+        let context = serde_json::Value::Object(context);
+        self.template.render(&context)
     }
 
     /// The conversation as the model's prompt, ending with the assistant's turn opening.
@@ -176,16 +162,18 @@ impl ChatTemplate {
         messages: &[ChatMessage],
         tools: &[ToolDefinition],
     ) -> Result<String, Error> {
-        let adapted = self.adapt(messages);
-        let view: Vec<TemplateMessage<'_>> = adapted
+        let view: Vec<serde_json::Value> = messages
             .iter()
-            .map(|m| TemplateMessage {
-                role: m.role.as_str(),
-                content: &m.content,
-                name: m.name.as_deref(),
-                tool_call_id: m.tool_call_id.as_deref(),
+            .map(|m| {
+                serde_json::to_value(TemplateMessage {
+                    role: m.role.as_str(),
+                    content: &m.content,
+                    name: m.name.as_deref(),
+                    tool_call_id: m.tool_call_id.as_deref(),
+                })
             })
-            .collect();
+            .collect::<Result<_, _>>()
+            .map_err(|e| Error::Template(e.to_string()))?;
         let tool_view: Vec<TemplateTool<'_>> = tools
             .iter()
             .map(|t| TemplateTool {
@@ -197,54 +185,124 @@ impl ChatTemplate {
                 },
             })
             .collect();
-        let tools = (self.capabilities.tools && !tool_view.is_empty()).then_some(&tool_view[..]);
-        self.render_raw(&view, tools, true)
-            .map_err(|e| Error::Template(format!("the model's chat template failed: {e:#}")))
+        let tools = serde_json::to_value(tool_view).map_err(|e| Error::Template(e.to_string()))?;
+        self.render_openai(&view, Some(&tools), true)
     }
 
-    /// The conversation reshaped for what the template understands.
-    fn adapt(&self, messages: &[ChatMessage]) -> Vec<ChatMessage> {
+    /// Like [`render`](Self::render) for a conversation in the OpenAI chat shape
+    /// (messages with `role`, `content`, assistant `tool_calls`, tool messages with
+    /// `tool_call_id` and `name`) and OpenAI function tools: the conversation is adapted
+    /// to what the template understands, as AIntern sends it.
+    ///
+    /// # Errors
+    /// [`Error::Template`] when the template fails on this conversation.
+    pub fn render_openai(
+        &self,
+        messages: &[serde_json::Value],
+        tools: Option<&serde_json::Value>,
+        add_generation_prompt: bool,
+    ) -> Result<String, Error> {
+        let adapted = self.adapt(messages);
+        let tools = tools
+            .filter(|t| self.capabilities.tools && t.as_array().is_some_and(|a| !a.is_empty()));
+        let mut context = serde_json::Map::new();
+        context.insert("messages".into(), serde_json::Value::Array(adapted));
+        if let Some(tools) = tools {
+            context.insert("tools".into(), tools.clone());
+        }
+        context.insert("add_generation_prompt".into(), add_generation_prompt.into());
+        context.insert("bos_token".into(), self.bos_token.clone().into());
+        context.insert("eos_token".into(), self.eos_token.clone().into());
+        self.template
+            .render(&serde_json::Value::Object(context))
+            .map_err(|e| Error::Template(format!("the model's chat template failed: {e}")))
+    }
+
+    /// The conversation reshaped for what the template understands: system text folded
+    /// into the next user message, tool results as user messages, and earlier calls as
+    /// AIntern's own ```` ```tool_call ```` blocks for templates that know no tools.
+    fn adapt(&self, messages: &[serde_json::Value]) -> Vec<serde_json::Value> {
+        use serde_json::{json, Value};
         let caps = self.capabilities;
-        let mut out: Vec<ChatMessage> = Vec::with_capacity(messages.len());
+        let text = |m: &Value, key: &str| match m.get(key) {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Null) | None => String::new(),
+            Some(other) => other.to_string(),
+        };
+        let user = |content: String| json!({"role": "user", "content": content});
+        let mut out: Vec<Value> = Vec::with_capacity(messages.len());
         let mut pending_system: Option<String> = None;
         for message in messages {
-            let message = match message.role {
-                MessageRole::System if !caps.system_role => {
-                    let joined = match pending_system.take() {
-                        Some(before) => format!("{before}\n\n{}", message.content),
-                        None => message.content.to_string(),
-                    };
-                    pending_system = Some(joined);
+            let role = message.get("role").and_then(Value::as_str).unwrap_or("");
+            let message = match role {
+                "system" if !caps.system_role => {
+                    let content = text(message, "content");
+                    pending_system = Some(match pending_system.take() {
+                        Some(before) => format!("{before}\n\n{content}"),
+                        None => content,
+                    });
                     continue;
                 }
-                MessageRole::Tool if !caps.tool_role => ChatMessage::user(format!(
-                    "Tool result{}:\n{}",
-                    message
-                        .name
-                        .as_deref()
-                        .map(|n| format!(" ({n})"))
-                        .unwrap_or_default(),
-                    message.content
-                )),
+                "tool" if !caps.tool_role => {
+                    let name = text(message, "name");
+                    let name = if name.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({name})")
+                    };
+                    user(format!("Tool result{name}:\n{}", text(message, "content")))
+                }
+                "assistant" if !caps.tools && message.get("tool_calls").is_some() => {
+                    calls_as_text(message)
+                }
                 _ => message.clone(),
             };
-            let message = match (pending_system.take(), message.role) {
-                (Some(system), MessageRole::User) => {
-                    ChatMessage::user(format!("{system}\n\n{}", message.content))
+            let is_user = message.get("role").and_then(Value::as_str) == Some("user");
+            let message = match pending_system.take() {
+                Some(system) if is_user => {
+                    user(format!("{system}\n\n{}", text(&message, "content")))
                 }
-                (Some(system), _) => {
-                    out.push(ChatMessage::user(system));
+                Some(system) => {
+                    out.push(user(system));
                     message
                 }
-                (None, _) => message,
+                None => message,
             };
             out.push(message);
         }
         if let Some(system) = pending_system {
-            out.push(ChatMessage::user(system));
+            out.push(user(system));
         }
         out
     }
+}
+
+/// An assistant message with `tool_calls`, for a template that knows no tools: the calls
+/// written after its text as AIntern's own ```` ```tool_call ```` blocks.
+fn calls_as_text(message: &serde_json::Value) -> serde_json::Value {
+    use serde_json::{json, Value};
+    let mut content = match message.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        _ => String::new(),
+    };
+    let calls = message.get("tool_calls").and_then(Value::as_array);
+    for call in calls.into_iter().flatten() {
+        let function = call.get("function").unwrap_or(call);
+        let name = function.get("name").cloned().unwrap_or(Value::Null);
+        let arguments = match function.get("arguments") {
+            Some(Value::String(s)) => serde_json::from_str(s).unwrap_or(Value::String(s.clone())),
+            Some(other) => other.clone(),
+            None => json!({}),
+        };
+        if !content.is_empty() {
+            content.push_str("\n\n");
+        }
+        content.push_str(&format!(
+            "```tool_call\n{}\n```",
+            json!({"tool": name, "parameters": arguments})
+        ));
+    }
+    json!({"role": "assistant", "content": content})
 }
 
 #[cfg(test)]

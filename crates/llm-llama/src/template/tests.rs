@@ -128,7 +128,7 @@ fn qwen_style_renders_the_tools_in_its_own_format() {
             system_role: true,
         },
         "<|im_start|>system\nBe brief.\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n<tools>\n\
-         {\"type\":\"function\",\"function\":{\"name\":\"read_file\",\"description\":\"Read a text file\",\"parameters\":{\"properties\":{\"path\":{\"type\":\"string\"}},\"required\":[\"path\"],\"type\":\"object\"}}}\n\
+         {\"type\": \"function\", \"function\": {\"name\": \"read_file\", \"description\": \"Read a text file\", \"parameters\": {\"type\": \"object\", \"properties\": {\"path\": {\"type\": \"string\"}}, \"required\": [\"path\"]}}}\n\
          </tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags.<|im_end|>\n\
          <|im_start|>user\nRead notes.txt<|im_end|>\n\
          <|im_start|>assistant\n```tool_call\n{\"tool\": \"read_file\", \"parameters\": {\"path\": \"notes.txt\"}}\n```<|im_end|>\n\
@@ -179,4 +179,29 @@ fn template_errors_are_reported_in_words() {
         .render(&[ChatMessage::user("a"), ChatMessage::user("b")], &[])
         .unwrap_err();
     assert!(err.to_string().contains("roles must alternate"), "{err}");
+}
+
+#[test]
+fn openai_calls_become_fenced_text_for_templates_without_tools() {
+    let template = ChatTemplate::new(CHATML, "", "<eos>").unwrap();
+    let messages = vec![
+        serde_json::json!({"role": "user", "content": "Read notes.txt"}),
+        serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \"notes.txt\"}"}}
+        ]}),
+        serde_json::json!({"role": "tool", "tool_call_id": "c1", "name": "read_file", "content": "milk"}),
+    ];
+    let tools = serde_json::json!([{"type": "function", "function": {"name": "read_file"}}]);
+    let prompt = template
+        .render_openai(&messages, Some(&tools), false)
+        .unwrap();
+    assert!(
+        prompt.contains("<|im_start|>assistant\n```tool_call\n{\"tool\":\"read_file\",\"parameters\":{\"path\":\"notes.txt\"}}\n```<|im_end|>"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("<|im_start|>user\nTool result (read_file):\nmilk<|im_end|>"),
+        "{prompt}"
+    );
+    assert!(!prompt.ends_with("<|im_start|>assistant\n"), "{prompt}");
 }
