@@ -82,8 +82,8 @@ pub use ports::{
     PermissionManager, PermissionMap, PermissionStore, Tool, ToolExecutionService, ToolRegistry,
 };
 pub use request::{
-    AgentRequest, ChatMessage, FileContext, InferenceOptions, MessageRole, TextSelection,
-    ToolAvailabilityContext, ToolChoice, ToolPermission,
+    AgentRequest, ChatMessage, FileContext, InferenceOptions, MessageRole, MessageToolCall,
+    TextSelection, ToolAvailabilityContext, ToolChoice, ToolPermission,
 };
 pub use sandbox::{SandboxFallback, SandboxMode, SandboxSummary};
 pub use state::{

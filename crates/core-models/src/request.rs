@@ -59,6 +59,33 @@ pub struct ChatMessage {
     /// For tool messages: the id of the call this answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    /// For assistant messages: the tool calls it made (rendered by templates that know
+    /// calls as the OpenAI `tool_calls` list).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<MessageToolCall>,
+    /// For assistant messages: the reasoning written before the content
+    /// (`reasoning_content`, which templates keep or drop).
+    #[serde(
+        default,
+        rename = "reasoning_content",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub reasoning: Option<Arc<str>>,
+    /// For assistant messages with calls: the model's output exactly as written, for
+    /// templates that cannot render structured calls (the model then sees its own words).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original: Option<Arc<str>>,
+}
+
+/// One tool call of an assistant message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageToolCall {
+    /// The call's id (tool messages answer it with `tool_call_id`).
+    pub id: String,
+    /// The tool's id.
+    pub name: String,
+    /// The arguments (a JSON object; shared with the call request).
+    pub arguments: Arc<serde_json::Value>,
 }
 
 impl ChatMessage {
@@ -69,6 +96,9 @@ impl ChatMessage {
             content: content.into(),
             name: None,
             tool_call_id: None,
+            tool_calls: Vec::new(),
+            reasoning: None,
+            original: None,
         }
     }
 
@@ -85,6 +115,28 @@ impl ChatMessage {
     /// An assistant message.
     pub fn assistant(content: impl Into<Arc<str>>) -> Self {
         Self::new(MessageRole::Assistant, content)
+    }
+
+    /// The text as the model wrote it: [`ChatMessage::original`] when kept, else the
+    /// content. For prompts that cannot show structured calls.
+    pub fn as_written(&self) -> &str {
+        self.original.as_deref().unwrap_or(&self.content)
+    }
+
+    /// An assistant message that made `calls`: `content` is its visible text,
+    /// `reasoning` what it thought first, `original` its output exactly as written.
+    pub fn assistant_with_calls(
+        content: impl Into<Arc<str>>,
+        calls: Vec<MessageToolCall>,
+        reasoning: Option<Arc<str>>,
+        original: impl Into<Arc<str>>,
+    ) -> Self {
+        ChatMessage {
+            tool_calls: calls,
+            reasoning,
+            original: Some(original.into()),
+            ..Self::new(MessageRole::Assistant, content)
+        }
     }
 
     /// A tool-result message for `tool_id`, answering call `call_id`.

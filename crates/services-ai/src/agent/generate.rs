@@ -30,6 +30,7 @@ impl Run {
         let mut reply = Reply {
             raw: String::new(),
             visible: String::new(),
+            thinking: String::new(),
             calls: Vec::new(),
         };
         let buffer = if self.shared.config.enable_streaming {
@@ -103,7 +104,10 @@ impl Run {
                     reply.visible.push_str(&text);
                     self.gather_text(pending, text, false, buffer);
                 }
-                ParseEvent::Thinking(text) => self.gather_text(pending, text, true, buffer),
+                ParseEvent::Thinking(text) => {
+                    reply.thinking.push_str(&text);
+                    self.gather_text(pending, text, true, buffer);
+                }
                 ParseEvent::ToolCall(mut call) => {
                     call.iteration_number = self.iteration;
                     reply.calls.push(call);

@@ -167,7 +167,7 @@ impl Run {
     async fn tool_round(&mut self, reply: Reply, carry: &mut Carry) -> ControlFlow<Outcome> {
         self.agent(T::DetectToolCall, Some(&summarize_calls(&reply.calls)));
         self.turn(S::ToolUseRequested, None);
-        self.history.push(ChatMessage::assistant(reply.raw));
+        self.history.push(reply.message());
         let screened = self.screen(reply.calls);
         self.announce(&screened);
         let (prepared, asked) = match self.decide(screened).await {

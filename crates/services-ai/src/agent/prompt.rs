@@ -233,7 +233,7 @@ pub fn render_plain(messages: &[ChatMessage]) -> String {
     for message in messages {
         let role = match message.role {
             MessageRole::System => {
-                out.push_str(&message.content);
+                out.push_str(message.as_written());
                 out.push_str("\n\n");
                 continue;
             }
@@ -241,7 +241,7 @@ pub fn render_plain(messages: &[ChatMessage]) -> String {
             MessageRole::Assistant => "Assistant",
             MessageRole::Tool => "Tool Result",
         };
-        out.push_str(&format!("{role}: {}\n\n", message.content));
+        out.push_str(&format!("{role}: {}\n\n", message.as_written()));
     }
     out.push_str("Assistant:");
     out

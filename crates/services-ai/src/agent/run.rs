@@ -71,7 +71,32 @@ impl Prepared {
 pub(super) struct Reply {
     pub(super) raw: String,
     pub(super) visible: String,
+    pub(super) thinking: String,
     pub(super) calls: Vec<ToolCallRequest>,
+}
+
+impl Reply {
+    /// The reply as a history message: visible text, reasoning and structured calls,
+    /// with the output as written for templates that cannot render calls.
+    pub(super) fn message(&self) -> core_models::ChatMessage {
+        let calls = self
+            .calls
+            .iter()
+            .map(|c| core_models::MessageToolCall {
+                id: c.id.to_string(),
+                name: c.tool_id.clone(),
+                arguments: c.parameters.clone(),
+            })
+            .collect();
+        let thinking = self.thinking.trim();
+        let reasoning = (!thinking.is_empty()).then(|| std::sync::Arc::from(thinking));
+        core_models::ChatMessage::assistant_with_calls(
+            self.visible.trim(),
+            calls,
+            reasoning,
+            self.raw.as_str(),
+        )
+    }
 }
 
 pub(crate) struct Run {
