@@ -2,21 +2,111 @@
 
 use core_models::ToolDefinition;
 use serde_json::{json, Value};
-use services_ai::{FunctionCallParser, ParsedOutput, ToolCatalog};
+use services_ai::{FunctionCallParser, ParsedOutput, ParserOptions, ToolCatalog};
 use std::io::Read;
 use std::path::Path;
 
-/// Load a `--tools` file: a JSON array of tool definitions.
+/// Load a `--tools` file: a JSON array of AIntern tool definitions or of OpenAI
+/// function tools (`{"type": "function", "function": {name, description, parameters}}`).
 pub(crate) fn load_tools(path: &Path) -> Result<ToolCatalog, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read the tools file {}: {e}", path.display()))?;
-    let definitions: Vec<ToolDefinition> = serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "the tools file {} is not a JSON array of tool definitions (id, name, description, risk_level, schema): {e}",
-            path.display()
-        )
-    })?;
+    let items: Vec<Value> = serde_json::from_str(&text)
+        .map_err(|e| format!("the tools file {} is not a JSON array: {e}", path.display()))?;
+    let mut definitions = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        definitions.push(tool_definition(item).map_err(|e| {
+            format!(
+                "tool {} in {} is neither an AIntern tool definition (id, name, description, risk_level, schema) nor an OpenAI function tool: {e}",
+                i + 1,
+                path.display()
+            )
+        })?);
+    }
     Ok(ToolCatalog::from_definitions(definitions))
+}
+
+/// One tool of a `--tools` file.
+pub(crate) fn tool_definition(item: Value) -> Result<ToolDefinition, String> {
+    let function = item.get("function").filter(|f| f.is_object()).or_else(|| {
+        item.get("name")
+            .filter(|_| item.get("id").is_none())
+            .map(|_| &item)
+    });
+    if let Some(function) = function {
+        let name = function
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .ok_or("the function has no name")?;
+        let description = function
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let mut definition = ToolDefinition::new(name, name, description);
+        if let Some(parameters) = function.get("parameters").filter(|p| p.is_object()) {
+            definition.input_schema = parameters.clone();
+        }
+        return Ok(definition);
+    }
+    serde_json::from_value(item).map_err(|e| e.to_string())
+}
+
+/// The parser options from `--format`, `--template` and `--starts-in-thinking`.
+pub(crate) fn options(
+    format: &str,
+    template: Option<&Path>,
+    starts_in_thinking: bool,
+) -> Result<ParserOptions, String> {
+    let options = if let Some(path) = template {
+        let source = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the chat template {}: {e}", path.display()))?;
+        let profile = services_ai::detect_template(&source);
+        let opened = generation_prompt(&source)
+            .map(|prompt| services_ai::prompt_opens_reasoning(&prompt, &profile))
+            .unwrap_or(false);
+        profile.parser_options(opened || starts_in_thinking)
+    } else if format.eq_ignore_ascii_case("auto") {
+        ParserOptions::auto()
+    } else {
+        let Some(format) = services_ai::format_by_name(format) else {
+            return Err(format!(
+                "unknown format {format:?}; `aintern parse --list-formats` names them"
+            ));
+        };
+        services_ai::TemplateProfile {
+            format,
+            reasoning: None,
+        }
+        .parser_options(false)
+    };
+    Ok(if starts_in_thinking {
+        options.starting_in_thinking()
+    } else {
+        options
+    })
+}
+
+/// The prompt `source` renders for one user message, ready for the reply.
+fn generation_prompt(source: &str) -> Option<String> {
+    let template = chat_template::Template::new(source).ok()?;
+    template
+        .render(&json!({
+            "messages": [{"role": "user", "content": "Hello"}],
+            "add_generation_prompt": true,
+            "bos_token": "",
+            "eos_token": "",
+        }))
+        .ok()
+}
+
+/// The formats, one per line: name, models, what it looks like.
+pub(crate) fn list_formats() -> String {
+    services_ai::FORMATS
+        .iter()
+        .map(|f| format!("{}\t{}\t{}", f.name, f.models, f.looks_like))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Cut `input` into pieces of `size` bytes, each extended to the next character boundary.

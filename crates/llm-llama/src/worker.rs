@@ -207,7 +207,7 @@ impl Templates<'_> {
                 .map(|m| {
                     LlamaChatMessage::new(
                         m.role.as_str().to_string(),
-                        m.content.replace('\0', "\u{fffd}"),
+                        m.as_written().replace('\0', "\u{fffd}"),
                     )
                 })
                 .collect();

@@ -1,6 +1,9 @@
 //! Tool-call parser throughput: 1 MB of plain text and a 1 MB tool call, fed in 1-, 4- and
 //! 64-byte tokens, and the growth from 256 KB to 1 MB (linear means ~4×).
 //!
+//! The `formats` group parses 256 KB of replies in each model family's own call format
+//! (text, reasoning and calls) in 4-byte tokens; Hermes is the anchor to compare with.
+//!
 //! Run: `cargo bench -p services-ai --bench parser`. Throughput is reported in bytes/s.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
@@ -81,6 +84,49 @@ fn throughput(c: &mut Criterion) {
     }
 }
 
+/// One reply per format: some reasoning or text, and two calls.
+const REPLIES: &[(&str, &str)] = &[
+    ("hermes", "<think>Need two files.</think>Reading.\n<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/main.rs\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"Cargo.toml\"}}\n</tool_call>\n"),
+    ("qwen3-coder", "Reading.\n<tool_call>\n<function=read_file>\n<parameter=path>\nsrc/main.rs\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=read_file>\n<parameter=path>\nCargo.toml\n</parameter>\n</function>\n</tool_call>\n"),
+    ("glm", "<think>Need two files.</think>Reading.<tool_call>read_file\n<arg_key>path</arg_key>\n<arg_value>src/main.rs</arg_value>\n</tool_call><tool_call>read_file\n<arg_key>path</arg_key>\n<arg_value>Cargo.toml</arg_value>\n</tool_call>\n"),
+    ("harmony", "<|channel|>analysis<|message|>Need two files.<|end|><|start|>assistant<|channel|>commentary to=functions.read_file <|constrain|>json<|message|>{\"path\": \"src/main.rs\"}<|call|><|start|>assistant<|channel|>final<|message|>Reading.<|return|>"),
+    ("deepseek-v3.1", "<think>Need two files.</think>Reading.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>read_file<｜tool▁sep｜>{\"path\": \"src/main.rs\"}<｜tool▁call▁end｜><｜tool▁call▁begin｜>read_file<｜tool▁sep｜>{\"path\": \"Cargo.toml\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>\n"),
+    ("kimi-k2", "Reading.<|tool_calls_section_begin|><|tool_call_begin|>functions.read_file:0<|tool_call_argument_begin|>{\"path\": \"src/main.rs\"}<|tool_call_end|><|tool_call_begin|>functions.read_file:1<|tool_call_argument_begin|>{\"path\": \"Cargo.toml\"}<|tool_call_end|><|tool_calls_section_end|>\n"),
+    ("minimax-m2", "<think>Need two files.</think>\n<minimax:tool_call>\n<invoke name=\"read_file\">\n<parameter name=\"path\">src/main.rs</parameter>\n</invoke>\n<invoke name=\"read_file\">\n<parameter name=\"path\">Cargo.toml</parameter>\n</invoke>\n</minimax:tool_call>\n"),
+    ("mistral", "[THINK]Need two files.[/THINK]Reading.[TOOL_CALLS][{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/main.rs\"}}, {\"name\": \"read_file\", \"arguments\": {\"path\": \"Cargo.toml\"}}]\n"),
+    ("command-r7b", "<|START_THINKING|>Need two files.<|END_THINKING|><|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": \"read_file\", \"parameters\": {\"path\": \"src/main.rs\"}}]<|END_ACTION|>\n"),
+    ("lfm2", "Reading.<|tool_call_start|>[read_file(path=\"src/main.rs\"), read_file(path=\"Cargo.toml\")]<|tool_call_end|>\n"),
+];
+
+fn formats(c: &mut Criterion) {
+    let mut group = c.benchmark_group("formats");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(4));
+    for (name, reply) in REPLIES {
+        let format = services_ai::format_by_name(name).expect("a registered format");
+        let options = services_ai::TemplateProfile {
+            format,
+            reasoning: None,
+        }
+        .parser_options(false);
+        let parser = FunctionCallParser::new(ToolCatalog::Empty).with_options(options);
+        assert!(!parser.parse(reply).is_empty(), "{name} finds no call");
+        // Replies one after another, each parsed as its own output.
+        let count = (MB / 4) / reply.len() + 1;
+        let toks = tokens(reply, 4);
+        group.throughput(Throughput::Bytes((reply.len() * count) as u64));
+        group.bench_with_input(BenchmarkId::new("reply_256KB", name), &toks, |b, toks| {
+            b.iter(|| {
+                (0..count)
+                    .map(|_| run(&parser, black_box(toks)))
+                    .sum::<usize>()
+            })
+        });
+    }
+    group.finish();
+}
+
 fn growth(c: &mut Criterion) {
     let parser = FunctionCallParser::new(ToolCatalog::Empty);
     let mut group = c.benchmark_group("growth");
@@ -103,5 +149,5 @@ fn growth(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, throughput, growth);
+criterion_group!(benches, throughput, formats, growth);
 criterion_main!(benches);
