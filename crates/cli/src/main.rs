@@ -11,6 +11,7 @@ mod run;
 mod session;
 mod settings;
 mod signals;
+mod template;
 mod terminal;
 
 use clap::{Parser, Subcommand};
@@ -69,6 +70,11 @@ enum Command {
     Config {
         #[command(subcommand)]
         action: ConfigAction,
+    },
+    /// Chat templates: render a conversation as the model's prompt.
+    Template {
+        #[command(subcommand)]
+        action: template::TemplateAction,
     },
 }
 
@@ -188,6 +194,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 writeln!(out, "configuration is valid").map_err(|e| e.to_string())
             }
         },
+        Command::Template { action } => template::run(action, &mut out),
     }
 }
 

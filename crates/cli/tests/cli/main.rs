@@ -12,6 +12,7 @@ mod parse;
 mod permissions;
 mod run;
 mod security;
+mod template;
 
 use core_models::AgentEvent;
 use serde_json::{json, Value};

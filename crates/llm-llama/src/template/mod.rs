@@ -164,14 +164,7 @@ impl ChatTemplate {
     ) -> Result<String, Error> {
         let view: Vec<serde_json::Value> = messages
             .iter()
-            .map(|m| {
-                serde_json::to_value(TemplateMessage {
-                    role: m.role.as_str(),
-                    content: &m.content,
-                    name: m.name.as_deref(),
-                    tool_call_id: m.tool_call_id.as_deref(),
-                })
-            })
+            .map(|m| self.openai_message(m))
             .collect::<Result<_, _>>()
             .map_err(|e| Error::Template(e.to_string()))?;
         let tool_view: Vec<TemplateTool<'_>> = tools
@@ -187,6 +180,44 @@ impl ChatTemplate {
             .collect();
         let tools = serde_json::to_value(tool_view).map_err(|e| Error::Template(e.to_string()))?;
         self.render_openai(&view, Some(&tools), true)
+    }
+
+    /// A message in the OpenAI shape templates expect: assistant calls as `tool_calls`
+    /// (`{id, type: "function", function: {name, arguments}}`) and reasoning as
+    /// `reasoning_content`; for templates that know no tools, the assistant's output as
+    /// it was written instead of its calls.
+    fn openai_message(&self, m: &ChatMessage) -> serde_json::Result<serde_json::Value> {
+        let content: &str = if !m.tool_calls.is_empty() && !self.capabilities.tools {
+            m.as_written()
+        } else {
+            &m.content
+        };
+        let mut value = serde_json::to_value(TemplateMessage {
+            role: m.role.as_str(),
+            content,
+            name: m.name.as_deref(),
+            tool_call_id: m.tool_call_id.as_deref(),
+        })?;
+        if let Some(object) = value.as_object_mut() {
+            if !m.tool_calls.is_empty() && self.capabilities.tools {
+                let calls: Vec<serde_json::Value> = m
+                    .tool_calls
+                    .iter()
+                    .map(|call| {
+                        serde_json::json!({
+                            "id": call.id,
+                            "type": "function",
+                            "function": {"name": call.name, "arguments": *call.arguments},
+                        })
+                    })
+                    .collect();
+                object.insert("tool_calls".into(), calls.into());
+            }
+            if let Some(reasoning) = &m.reasoning {
+                object.insert("reasoning_content".into(), reasoning.to_string().into());
+            }
+        }
+        Ok(value)
     }
 
     /// Like [`render`](Self::render) for a conversation in the OpenAI chat shape

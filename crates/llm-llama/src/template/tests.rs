@@ -205,3 +205,32 @@ fn openai_calls_become_fenced_text_for_templates_without_tools() {
     );
     assert!(!prompt.ends_with("<|im_start|>assistant\n"), "{prompt}");
 }
+
+/// Renders `tool_calls` and `reasoning_content`, and `tools`.
+const CALLS: &str = "{% for t in tools %}[{{ t.function.name }}]{% endfor %}{% for m in messages %}<{{ m.role }}>{% if m.reasoning_content %}({{ m.reasoning_content }}){% endif %}{{ m.content }}{% for c in m.tool_calls or [] %}{{ c.id }}:{{ c.type }}:{{ c.function.name }}{{ c.function.arguments | tojson }}{% endfor %}{% endfor %}";
+
+#[test]
+fn calls_and_reasoning_reach_the_template_in_the_openai_shape() {
+    let call = core_models::MessageToolCall {
+        id: "c1".into(),
+        name: "read_file".into(),
+        arguments: std::sync::Arc::new(serde_json::json!({"path": "a", "n": 1})),
+    };
+    let messages = vec![
+        ChatMessage::user("go"),
+        ChatMessage::assistant_with_calls("", vec![call], Some("thinking".into()), "RAW"),
+    ];
+    let template = ChatTemplate::new(CALLS, "", "").unwrap();
+    assert!(template.capabilities().tools);
+    assert_eq!(
+        template.render(&messages, &[read_file()]).unwrap(),
+        "[read_file]<user>go<assistant>(thinking)c1:function:read_file{\"path\": \"a\", \"n\": 1}"
+    );
+    // A template without tools sees the output as the model wrote it.
+    let plain = ChatTemplate::new(CHATML, "", "").unwrap();
+    let prompt = plain.render(&messages, &[]).unwrap();
+    assert!(
+        prompt.contains("<|im_start|>assistant\nRAW<|im_end|>"),
+        "{prompt}"
+    );
+}

@@ -1,0 +1,120 @@
+//! `aintern template render`: a conversation rendered with a chat template, exactly as
+//! the prompt the model would get.
+//!
+//! With `--raw` the conversation is rendered as given, byte-for-byte as Hugging Face's
+//! `apply_chat_template` would; without it, it is first adapted the way AIntern adapts
+//! conversations for that template (tools only for templates that render them, tool
+//! results as user messages for templates without a tool role, …).
+
+use clap::{Args, Subcommand};
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+/// What to do with a chat template.
+#[derive(Debug, Subcommand)]
+pub(crate) enum TemplateAction {
+    /// Render the conversation on stdin (`{"messages": [...]}`, the OpenAI chat shape)
+    /// and print the prompt exactly, with no newline added.
+    Render(RenderArgs),
+}
+
+/// `aintern template render`.
+#[derive(Debug, Args)]
+pub(crate) struct RenderArgs {
+    /// The chat template (Jinja), as in a model's tokenizer config.
+    #[arg(long, value_name = "FILE")]
+    template: PathBuf,
+    /// The text of the model's beginning-of-sequence token (`bos_token`).
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+    bos: Option<String>,
+    /// The text of the model's end-of-sequence token (`eos_token`).
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+    eos: Option<String>,
+    /// A JSON list of OpenAI function tools (`{"type": "function", "function": {…}}`).
+    #[arg(long, value_name = "FILE")]
+    tools: Option<PathBuf>,
+    /// Render the messages as given, with no adaptation, as the reference renderer does.
+    #[arg(long)]
+    raw: bool,
+    /// Do not end the prompt with the opening of the assistant's turn.
+    #[arg(long)]
+    no_generation_prompt: bool,
+}
+
+/// Run a `template` action, writing its output to `out`.
+pub(crate) fn run(action: TemplateAction, out: &mut impl Write) -> Result<(), String> {
+    match action {
+        TemplateAction::Render(args) => {
+            let mut stdin = String::new();
+            std::io::stdin()
+                .read_to_string(&mut stdin)
+                .map_err(|e| format!("cannot read the conversation from stdin: {e}"))?;
+            let rendered = render(&args, &stdin)?;
+            out.write_all(rendered.as_bytes())
+                .and_then(|()| out.flush())
+                .map_err(|e| e.to_string())
+        }
+    }
+}
+
+fn read(path: &Path, what: &str) -> Result<String, String> {
+    std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the {what} {}: {e}", path.display()))
+}
+
+/// The prompt for the conversation `stdin` (JSON text) as `args` ask.
+fn render(args: &RenderArgs, stdin: &str) -> Result<String, String> {
+    let source = read(&args.template, "chat template")?;
+    let request: Value = serde_json::from_str(stdin)
+        .map_err(|e| format!("the conversation on stdin is not valid JSON: {e}"))?;
+    let Value::Object(mut context) = request else {
+        return Err(
+            "the conversation on stdin must be a JSON object: {\"messages\": [...]}".into(),
+        );
+    };
+    let Some(Value::Array(messages)) = context.get("messages").cloned() else {
+        return Err("the conversation on stdin has no \"messages\" list".into());
+    };
+    let tools = match &args.tools {
+        Some(path) => {
+            let tools: Value = serde_json::from_str(&read(path, "tools file")?)
+                .map_err(|e| format!("the tools file {} is not valid JSON: {e}", path.display()))?;
+            if !tools.is_array() {
+                return Err(format!(
+                    "the tools file {} must hold a JSON list of tools",
+                    path.display()
+                ));
+            }
+            Some(tools)
+        }
+        None => None,
+    };
+    let token = |flag: &Option<String>, key: &str, context: &serde_json::Map<String, Value>| {
+        flag.clone()
+            .or_else(|| context.get(key).and_then(Value::as_str).map(str::to_string))
+            .unwrap_or_default()
+    };
+    let bos = token(&args.bos, "bos_token", &context);
+    let eos = token(&args.eos, "eos_token", &context);
+    let add_generation_prompt = !args.no_generation_prompt;
+    if args.raw {
+        let template = chat_template::Template::new(&source).map_err(|e| e.to_string())?;
+        if let Some(tools) = tools {
+            context.insert("tools".into(), tools);
+        }
+        context.insert("add_generation_prompt".into(), add_generation_prompt.into());
+        context.insert("bos_token".into(), bos.into());
+        context.insert("eos_token".into(), eos.into());
+        template
+            .render(&Value::Object(context))
+            .map_err(|e| e.to_string())
+    } else {
+        let tools = tools.or_else(|| context.get("tools").cloned());
+        let template =
+            llm_llama::ChatTemplate::new(&source, &bos, &eos).map_err(|e| e.to_string())?;
+        template
+            .render_openai(&messages, tools.as_ref(), add_generation_prompt)
+            .map_err(|e| e.to_string())
+    }
+}
