@@ -78,7 +78,7 @@ pub use permission::{
     ToolPermissionSettings,
 };
 pub use ports::{
-    AgentService, EventStream, Formatter, GitInspector, LlmService, PermissionChange,
+    AgentService, ChatFormat, EventStream, Formatter, GitInspector, LlmService, PermissionChange,
     PermissionManager, PermissionMap, PermissionStore, Tool, ToolExecutionService, ToolRegistry,
 };
 pub use request::{

@@ -106,6 +106,24 @@ pub trait LlmService: Send + Sync {
     /// # Errors
     /// [`Error::Llm`] when the generation cannot start.
     async fn generate(&self, request: LlmRequest) -> Result<LlmStream, Error>;
+
+    /// What the model's chat template says about its output, when the backend knows
+    /// (`None`: the agent teaches AIntern's own call format and recognizes every format).
+    fn chat_format(&self) -> Option<ChatFormat> {
+        None
+    }
+}
+
+/// A model's own way of calling tools, as its chat template shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ChatFormat {
+    /// The call format's name (as `aintern parse --list-formats` names it).
+    pub call_format: String,
+    /// The template renders the offered tools itself: the model is shown them in its own
+    /// format, and the system prompt adds no second call language.
+    pub renders_tools: bool,
+    /// The generation prompt opens a reasoning block: the reply starts inside it.
+    pub starts_in_thinking: bool,
 }
 
 /// Decides whether a tool call may run, needs approval, or is refused, and remembers

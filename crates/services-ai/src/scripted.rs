@@ -84,6 +84,7 @@ pub struct Script {
 pub struct ScriptedLlm {
     responses: Mutex<VecDeque<ScriptedResponse>>,
     received: Mutex<Vec<LlmRequest>>,
+    chat_format: Option<core_models::ChatFormat>,
 }
 
 impl ScriptedLlm {
@@ -92,7 +93,15 @@ impl ScriptedLlm {
         ScriptedLlm {
             responses: Mutex::new(responses.into_iter().collect()),
             received: Mutex::new(Vec::new()),
+            chat_format: None,
         }
+    }
+
+    /// The same model, reporting `format` as its chat template's (as a real backend
+    /// does).
+    pub fn with_chat_format(mut self, format: core_models::ChatFormat) -> Self {
+        self.chat_format = Some(format);
+        self
     }
 
     /// A model answering each call with one text, as a single chunk.
@@ -158,6 +167,10 @@ impl ScriptedLlm {
 impl LlmService for ScriptedLlm {
     fn model_name(&self) -> String {
         "scripted".to_string()
+    }
+
+    fn chat_format(&self) -> Option<core_models::ChatFormat> {
+        self.chat_format.clone()
     }
 
     async fn generate(&self, request: LlmRequest) -> Result<LlmStream, Error> {

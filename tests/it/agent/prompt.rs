@@ -266,3 +266,68 @@ async fn compact_style_offers_only_required_parameters() {
         assert_eq!(sent[0].tools[0].input_schema, expected, "{style:?}");
     }
 }
+
+/// A backend whose template renders tools natively: the system prompt adds no second call
+/// language, the parser expects the model's own format (a bare JSON reply is text for a
+/// Hermes model), the reply may start inside reasoning, and the history keeps the call
+/// structured.
+#[tokio::test]
+async fn a_native_template_gets_the_tools_in_its_own_language() {
+    let llm = Arc::new(
+        services_ai::scripted::ScriptedLlm::new(vec![
+            text(&format!(
+                "planning</think>Reading.{}",
+                call("read_file", json!({"path": "a"}))
+            )),
+            text("done</think>{\"name\": \"read_file\", \"parameters\": {}}"),
+        ])
+        .with_chat_format(ChatFormat {
+            call_format: "hermes".into(),
+            renders_tools: true,
+            starts_in_thinking: true,
+        }),
+    );
+    let registry: Arc<dyn ToolRegistry> = Arc::new(
+        [Arc::new(MockTool::new("read_file")) as Arc<dyn Tool>]
+            .into_iter()
+            .collect::<services_ai::InMemoryToolRegistry>(),
+    );
+    let agent = services_ai::AgentService::builder(llm.clone(), registry)
+        .config(config())
+        .permissions(Arc::new(services_ai::DefaultPermissionManager::in_memory()))
+        .build();
+    let events = run(
+        &agent,
+        workspace_request("read a").with_system_prompt("Be brief."),
+    )
+    .await;
+    let done = complete(&events);
+    assert_eq!(done.tool_calls_executed, 1);
+    // The bare JSON reply is not a Hermes call: it is the answer.
+    assert_eq!(
+        done.final_response,
+        "{\"name\": \"read_file\", \"parameters\": {}}"
+    );
+    let requests = llm.requests();
+    assert_eq!(&*requests[0].messages[0].content, "Be brief.");
+    assert_eq!(requests[0].tools.len(), 1);
+    let assistant = requests[1]
+        .messages
+        .iter()
+        .find(|m| m.role == MessageRole::Assistant)
+        .expect("the assistant's turn is in the history");
+    assert_eq!(&*assistant.content, "Reading.");
+    assert_eq!(assistant.reasoning.as_deref(), Some("planning"));
+    assert_eq!(assistant.tool_calls.len(), 1);
+    assert_eq!(assistant.tool_calls[0].name, "read_file");
+    assert_eq!(*assistant.tool_calls[0].arguments, json!({"path": "a"}));
+    let result = requests[1]
+        .messages
+        .iter()
+        .find(|m| m.role == MessageRole::Tool)
+        .expect("the tool result is in the history");
+    assert_eq!(
+        result.tool_call_id.as_deref(),
+        Some(assistant.tool_calls[0].id.as_str())
+    );
+}

@@ -68,22 +68,31 @@ impl Run {
             .max(1);
         let tools = self.tools_offered();
         let definitions: Vec<_> = tools.iter().map(|t| t.definition().clone()).collect();
+        let native = self.shared.ports.llm.chat_format();
+        // A template that renders the tools shows them in the model's own call language;
+        // the system prompt then adds no second one.
+        let renders_tools = native.as_ref().is_some_and(|f| f.renders_tools);
         let system = prompt::system_prompt(
             &self.shared.config,
             self.request.system_prompt.as_deref(),
-            &definitions,
+            if renders_tools { &[] } else { &definitions },
         );
+        let options = parser_options(&self.shared.parser_options, native.as_ref());
         // The model is given the tools as the prompt shows them: with the compact prompt,
         // only their required parameters (a grammar-constrained call then cannot invent
         // the optional ones either).
         let definitions = prompt::offered_definitions(&self.shared.config, definitions);
         let catalog = ToolCatalog::Registry(Arc::clone(&self.shared.ports.registry));
-        let parser = FunctionCallParser::new(catalog.clone())
-            .with_options(self.shared.parser_options.clone());
+        let starts_in_thinking = options.starts_in_thinking;
+        let parser = FunctionCallParser::new(catalog.clone()).with_options(options);
         // When no call may happen, nothing the model writes is run: call-like text stays
         // text.
-        let text_only = FunctionCallParser::new(catalog)
-            .with_options(ParserOptions::only([ToolCallFormat::Reasoning]));
+        let text_only = ParserOptions::only([ToolCallFormat::Reasoning]);
+        let text_only = FunctionCallParser::new(catalog).with_options(if starts_in_thinking {
+            text_only.starting_in_thinking()
+        } else {
+            text_only
+        });
         Setup {
             max,
             any_tools: !tools.is_empty(),
@@ -260,4 +269,27 @@ fn summarize_calls(calls: &[ToolCallRequest]) -> String {
         .map(|c| c.tool_id.as_str())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// What the parser expects: options the agent was built with, else the model's own format
+/// as its backend reports it, else every format.
+fn parser_options(
+    built: &ParserOptions,
+    native: Option<&core_models::ChatFormat>,
+) -> ParserOptions {
+    if *built != ParserOptions::default() {
+        return built.clone();
+    }
+    let Some(native) = native else {
+        return built.clone();
+    };
+    match crate::parser::format_by_name(&native.call_format) {
+        Some(format) => crate::parser::TemplateProfile {
+            format,
+            reasoning: None,
+        }
+        .parser_options(native.starts_in_thinking),
+        None if native.starts_in_thinking => built.clone().starting_in_thinking(),
+        None => built.clone(),
+    }
 }
