@@ -187,6 +187,33 @@ fn conversations() -> Vec<(&'static str, Value, bool)> {
             true,
         ),
         (
+            "nested arguments",
+            json!([system, user, {"role": "assistant", "content": "", "tool_calls": [
+            call("call_9", "read_file", json!({"path": "dir/🎉 \"q\".txt", "ranges": [[1, 2], [3.25, -1e-7]], "opts": {"follow": false, "mode": null}, "empty": {}, "list": []}))
+        ]}, {"role": "tool", "tool_call_id": "call_9", "name": "read_file", "content": "line 1\n\tline 2 <b>&amp;</b>"}]),
+            true,
+        ),
+        (
+            "empty arguments",
+            json!([user, {"role": "assistant", "content": "", "tool_calls": [
+            call("call_1", "get_weather", json!({}))
+        ]}, result, {"role": "user", "content": "And tomorrow?"}]),
+            true,
+        ),
+        (
+            "think in content",
+            json!([user,
+                {"role": "assistant", "content": "<think>\nLet me think.\n</think>\n\nSunny."},
+                {"role": "user", "content": "ok"}
+            ]),
+            false,
+        ),
+        (
+            "assistant last",
+            json!([system, user, {"role": "assistant", "content": "It is"}]),
+            false,
+        ),
+        (
             "reasoning",
             json!([user,
                 {"role": "assistant", "content": "Sunny.", "reasoning_content": "The user wants the weather."},
@@ -231,6 +258,30 @@ fn real_templates_render_as_the_reference() {
                 requests.push((source.clone(), context));
             }
         }
+    }
+    // Keywords some templates read (Qwen 3's enable_thinking, DeepSeek V3.1's thinking,
+    // gpt-oss's reasoning_effort, Granite's thinking), passed as extra kwargs.
+    let keywords = json!({"enable_thinking": false, "thinking": true, "reasoning_effort": "high"});
+    for (file, bos, eos) in TOKENS {
+        let source = std::fs::read_to_string(dir.join(file))
+            .unwrap_or_else(|e| panic!("cannot read the real template {file}: {e}"));
+        let conversations = conversations();
+        let (_, messages, _) = conversations
+            .iter()
+            .find(|(name, _, _)| *name == "reasoning with call")
+            .unwrap();
+        let mut context = json!({
+            "messages": messages,
+            "add_generation_prompt": true,
+            "bos_token": bos,
+            "eos_token": eos,
+            "tools": tools(),
+        });
+        for (key, value) in keywords.as_object().unwrap() {
+            context[key] = value.clone();
+        }
+        labels.push(format!("{file} / extra keywords"));
+        requests.push((source, context));
     }
     let references = reference(&requests);
     let mut failures = Vec::new();
