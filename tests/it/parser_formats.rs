@@ -430,3 +430,37 @@ fn formats_are_known_from_real_templates() {
     ));
     let _ = ParserOptions::auto();
 }
+
+#[test]
+fn alternative_spellings_of_known_formats() {
+    case("hermes", "<function=run>{\"command\": \"ls\"}</function>")
+        .call("run", json!({"command": "ls"}))
+        .check();
+    case(
+        "hermes",
+        "<function name=\"run\">{\"command\": \"ls\"}</function>",
+    )
+    .call("run", json!({"command": "ls"}))
+    .check();
+    case(
+        "hermes",
+        "```json\n{\"name\": \"run\", \"arguments\": {\"command\": \"ls\"}}\n```",
+    )
+    .call("run", json!({"command": "ls"}))
+    .check();
+    case(
+        "qwen3-coder",
+        "<function=run>\n<parameter=command>\nls\n</parameter>\n</function>",
+    )
+    .call("run", json!({"command": "ls"}))
+    .check();
+    case(
+        "phi4",
+        "functools[{\"name\": \"run\", \"arguments\": {\"command\": \"ls\"}}]",
+    )
+    .call("run", json!({"command": "ls"}))
+    .check();
+    case("functionary-v3.2", ">>>run\n{\"command\": \"ls\"}")
+        .call("run", json!({"command": "ls"}))
+        .check();
+}

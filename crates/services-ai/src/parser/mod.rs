@@ -81,6 +81,8 @@ pub enum ToolCallFormat {
     FunctionaryV31,
     /// Functionary v3.2: `>>>NAME\n{…}` sections.
     FunctionaryV32,
+    /// Phi-4-mini / FireFunction v2: `functools[{"name": …, "arguments": …}]`.
+    Phi4,
     /// llama.cpp's generic JSON: `{"tool_calls": […]}` or `{"response": …}`.
     Generic,
     /// `<think>…</think>` reasoning.
@@ -89,7 +91,7 @@ pub enum ToolCallFormat {
 
 impl ToolCallFormat {
     /// Every format.
-    pub const ALL: [ToolCallFormat; 22] = [
+    pub const ALL: [ToolCallFormat; 23] = [
         ToolCallFormat::FencedJson,
         ToolCallFormat::InlineJson,
         ToolCallFormat::Hermes,
@@ -110,6 +112,7 @@ impl ToolCallFormat {
         ToolCallFormat::SeedOss,
         ToolCallFormat::FunctionaryV31,
         ToolCallFormat::FunctionaryV32,
+        ToolCallFormat::Phi4,
         ToolCallFormat::Generic,
         ToolCallFormat::Reasoning,
     ];

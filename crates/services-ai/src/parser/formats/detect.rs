@@ -55,6 +55,8 @@ pub fn detect_template(template: &str) -> TemplateProfile {
         F::Hermes
     } else if has(t, "[TOOL_CALLS]") {
         F::Mistral
+    } else if has(t, "functools[") {
+        F::Phi4
     } else if has(t, "<|python_start|>") || has(t, "[func_name1(") {
         F::Pythonic
     } else if has(t, "<|start_header_id|>") && (has(t, "ipython") || has(t, "tools")) {
@@ -101,6 +103,10 @@ impl TemplateProfile {
     pub fn parser_options(&self, starts_in_thinking: bool) -> ParserOptions {
         let mut formats = vec![self.format, ToolCallFormat::FencedJson];
         if self.format == ToolCallFormat::FencedJson {
+            formats.push(ToolCallFormat::InlineJson);
+        }
+        if self.format == ToolCallFormat::Hermes {
+            // Hermes models also put calls in ```json fences.
             formats.push(ToolCallFormat::InlineJson);
         }
         if self.format == ToolCallFormat::Pythonic {

@@ -271,6 +271,28 @@ pub(crate) const SECTIONS: &[Section] = &[
         special::function_tag,
         true,
     ),
+    calls(
+        F::QwenXml,
+        "<function=",
+        &["</function>"],
+        special::function_tag,
+        true,
+    ),
+    calls(
+        F::Hermes,
+        "<function=",
+        &["</function>"],
+        special::function_tag,
+        true,
+    ),
+    calls(
+        F::Hermes,
+        "<function name=",
+        &["</function>"],
+        special::function_named,
+        true,
+    ),
+    calls(F::Phi4, "functools[", &[], special::functools, true),
     Section {
         in_auto: false,
         ..calls(
@@ -336,6 +358,7 @@ pub const FORMATS: &[FormatInfo] = &[
     info(F::SeedOss, "seed-oss", &["seed", "seedoss", "seed_oss"], "Seed-OSS", "<seed:tool_call><function=NAME><parameter=K>V</parameter></function></seed:tool_call>"),
     info(F::FunctionaryV31, "functionary-v3.1", &["functionary v3.1 llama 3.1", "functionaryv31"], "Functionary v3.1 (Llama 3.1)", "<function=NAME>{…}</function>"),
     info(F::FunctionaryV32, "functionary-v3.2", &["functionary", "functionaryv32", "functionary v3.2"], "Functionary v3.2", ">>>NAME\n{…}"),
+    info(F::Phi4, "phi4", &["phi-4", "phi4mini", "phi-4-mini", "phi4_mini_json", "firefunction", "firefunction-v2"], "Phi-4-mini, FireFunction v2", "functools[{\"name\": …, \"arguments\": {…}}]"),
     info(F::Generic, "generic", &["llama.cpp generic", "content-only"], "any model under llama.cpp's generic JSON grammar", "{\"tool_calls\": [{\"name\": …, \"arguments\": {…}}]} or {\"response\": …}"),
     info(F::Reasoning, "think", &["reasoning", "deepseek-r1-distill", "qwq"], "reasoning models (<think>)", "<think>…</think>"),
 ];

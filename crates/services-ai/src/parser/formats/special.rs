@@ -231,6 +231,30 @@ pub(crate) fn function_tag(body: &str, catalog: &ToolCatalog) -> Result<Found, S
     })
 }
 
+/// Hermes's alternative `<function name="NAME">{…}</function>` (after `<function name=`).
+pub(crate) fn function_named(body: &str, catalog: &ToolCatalog) -> Result<Found, String> {
+    let body = body.trim_start();
+    let quote = body.chars().next().filter(|c| *c == '"' || *c == '\'');
+    let Some(quote) = quote else {
+        return Err("expected a quoted name in <function name=…>".into());
+    };
+    let rest = &body[1..];
+    let (name, rest) = rest.split_once(quote).ok_or("unterminated function name")?;
+    let args = rest
+        .trim_start()
+        .strip_prefix('>')
+        .ok_or("unterminated <function> tag")?;
+    Ok(Found {
+        calls: vec![named_json_call(name.trim(), args, catalog)?],
+        ..Found::default()
+    })
+}
+
+/// Phi-4-mini / FireFunction v2: the rest of `functools[…]`.
+pub(crate) fn functools(body: &str, catalog: &ToolCatalog) -> Result<Found, String> {
+    json_list(&format!("[{body}"), catalog)
+}
+
 /// Functionary v3.2: one `NAME\ncontent` section; `all` is text for the user.
 pub(crate) fn functionary_section(body: &str, catalog: &ToolCatalog) -> Result<Found, String> {
     let (name, content) = match body.split_once('\n') {
@@ -240,6 +264,10 @@ pub(crate) fn functionary_section(body: &str, catalog: &ToolCatalog) -> Result<F
             None => (body.trim(), ""),
         },
     };
+    if body.trim().is_empty() {
+        // `>>>` right at the start of the output: nothing before it.
+        return Ok(Found::default());
+    }
     if name == "all" {
         return Ok(Found {
             text: content.to_string(),
