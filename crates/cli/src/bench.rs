@@ -159,19 +159,12 @@ async fn constrained(
     reps: u32,
 ) -> Result<GrammarRun, String> {
     let tools = vec![
-        ToolDefinition::new(
-            "write_file",
-            "Write File",
-            "Write a text file in the workspace",
-        )
-        .with_schema(serde_json::json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "File path relative to the workspace"},
-                "content": {"type": "string", "description": "The whole new content"}
-            },
-            "required": ["path", "content"]
-        })),
+        ToolDefinition::new("read_file", "Read File", "Read a text file in the workspace")
+            .with_schema(serde_json::json!({
+                "type": "object",
+                "properties": {"path": {"type": "string", "description": "File path relative to the workspace"}},
+                "required": ["path"]
+            })),
         ToolDefinition::new("run_command", "Run Command", "Run a shell command").with_schema(
             serde_json::json!({
                 "type": "object",
@@ -196,9 +189,7 @@ async fn constrained(
         },
         ..LlmRequest::new(vec![
             ChatMessage::system(system.clone()),
-            ChatMessage::user(
-                "Write a long poem about the sea, at least twenty lines, into poem.txt.",
-            ),
+            ChatMessage::user("Show me what the file notes/todo.txt says."),
         ])
     };
     let (mut free, mut bound) = ((0u64, 0f64), (0u64, 0f64));

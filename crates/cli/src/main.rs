@@ -50,10 +50,24 @@ enum Command {
     /// Parse one model output from stdin and print its text, thinking, tool calls and
     /// diagnostics as one JSON object. Exits 0 for any input.
     Parse {
-        /// A JSON array of tool definitions (id, name, description, risk_level, schema),
-        /// used to type XML parameters and to fill in names and risk.
+        /// A JSON array of tools: AIntern definitions (id, name, description, risk_level,
+        /// schema) or OpenAI function tools; used to type parameters and fill in names.
         #[arg(long, value_name = "FILE")]
         tools: Option<PathBuf>,
+        /// The model's call format (`auto` recognizes every unambiguous one); see
+        /// --list-formats.
+        #[arg(long, value_name = "NAME", default_value = "auto")]
+        format: String,
+        /// Derive the format and whether the reply starts in reasoning from this chat
+        /// template (Jinja).
+        #[arg(long, value_name = "FILE", conflicts_with = "format")]
+        template: Option<PathBuf>,
+        /// The prompt opened a reasoning block: the output starts as reasoning.
+        #[arg(long)]
+        starts_in_thinking: bool,
+        /// Print the formats (name, models, what they look like) and exit.
+        #[arg(long)]
+        list_formats: bool,
         /// Feed the streaming parser instead of the batch parser.
         #[arg(long)]
         stream: bool,
@@ -165,14 +179,22 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Command::Parse {
             tools,
+            format,
+            template,
+            starts_in_thinking,
+            list_formats,
             stream,
             chunk,
         } => {
+            if list_formats {
+                return writeln!(out, "{}", parse::list_formats()).map_err(|e| e.to_string());
+            }
             let catalog = match tools {
                 Some(path) => parse::load_tools(&path)?,
                 None => services_ai::ToolCatalog::Empty,
             };
-            let parser = services_ai::FunctionCallParser::new(catalog);
+            let options = parse::options(&format, template.as_deref(), starts_in_thinking)?;
+            let parser = services_ai::FunctionCallParser::new(catalog).with_options(options);
             let (input, diagnostics) = parse::read_stdin()?;
             let size = usize::try_from(chunk).unwrap_or(usize::MAX);
             let parsed = parse::run(&parser, &input, stream.then_some(size));

@@ -94,6 +94,8 @@ fn generation_prompt(source: &str) -> Option<String> {
         .render(&json!({
             "messages": [{"role": "user", "content": "Hello"}],
             "add_generation_prompt": true,
+            // As llama.cpp renders by default: reasoning on where a template can turn it off.
+            "enable_thinking": true,
             "bos_token": "",
             "eos_token": "",
         }))

@@ -103,6 +103,10 @@ fn render(args: &RenderArgs, stdin: &str) -> Result<String, String> {
         if let Some(tools) = tools {
             context.insert("tools".into(), tools);
         }
+        // transformers always passes `tools` and `documents`, as None when not given.
+        for key in ["tools", "documents"] {
+            context.entry(key).or_insert(Value::Null);
+        }
         context.insert("add_generation_prompt".into(), add_generation_prompt.into());
         context.insert("bos_token".into(), bos.into());
         context.insert("eos_token".into(), eos.into());

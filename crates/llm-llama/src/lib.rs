@@ -103,6 +103,9 @@ pub struct ModelInfo {
     /// What that template does with tools, tool results and system messages, when
     /// minijinja could compile it (else llama.cpp's built-in template support is used).
     pub template_capabilities: Option<TemplateCapabilities>,
+    /// The model's own call format as its template shows it, when minijinja could
+    /// compile the template.
+    pub chat_format: Option<core_models::ChatFormat>,
 }
 
 /// A GGUF model behind the [`LlmService`] port. Cheap to clone: clones share the worker.
@@ -237,6 +240,10 @@ pub struct Throughput {
 impl LlmService for LlamaLlm {
     fn model_name(&self) -> String {
         self.info.name.clone()
+    }
+
+    fn chat_format(&self) -> Option<core_models::ChatFormat> {
+        self.info.chat_format.clone()
     }
 
     async fn generate(&self, request: LlmRequest) -> Result<LlmStream, core_models::Error> {

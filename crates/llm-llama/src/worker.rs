@@ -144,6 +144,7 @@ pub(crate) fn run(
         threads: u32::try_from(threads).unwrap_or(1),
         chat_template: source.clone(),
         template_capabilities: jinja.as_ref().map(ChatTemplate::capabilities),
+        chat_format: jinja.as_ref().map(ChatTemplate::chat_format),
     };
     if ready.send(Ok(info)).is_err() {
         return;
@@ -207,7 +208,7 @@ impl Templates<'_> {
                 .map(|m| {
                     LlamaChatMessage::new(
                         m.role.as_str().to_string(),
-                        m.as_written().replace('\0', "\u{fffd}"),
+                        m.content.replace('\0', "\u{fffd}"),
                     )
                 })
                 .collect();
@@ -240,7 +241,16 @@ struct ReplySampler {
     grammar: Option<LlamaSampler>,
     /// The token chosen when the grammar leaves no candidate at all.
     fallback: LlamaToken,
+    /// Tokens the grammar rejected and had sampled again.
+    corrected: u64,
+    /// When a rejected token can be sampled again from the best-scored candidates alone:
+    /// how many of them the grammar must allow for the result to be the same as over
+    /// every candidate (see [`ReplySampler::sample`]).
+    shortlist_needs: Option<usize>,
 }
+
+/// How many of the best-scored candidates the grammar checks first after a rejection.
+const SHORTLIST: usize = 128;
 
 impl ReplySampler {
     fn new(model: &LlamaModel, request: &LlmRequest) -> Result<Self, Error> {
@@ -257,10 +267,24 @@ impl ReplySampler {
             }
             None => None,
         };
+        let options = &request.options;
+        // Greedy needs one allowed token among the best; top-k (with no penalties, which
+        // would reorder the scores first) needs k. Other chains see every candidate.
+        let shortlist_needs = if options.temperature <= 0.0 {
+            Some(1)
+        } else if options.top_k > 0 && (options.repeat_penalty - 1.0).abs() <= f32::EPSILON {
+            usize::try_from(options.top_k)
+                .ok()
+                .filter(|&k| k <= SHORTLIST)
+        } else {
+            None
+        };
         Ok(ReplySampler {
-            chain: chain(model, &request.options),
+            chain: chain(model, options),
             grammar,
             fallback: model.vocab().eos(),
+            corrected: 0,
+            shortlist_needs,
         })
     }
 
@@ -282,10 +306,41 @@ impl ReplySampler {
             .first()
             .is_none_or(|t| t.logit() == f32::NEG_INFINITY);
         if rejected {
+            self.corrected += 1;
             let mut candidates = ctx.token_data_array_ith(index);
-            grammar.apply(&mut candidates);
-            self.chain.apply(&mut candidates);
-            token = candidates.selected_token().unwrap_or(self.fallback);
+            // First the best-scored candidates only: when the grammar allows enough of
+            // them, the chain picks from them exactly what it would pick from all (every
+            // candidate left out scores lower), without the full-vocabulary pass.
+            let mut shortlisted = None;
+            if let Some(needs) = self.shortlist_needs {
+                if candidates.data.len() > SHORTLIST {
+                    candidates
+                        .data
+                        .select_nth_unstable_by(SHORTLIST - 1, |a, b| {
+                            b.logit().total_cmp(&a.logit())
+                        });
+                    let mut best =
+                        LlamaTokenDataArray::new(candidates.data[..SHORTLIST].to_vec(), false);
+                    grammar.apply(&mut best);
+                    let allowed = best
+                        .data
+                        .iter()
+                        .filter(|t| t.logit() != f32::NEG_INFINITY)
+                        .count();
+                    if allowed >= needs {
+                        self.chain.apply(&mut best);
+                        shortlisted = best.selected_token();
+                    }
+                }
+            }
+            token = match shortlisted {
+                Some(token) => token,
+                None => {
+                    grammar.apply(&mut candidates);
+                    self.chain.apply(&mut candidates);
+                    candidates.selected_token().unwrap_or(self.fallback)
+                }
+            };
         }
         grammar.accept(token);
         self.chain.accept(token);
@@ -499,6 +554,13 @@ impl<'m, 'c> Session<'m, 'c> {
                 Stop::Continue(t) | Stop::Stopped(t) => t,
             };
             self.send(text + &stops.finish());
+        }
+        if sampler.grammar.is_some() {
+            tracing::debug!(
+                generated,
+                corrected = sampler.corrected,
+                "tokens the grammar had sampled again"
+            );
         }
         let usage = LlmUsage {
             prompt_tokens: tokens.len() as u64,

@@ -402,3 +402,43 @@ async fn auto_tool_choice_leaves_free_text_free() {
     );
     assert!(!parsed.text.trim().is_empty(), "{output:?}");
 }
+
+/// ToolChoice::Required with a sampling chain (not greedy): the grammar corrects the
+/// sampled tokens it rejects, so every seed still gives one well-formed call — whether
+/// the correction comes from the best candidates (top-k) or from all (with penalties).
+#[tokio::test]
+async fn a_required_call_is_well_formed_when_sampling_too() {
+    let Some(llm) = shared() else { return };
+    let parser =
+        services_ai::FunctionCallParser::new(services_ai::ToolCatalog::from_definitions([
+            read_file_tool(),
+        ]));
+    for (seed, repeat_penalty) in [(1, 1.0), (2, 1.0), (3, 1.1), (4, 1.1)] {
+        let request = LlmRequest {
+            options: InferenceOptions {
+                temperature: 0.7,
+                top_k: 40,
+                repeat_penalty,
+                seed: Some(seed),
+                max_tokens: 200,
+                ..InferenceOptions::default()
+            },
+            ..tool_request(
+                core_models::ToolChoice::Required,
+                "Read notes.txt and tell me what it says",
+            )
+        };
+        let (pieces, _) = generate(llm, request).await;
+        let output = pieces.concat();
+        let parsed = parser.parse_all(&output);
+        assert!(
+            parsed.diagnostics.is_empty(),
+            "seed {seed}: {:?} in {output:?}",
+            parsed.diagnostics
+        );
+        assert_eq!(parsed.tool_calls.len(), 1, "seed {seed}: {output:?}");
+        assert_eq!(parsed.tool_calls[0].tool_id, "read_file");
+        assert!(output.starts_with("```tool_call\n{"), "{output:?}");
+        assert!(output.trim_end().ends_with("```"), "{output:?}");
+    }
+}

@@ -111,5 +111,98 @@ fn parse_accepts_any_input_and_refuses_bad_usage() {
     std::fs::write(&bad, "{\"not\": \"an array\"}").unwrap();
     let out = aintern(&["parse", "--tools", bad.to_str().unwrap()], b"");
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not a JSON array of tool definitions"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a JSON array"));
+    std::fs::write(&bad, "[{\"type\": \"function\", \"function\": {}}]").unwrap();
+    let out = aintern(&["parse", "--tools", bad.to_str().unwrap()], b"");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("tool 1"));
+    let out = aintern(&["parse", "--format", "no-such-format"], b"x");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--list-formats"));
+    let out = aintern(&["parse", "--template", "/nonexistent/t.jinja"], b"x");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read the chat template"));
+}
+
+#[test]
+fn formats_are_listed_and_chosen_by_name() {
+    let out = aintern(&["parse", "--list-formats"], b"");
+    assert!(out.status.success());
+    let listing = String::from_utf8_lossy(&out.stdout);
+    for name in [
+        "hermes",
+        "glm",
+        "harmony",
+        "deepseek-v3.1",
+        "kimi-k2",
+        "minimax-m2",
+        "pythonic",
+    ] {
+        assert!(
+            listing.lines().any(|l| l.starts_with(&format!("{name}\t"))),
+            "{name}"
+        );
+    }
+    // A bare JSON reply is a call for Llama 3.x, text for a Hermes model.
+    let reply = "{\"name\": \"f\", \"parameters\": {\"a\": 1}}";
+    let v = parse(&["--format", "llama3"], reply);
+    assert_eq!(
+        v["tool_calls"],
+        json!([{"tool": "f", "parameters": {"a": 1}}])
+    );
+    let v = parse(&["--format", "hermes"], reply);
+    assert_eq!(v["tool_calls"], json!([]));
+    assert_eq!(v["text"], reply);
+    // Peers' names work too.
+    let v = parse(
+        &["--format", "GPT_OSS"],
+        "<|channel|>final<|message|>Hi<|return|>",
+    );
+    assert_eq!(v["text"], "Hi");
+    let v = parse(&["--starts-in-thinking"], "hmm</think>Hi");
+    assert_eq!(
+        (v["thinking"].as_str(), v["text"].as_str()),
+        (Some("hmm"), Some("Hi"))
+    );
+}
+
+#[test]
+fn a_template_decides_the_format_and_the_reasoning_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let template = dir.path().join("t.jinja");
+    std::fs::write(
+        &template,
+        "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}\
+         {% if tools %}<tool_call>{% endif %}{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}",
+    )
+    .unwrap();
+    let v = parse(
+        &["--template", template.to_str().unwrap()],
+        "I should read it.</think>Reading.<tool_call>{\"name\": \"f\", \"arguments\": {\"p\": \"x\"}}</tool_call>",
+    );
+    assert_eq!(v["thinking"], "I should read it.");
+    assert_eq!(v["text"], "Reading.");
+    assert_eq!(
+        v["tool_calls"],
+        json!([{"tool": "f", "parameters": {"p": "x"}}])
+    );
+}
+
+#[test]
+fn openai_tools_type_parameters() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = dir.path().join("tools.json");
+    std::fs::write(
+        &tools,
+        r#"[{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"days": {"type": "int"}, "city": {"type": "string"}}}}}]"#,
+    )
+    .unwrap();
+    let v = parse(
+        &["--tools", tools.to_str().unwrap()],
+        "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>42</arg_value>\n<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>",
+    );
+    assert_eq!(
+        v["tool_calls"],
+        json!([{"tool": "get_weather", "parameters": {"city": "42", "days": 3}}])
+    );
 }

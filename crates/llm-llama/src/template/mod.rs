@@ -34,6 +34,7 @@ pub struct ChatTemplate {
     bos_token: String,
     eos_token: String,
     capabilities: TemplateCapabilities,
+    format: core_models::ChatFormat,
 }
 
 /// One message as templates expect it.
@@ -75,9 +76,38 @@ impl ChatTemplate {
             bos_token: bos_token.to_string(),
             eos_token: eos_token.to_string(),
             capabilities: TemplateCapabilities::default(),
+            format: core_models::ChatFormat::default(),
         };
         template.capabilities = template.probe();
+        template.format = template.detect_format(source);
         Ok(template)
+    }
+
+    /// The model's call format and reasoning start, as the template shows them: its
+    /// markers decide the format, and the generation prompt for one user message whether
+    /// the reply starts inside reasoning.
+    fn detect_format(&self, source: &str) -> core_models::ChatFormat {
+        let profile = services_ai::detect_template(source);
+        let user = TemplateMessage {
+            role: "user",
+            content: "Hello",
+            name: None,
+            tool_call_id: None,
+        };
+        let starts_in_thinking = self
+            .render_raw(&[user], None, true)
+            .map(|prompt| services_ai::prompt_opens_reasoning(&prompt, &profile))
+            .unwrap_or(false);
+        core_models::ChatFormat {
+            call_format: profile.format.name().to_string(),
+            renders_tools: self.capabilities.tools,
+            starts_in_thinking,
+        }
+    }
+
+    /// The model's own call format, as [`LlmService::chat_format`](core_models::LlmService::chat_format) reports it.
+    pub fn chat_format(&self) -> core_models::ChatFormat {
+        self.format.clone()
     }
 
     /// What the template does with tools, tool results and system messages.
@@ -145,6 +175,8 @@ impl ChatTemplate {
             context.insert("tools".into(), as_json(serde_json::to_value(tools))?);
         }
         context.insert("add_generation_prompt".into(), add_generation_prompt.into());
+        // As llama.cpp renders by default: reasoning on where a template can turn it off.
+        context.insert("enable_thinking".into(), true.into());
         context.insert("bos_token".into(), self.bos_token.clone().into());
         context.insert("eos_token".into(), self.eos_token.clone().into());
         let context = serde_json::Value::Object(context);
@@ -242,6 +274,8 @@ impl ChatTemplate {
             context.insert("tools".into(), tools.clone());
         }
         context.insert("add_generation_prompt".into(), add_generation_prompt.into());
+        // As llama.cpp renders by default: reasoning on where a template can turn it off.
+        context.insert("enable_thinking".into(), true.into());
         context.insert("bos_token".into(), self.bos_token.clone().into());
         context.insert("eos_token".into(), self.eos_token.clone().into());
         self.template

@@ -132,6 +132,9 @@ impl Run {
     /// Validate `call` and let the tool assess and summarize it; the assessment's risk and
     /// subjects, and the summary, are stored in the call. Invalid parameters yield "{what} failed: …", a tool that panics
     /// a failed result.
+    // The failed result is rare and handed on as it is; with serde_json's `preserve_order`
+    // (enabled in the workspace by chat-template) it passes clippy's size threshold.
+    #[allow(clippy::result_large_err)]
     pub(super) fn validate_and_assess(
         &self,
         call: &mut ToolCallRequest,
