@@ -414,6 +414,7 @@ fn formats_are_known_from_real_templates() {
             "hermes",
         ),
         ("google-gemma-2-2b-it.jinja", "fenced"),
+        ("google-gemma-4-31B-it.jinja", "gemma4"),
     ];
     let mut wrong = Vec::new();
     for (file, format) in expected {
@@ -462,5 +463,19 @@ fn alternative_spellings_of_known_formats() {
     .check();
     case("functionary-v3.2", ">>>run\n{\"command\": \"ls\"}")
         .call("run", json!({"command": "ls"}))
+        .check();
+}
+
+#[test]
+fn gemma4() {
+    case("gemma4", "<|channel>thought\nMaybe <|tool_call>call:run{}<tool_call|><channel|>Reading.<|tool_call>call:read_file{path:<|\"|>a, \"b\".txt<|\"|>,start_line:2}<tool_call|>")
+        .thinking("Maybe <|tool_call>call:run{}<tool_call|>")
+        .text("Reading.")
+        .call("read_file", json!({"path": "a, \"b\".txt", "start_line": 2}))
+        .check();
+    case("gemma4", "<|tool_call>call:run{command:<|\"|>ls<|\"|>}<tool_call|><|tool_call>call:broken{a:<|\"|>x}<tool_call|>done")
+        .call("run", json!({"command": "ls"}))
+        .text("done")
+        .diagnostics(1)
         .check();
 }

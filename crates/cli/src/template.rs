@@ -17,6 +17,24 @@ pub(crate) enum TemplateAction {
     /// Render the conversation on stdin (`{"messages": [...]}`, the OpenAI chat shape)
     /// and print the prompt exactly, with no newline added.
     Render(RenderArgs),
+    /// Print what the template shows about the model as JSON: the call format and the
+    /// models that write it, the reasoning markers, whether the generation prompt opens
+    /// reasoning, and what the template renders (tools, tool results, system messages).
+    Inspect(InspectArgs),
+}
+
+/// `aintern template inspect`.
+#[derive(Debug, Args)]
+pub(crate) struct InspectArgs {
+    /// The chat template (Jinja).
+    #[arg(long, value_name = "FILE")]
+    template: PathBuf,
+    /// The text of the model's beginning-of-sequence token (`bos_token`).
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+    bos: Option<String>,
+    /// The text of the model's end-of-sequence token (`eos_token`).
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+    eos: Option<String>,
 }
 
 /// `aintern template render`.
@@ -55,7 +73,41 @@ pub(crate) fn run(action: TemplateAction, out: &mut impl Write) -> Result<(), St
                 .and_then(|()| out.flush())
                 .map_err(|e| e.to_string())
         }
+        TemplateAction::Inspect(args) => {
+            let report = inspect(&args)?;
+            writeln!(out, "{report:#}").map_err(|e| e.to_string())
+        }
     }
+}
+
+/// The `inspect` report for a template.
+fn inspect(args: &InspectArgs) -> Result<Value, String> {
+    let source = read(&args.template, "chat template")?;
+    let bos = args.bos.clone().unwrap_or_default();
+    let eos = args.eos.clone().unwrap_or_default();
+    let template = llm_llama::ChatTemplate::new(&source, &bos, &eos).map_err(|e| e.to_string())?;
+    let profile = services_ai::detect_template(&source);
+    let format = template.chat_format();
+    let capabilities = template.capabilities();
+    let info = services_ai::format_info(profile.format);
+    Ok(serde_json::json!({
+        "format": profile.format.name(),
+        "models": info.map(|i| i.models),
+        "call_syntax": info.map(|i| i.looks_like),
+        "native_tools": format.renders_tools,
+        "reasoning": profile.reasoning.map(|(open, close)| serde_json::json!({"open": open, "close": close})),
+        "starts_in_thinking": format.starts_in_thinking,
+        "capabilities": {
+            "tools": capabilities.tools,
+            "tool_role": capabilities.tool_role,
+            "system_role": capabilities.system_role,
+        },
+        "prompt": if format.renders_tools {
+            "the template renders the tools; no call format is added to the system prompt"
+        } else {
+            "AIntern's own tool prompt (```tool_call fences) is added to the system prompt"
+        },
+    }))
 }
 
 fn read(path: &Path, what: &str) -> Result<String, String> {

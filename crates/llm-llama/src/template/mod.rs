@@ -46,6 +46,8 @@ struct TemplateMessage<'a> {
     name: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_call_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_calls: Option<&'a serde_json::Value>,
 }
 
 /// One tool as templates expect it (the OpenAI function-tool shape).
@@ -93,6 +95,7 @@ impl ChatTemplate {
             content: "Hello",
             name: None,
             tool_call_id: None,
+            tool_calls: None,
         };
         let starts_in_thinking = self
             .render_raw(&[user], None, true)
@@ -128,10 +131,12 @@ impl ChatTemplate {
             content,
             name: None,
             tool_call_id: None,
+            tool_calls: None,
         };
         let tool_result = |role: &'static str| TemplateMessage {
             name: Some("probe"),
-            tool_call_id: Some("0"),
+            // Mistral templates want 9 alphanumeric characters.
+            tool_call_id: Some("a1b2c3d4e"),
             ..message(role, MARK)
         };
         let renders = |messages: &[TemplateMessage<'_>], tools: Option<&[TemplateTool<'_>]>| {
@@ -149,13 +154,32 @@ impl ChatTemplate {
             },
         };
         let (user, assistant) = (message("user", "hi"), message("assistant", "calling"));
-        TemplateCapabilities {
-            tools: renders(&[user], Some(&[tool])),
+        // Templates that insist a tool result answers a call (gpt-oss) see one.
+        let calls = serde_json::json!([{"id": "a1b2c3d4e", "type": "function",
+            "function": {"name": "probe", "arguments": {}}}]);
+        let calling = TemplateMessage {
+            tool_calls: Some(&calls),
+            ..assistant
+        };
+        let answers = |assistant: TemplateMessage<'_>| {
             // A template that writes any role as it comes (plain ChatML) was not written
             // for tool results: the model never saw a "tool" turn, so those templates get
             // tool results as user messages.
-            tool_role: renders(&[user, assistant, tool_result("tool")], None)
-                && !renders(&[user, assistant, tool_result("aintern_probe_role")], None),
+            // It was written for them when it shows a tool result differently from a
+            // result under a made-up role (Llama 3.1 writes `ipython`; ChatML just
+            // writes the role's name).
+            const ROLE: &str = "aintern_probe_role";
+            let tool = self.render_raw(&[user, assistant, tool_result("tool")], None, false);
+            let other = self.render_raw(&[user, assistant, tool_result(ROLE)], None, false);
+            match (tool, other) {
+                (Ok(tool), Ok(other)) => tool.contains(MARK) && tool != other.replace(ROLE, "tool"),
+                (Ok(tool), Err(_)) => tool.contains(MARK),
+                _ => false,
+            }
+        };
+        TemplateCapabilities {
+            tools: renders(&[user], Some(&[tool])),
+            tool_role: answers(assistant) || answers(calling),
             system_role: renders(&[message("system", MARK), user], None),
         }
     }
@@ -229,6 +253,7 @@ impl ChatTemplate {
             content,
             name: m.name.as_deref(),
             tool_call_id: m.tool_call_id.as_deref(),
+            tool_calls: None,
         })?;
         if let Some(object) = value.as_object_mut() {
             if !m.tool_calls.is_empty() && self.capabilities.tools {

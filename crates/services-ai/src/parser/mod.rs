@@ -81,6 +81,8 @@ pub enum ToolCallFormat {
     FunctionaryV31,
     /// Functionary v3.2: `>>>NAME\n{…}` sections.
     FunctionaryV32,
+    /// Gemma 4: `<|tool_call>call:NAME{…}<tool_call|>`, reasoning in `<|channel>thought`.
+    Gemma4,
     /// Phi-4-mini / FireFunction v2: `functools[{"name": …, "arguments": …}]`.
     Phi4,
     /// llama.cpp's generic JSON: `{"tool_calls": […]}` or `{"response": …}`.
@@ -91,7 +93,7 @@ pub enum ToolCallFormat {
 
 impl ToolCallFormat {
     /// Every format.
-    pub const ALL: [ToolCallFormat; 23] = [
+    pub const ALL: [ToolCallFormat; 24] = [
         ToolCallFormat::FencedJson,
         ToolCallFormat::InlineJson,
         ToolCallFormat::Hermes,
@@ -113,6 +115,7 @@ impl ToolCallFormat {
         ToolCallFormat::FunctionaryV31,
         ToolCallFormat::FunctionaryV32,
         ToolCallFormat::Phi4,
+        ToolCallFormat::Gemma4,
         ToolCallFormat::Generic,
         ToolCallFormat::Reasoning,
     ];

@@ -55,6 +55,8 @@ pub fn detect_template(template: &str) -> TemplateProfile {
         F::Hermes
     } else if has(t, "[TOOL_CALLS]") {
         F::Mistral
+    } else if has(t, "<|tool_call>call:") || has(t, "<|tool_call>") {
+        F::Gemma4
     } else if has(t, "functools[") {
         F::Phi4
     } else if has(t, "<|python_start|>") || has(t, "[func_name1(") {
@@ -72,6 +74,8 @@ pub fn detect_template(template: &str) -> TemplateProfile {
         Some(("[THINK]", "[/THINK]"))
     } else if has(t, "<|START_THINKING|>") {
         Some(("<|START_THINKING|>", "<|END_THINKING|>"))
+    } else if has(t, "<|channel>thought") {
+        Some(("<|channel>thought", "<channel|>"))
     } else if has(t, "<think>") || has(t, "</think>") {
         Some(("<think>", "</think>"))
     } else {

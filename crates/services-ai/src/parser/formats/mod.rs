@@ -7,6 +7,7 @@
 //! prefixes, collecting a section, streaming equal to batch) is shared.
 
 pub(crate) mod detect;
+pub(crate) mod gemma;
 pub(crate) mod pythonic;
 pub(crate) mod special;
 pub(crate) mod xml;
@@ -91,8 +92,13 @@ const fn marker(
 /// Closing markers of harmony message bodies.
 pub(crate) const HARMONY_ENDS: &[&str] = &["<|end|>", "<|call|>", "<|return|>", "<|start|>"];
 /// Every reasoning closer: used when the prompt opened reasoning.
-pub(crate) const THINKING_ENDS: &[&str] =
-    &["</think>", "[/THINK]", "<|END_THINKING|>", "</seed:think>"];
+pub(crate) const THINKING_ENDS: &[&str] = &[
+    "</think>",
+    "[/THINK]",
+    "<|END_THINKING|>",
+    "</seed:think>",
+    "<channel|>",
+];
 const DS_ENDS: &[&str] = &[
     "<｜tool▁calls▁end｜>",
     "<｜tool_calls_end｜>",
@@ -293,6 +299,20 @@ pub(crate) const SECTIONS: &[Section] = &[
         true,
     ),
     calls(F::Phi4, "functools[", &[], special::functools, true),
+    calls(
+        F::Gemma4,
+        "<|tool_call>",
+        &["<tool_call|>"],
+        gemma::calls,
+        false,
+    ),
+    marker(
+        F::Gemma4,
+        "<|channel>thought",
+        &["<channel|>"],
+        SectionKind::Thinking,
+        true,
+    ),
     Section {
         in_auto: false,
         ..calls(
@@ -359,6 +379,7 @@ pub const FORMATS: &[FormatInfo] = &[
     info(F::FunctionaryV31, "functionary-v3.1", &["functionary v3.1 llama 3.1", "functionaryv31"], "Functionary v3.1 (Llama 3.1)", "<function=NAME>{…}</function>"),
     info(F::FunctionaryV32, "functionary-v3.2", &["functionary", "functionaryv32", "functionary v3.2"], "Functionary v3.2", ">>>NAME\n{…}"),
     info(F::Phi4, "phi4", &["phi-4", "phi4mini", "phi-4-mini", "phi4_mini_json", "firefunction", "firefunction-v2"], "Phi-4-mini, FireFunction v2", "functools[{\"name\": …, \"arguments\": {…}}]"),
+    info(F::Gemma4, "gemma4", &["gemma", "gemma-4", "gemma 4"], "Gemma 4", "<|tool_call>call:NAME{key:<|\"|>text<|\"|>,n:5}<tool_call|>"),
     info(F::Generic, "generic", &["llama.cpp generic", "content-only"], "any model under llama.cpp's generic JSON grammar", "{\"tool_calls\": [{\"name\": …, \"arguments\": {…}}]} or {\"response\": …}"),
     info(F::Reasoning, "think", &["reasoning", "deepseek-r1-distill", "qwq"], "reasoning models (<think>)", "<think>…</think>"),
 ];
