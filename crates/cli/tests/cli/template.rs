@@ -172,3 +172,52 @@ fn bad_input_is_an_error_in_words() {
         assert!(stderr.contains(words), "{words}: {stderr}");
     }
 }
+
+#[test]
+fn inspect_reports_format_reasoning_and_capabilities() {
+    let f = files();
+    // The fixture renders tools but shows no call syntax: AIntern's own format.
+    let out = super::aintern(
+        &[
+            "template",
+            "inspect",
+            "--template",
+            f.template.to_str().unwrap(),
+        ],
+        b"",
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["format"], "fenced");
+    assert_eq!(report["capabilities"]["tools"], true);
+    assert_eq!(report["starts_in_thinking"], false);
+
+    let dir = tempfile::tempdir().unwrap();
+    let qwen_like = dir.path().join("q.jinja");
+    std::fs::write(
+        &qwen_like,
+        "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}\
+         {% if tools %}Call with <tool_call>{\"name\": …}</tool_call>{% for t in tools %}{{ t.function.name }}{% endfor %}{% endif %}\
+         {% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}",
+    )
+    .unwrap();
+    let out = super::aintern(
+        &[
+            "template",
+            "inspect",
+            "--template",
+            qwen_like.to_str().unwrap(),
+        ],
+        b"",
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["format"], "hermes");
+    assert_eq!(report["native_tools"], true);
+    assert_eq!(report["reasoning"]["open"], "<think>");
+    assert_eq!(report["starts_in_thinking"], true);
+
+    let out = super::aintern(
+        &["template", "inspect", "--template", "/nonexistent.jinja"],
+        b"",
+    );
+    assert!(!out.status.success());
+}
