@@ -619,7 +619,7 @@ fn adversarial_inputs_cost_linear_time() {
             .unwrap()
     }
     type Maker = fn(usize) -> String;
-    let makers: [(&str, Maker); 8] = [
+    let makers: [(&str, Maker); 14] = [
         ("deep nesting", |n| "{\"a\":".repeat(n / 5)),
         ("marker prefixes", |n| "<tool_ca".repeat(n / 8)),
         ("unterminated string", |n| format!("{{\"{}", "x".repeat(n))),
@@ -635,6 +635,34 @@ fn adversarial_inputs_cost_linear_time() {
         }),
         ("thinking close prefixes", |n| {
             format!("<think>{}", "</thin".repeat(n / 6))
+        }),
+        ("many XML parameters", |n| {
+            format!(
+                "<tool_call>\n<function=run>\n{}</function>\n</tool_call>",
+                "<parameter=k>v</parameter>\n".repeat(n / 27)
+            )
+        }),
+        ("many GLM arguments without a close", |n| {
+            format!(
+                "<tool_call>run\n{}</tool_call>",
+                "<arg_key>k</arg_key><arg_value>v".repeat(n / 34)
+            )
+        }),
+        ("many DeepSeek calls", |n| {
+            format!(
+                "<｜tool▁calls▁begin｜>{}<｜tool▁calls▁end｜>",
+                "<｜tool▁call▁begin｜>f<｜tool▁sep｜>{}<｜tool▁call▁end｜>".repeat(n / 70)
+            )
+        }),
+        ("harmony headers", |n| {
+            "<|start|>assistant<|channel|>analysis<|message|>x<|end|>".repeat(n / 55)
+        }),
+        ("pythonic that is not", |n| format!("[f({}", "a".repeat(n))),
+        ("many MiniMax invokes", |n| {
+            format!(
+                "<minimax:tool_call>{}</minimax:tool_call>",
+                "<invoke name=\"f\"><parameter name=\"k\">v</parameter></invoke>".repeat(n / 60)
+            )
         }),
     ];
     let p = parser();

@@ -27,6 +27,28 @@ pub(crate) struct Found {
     pub warnings: Vec<String>,
 }
 
+/// The first place in `s` where one of `markers` starts, and which one. Scans only up to
+/// that place (a `find` per marker would rescan the rest for every marker that is absent,
+/// quadratic over a body's many parts). Every marker starts with an ASCII byte.
+pub(crate) fn first_of<'m>(s: &str, markers: &[&'m str]) -> Option<(usize, &'m str)> {
+    let bytes = s.as_bytes();
+    let mut from = 0;
+    while let Some(offset) = bytes[from..]
+        .iter()
+        .position(|b| markers.iter().any(|m| m.as_bytes().first() == Some(b)))
+    {
+        let at = from + offset;
+        if let Some(m) = markers
+            .iter()
+            .find(|m| bytes[at..].starts_with(m.as_bytes()))
+        {
+            return Some((at, m));
+        }
+        from = at + 1;
+    }
+    None
+}
+
 /// Reads a section's body.
 pub(crate) type BodyParser = fn(&str, &ToolCatalog) -> Result<Found, String>;
 

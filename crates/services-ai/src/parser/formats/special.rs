@@ -2,7 +2,7 @@
 //! JSON lists (Nemotron, Granite, LFM2, Functionary v3.1), Llama 3.1's `<|python_tag|>`,
 //! Functionary v3.2's `>>>NAME` sections and gpt-oss harmony headers.
 
-use super::{pythonic, Found};
+use super::{first_of, pythonic, Found};
 use crate::parser::calls::{calls_from_value, Shape, ToolCatalog};
 use crate::parser::json;
 use core_models::ToolCallRequest;
@@ -93,12 +93,7 @@ pub(crate) fn python_tag(body: &str, catalog: &ToolCatalog) -> Result<Found, Str
 fn after_each<'a>(body: &'a str, markers: &[&str]) -> Vec<&'a str> {
     let mut pieces = Vec::new();
     let mut rest = body;
-    let find = |s: &str| -> Option<(usize, usize)> {
-        markers
-            .iter()
-            .filter_map(|m| s.find(m).map(|i| (i, m.len())))
-            .min()
-    };
+    let find = |s: &str| first_of(s, markers).map(|(i, m)| (i, m.len()));
     let Some((i, len)) = find(rest) else {
         return pieces;
     };
@@ -119,11 +114,7 @@ fn after_each<'a>(body: &'a str, markers: &[&str]) -> Vec<&'a str> {
 
 /// Cut `piece` at the first of `ends`.
 fn until<'a>(piece: &'a str, ends: &[&str]) -> &'a str {
-    let end = ends
-        .iter()
-        .filter_map(|e| piece.find(e))
-        .min()
-        .unwrap_or(piece.len());
+    let end = first_of(piece, ends).map_or(piece.len(), |(i, _)| i);
     &piece[..end]
 }
 

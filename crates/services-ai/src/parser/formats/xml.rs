@@ -3,7 +3,7 @@
 //! (`<invoke name="NAME"><parameter name="K">V</parameter></invoke>`). Values are typed
 //! by the tool's schema; surrounding whitespace is not part of a value.
 
-use super::Found;
+use super::{first_of, Found};
 use crate::parser::calls::ToolCatalog;
 use crate::parser::values::{property_type, typed_value, Untyped};
 use serde_json::{Map, Value};
@@ -12,13 +12,12 @@ use serde_json::{Map, Value};
 /// it) the next parameter or the end of the function. Returns the value, the rest after
 /// it, and whether the closing tag was missing.
 fn value_until<'a>(s: &'a str, close: &str, stops: &[&str]) -> (&'a str, &'a str, bool) {
-    let closed = s.find(close);
-    let stop = stops.iter().filter_map(|m| s.find(m)).min();
-    match (closed, stop) {
-        (Some(c), Some(st)) if st < c => (&s[..st], &s[st..], true),
-        (Some(c), _) => (&s[..c], &s[c + close.len()..], false),
-        (None, Some(st)) => (&s[..st], &s[st..], true),
-        (None, None) => (s, "", true),
+    let mut markers = vec![close];
+    markers.extend_from_slice(stops);
+    match first_of(s, &markers) {
+        Some((at, m)) if m == close => (&s[..at], &s[at + close.len()..], false),
+        Some((at, _)) => (&s[..at], &s[at..], true),
+        None => (s, "", true),
     }
 }
 
