@@ -316,6 +316,9 @@ fn mistral_magistral_and_generic() {
     )
     .call("run", json!({}))
     .check();
+    case("mistral", "[TOOL_CALLS]run{\"command\": \"ls\"}")
+        .call("run", json!({"command": "ls"}))
+        .check();
     case("generic", "{\"response\": \"Hi \\\"there\\\"\"}")
         .text("Hi \"there\"")
         .check();

@@ -658,6 +658,14 @@ impl StreamingFunctionCallParser {
                         name.push(c);
                     }
                     block.body = Body::MistralName { gap, matcher };
+                } else if naming && c == '{' {
+                    // `[TOOL_CALLS]NAME{…}`: the arguments right after the name.
+                    let mut scanner = JsonScanner::new();
+                    scanner.push(c);
+                    block.body = Body::Json {
+                        start: block.raw.len() - 1,
+                        scanner,
+                    };
                 } else {
                     let mut out = String::new();
                     let matched = matcher.feed(c, &[MISTRAL_ARGS], &mut out).is_some();
