@@ -185,6 +185,16 @@ struct Templates<'a> {
 }
 
 impl Templates<'_> {
+    /// The call language the model is shown: its own when its template renders the
+    /// tools, else AIntern's fence (taught by the system prompt).
+    fn call_format(&self) -> ToolCallFormat {
+        self.jinja
+            .map(ChatTemplate::chat_format)
+            .filter(|f| f.renders_tools)
+            .and_then(|f| services_ai::format_by_name(&f.call_format))
+            .unwrap_or(ToolCallFormat::FencedJson)
+    }
+
     /// The chat as a prompt: the model's Jinja template, else llama.cpp's built-in
     /// template support, else the plain rendering. Also says whether the prompt already
     /// starts with the beginning-of-sequence token's text (so it must not be added again).
@@ -253,8 +263,12 @@ struct ReplySampler {
 const SHORTLIST: usize = 128;
 
 impl ReplySampler {
-    fn new(model: &LlamaModel, request: &LlmRequest) -> Result<Self, Error> {
-        let grammar = match tool_grammar(request, ToolCallFormat::FencedJson)? {
+    fn new(
+        model: &LlamaModel,
+        request: &LlmRequest,
+        format: ToolCallFormat,
+    ) -> Result<Self, Error> {
+        let grammar = match tool_grammar(request, format)? {
             Some(grammar) => {
                 let sampler = if grammar.is_lazy() {
                     LlamaSampler::grammar_lazy(model, &grammar.text, "root", &grammar.triggers, &[])
@@ -500,7 +514,7 @@ impl<'m, 'c> Session<'m, 'c> {
             return Ok(());
         }
 
-        let mut sampler = ReplySampler::new(self.model, request)?;
+        let mut sampler = ReplySampler::new(self.model, request, templates.call_format())?;
         let gen_started = Instant::now();
         let mut utf8 = Utf8Decoder::default();
         let mut stops = StopMatcher::new(&request.options.stop);

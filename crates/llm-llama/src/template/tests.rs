@@ -234,3 +234,21 @@ fn calls_and_reasoning_reach_the_template_in_the_openai_shape() {
         "{prompt}"
     );
 }
+
+#[test]
+fn the_chat_format_follows_the_template() {
+    let chatml = ChatTemplate::new(CHATML, "", "<|im_end|>").unwrap();
+    let format = chatml.chat_format();
+    assert_eq!(format.call_format, "fenced");
+    assert!(!format.renders_tools);
+    assert!(!format.starts_in_thinking);
+
+    let qwen = ChatTemplate::new(QWEN, "", "<|im_end|>").unwrap();
+    let format = qwen.chat_format();
+    assert_eq!(format.call_format, "hermes");
+    assert!(format.renders_tools);
+
+    let thinking = format!("{CHATML}{{% if add_generation_prompt %}}<think>\n{{% endif %}}");
+    let format = ChatTemplate::new(&thinking, "", "").unwrap().chat_format();
+    assert!(format.starts_in_thinking);
+}
