@@ -20,13 +20,13 @@ pub(crate) enum TemplateAction {
     /// Print what the template shows about the model as JSON: the call format and the
     /// models that write it, the reasoning markers, whether the generation prompt opens
     /// reasoning, and what the template renders (tools, tool results, system messages).
-    Inspect(InspectArgs),
+    Inspect(TemplateFile),
 }
 
-/// `aintern template inspect`.
+/// The template and the model's special tokens, for `render` and `inspect`.
 #[derive(Debug, Args)]
-pub(crate) struct InspectArgs {
-    /// The chat template (Jinja).
+pub(crate) struct TemplateFile {
+    /// The chat template (Jinja), as in a model's tokenizer config.
     #[arg(long, value_name = "FILE")]
     template: PathBuf,
     /// The text of the model's beginning-of-sequence token (`bos_token`).
@@ -40,15 +40,8 @@ pub(crate) struct InspectArgs {
 /// `aintern template render`.
 #[derive(Debug, Args)]
 pub(crate) struct RenderArgs {
-    /// The chat template (Jinja), as in a model's tokenizer config.
-    #[arg(long, value_name = "FILE")]
-    template: PathBuf,
-    /// The text of the model's beginning-of-sequence token (`bos_token`).
-    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
-    bos: Option<String>,
-    /// The text of the model's end-of-sequence token (`eos_token`).
-    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
-    eos: Option<String>,
+    #[command(flatten)]
+    file: TemplateFile,
     /// A JSON list of OpenAI function tools (`{"type": "function", "function": {…}}`).
     #[arg(long, value_name = "FILE")]
     tools: Option<PathBuf>,
@@ -81,7 +74,7 @@ pub(crate) fn run(action: TemplateAction, out: &mut impl Write) -> Result<(), St
 }
 
 /// The `inspect` report for a template.
-fn inspect(args: &InspectArgs) -> Result<Value, String> {
+fn inspect(args: &TemplateFile) -> Result<Value, String> {
     let source = read(&args.template, "chat template")?;
     let bos = args.bos.clone().unwrap_or_default();
     let eos = args.eos.clone().unwrap_or_default();
@@ -117,7 +110,7 @@ fn read(path: &Path, what: &str) -> Result<String, String> {
 
 /// The prompt for the conversation `stdin` (JSON text) as `args` ask.
 fn render(args: &RenderArgs, stdin: &str) -> Result<String, String> {
-    let source = read(&args.template, "chat template")?;
+    let source = read(&args.file.template, "chat template")?;
     let request: Value = serde_json::from_str(stdin)
         .map_err(|e| format!("the conversation on stdin is not valid JSON: {e}"))?;
     let Value::Object(mut context) = request else {
@@ -147,8 +140,8 @@ fn render(args: &RenderArgs, stdin: &str) -> Result<String, String> {
             .or_else(|| context.get(key).and_then(Value::as_str).map(str::to_string))
             .unwrap_or_default()
     };
-    let bos = token(&args.bos, "bos_token", &context);
-    let eos = token(&args.eos, "eos_token", &context);
+    let bos = token(&args.file.bos, "bos_token", &context);
+    let eos = token(&args.file.eos, "eos_token", &context);
     let add_generation_prompt = !args.no_generation_prompt;
     if args.raw {
         let template = chat_template::Template::new(&source).map_err(|e| e.to_string())?;

@@ -133,15 +133,9 @@ impl StreamingFunctionCallParser {
                 let closer = state.section.close[i];
                 self.finish_section(state, true);
                 if matches!(self.mode, Mode::Text) {
-                    self.reopen_if_opener(closer);
+                    self.reopen(closer);
                 }
             }
-        }
-    }
-
-    fn reopen_if_opener(&mut self, closer: &str) {
-        if self.markers.contains(&closer) {
-            self.reopen(closer);
         }
     }
 
@@ -201,16 +195,8 @@ impl StreamingFunctionCallParser {
     pub(super) fn flush_section(&mut self, mut state: SectionState, pending: &str) {
         state.body.push_str(&state.closer.take());
         state.body.push_str(pending);
+        // An unfinished section always leaves the parser in text: nothing reopens.
         self.finish_section(state, false);
-        // Text a section left (Functionary's `all`) is already emitted; nothing reopens.
-        if !matches!(self.mode, Mode::Text) {
-            let mode = std::mem::replace(&mut self.mode, Mode::Text);
-            if let Mode::Thinking(_) = mode {
-                // A harmony header that opened reasoning with nothing after it.
-            } else if let Mode::Section(next) = mode {
-                self.finish_section(*next, false);
-            }
-        }
     }
 
     /// A bare pythonic reply may begin here: nothing visible yet, the format enabled, and
