@@ -44,6 +44,10 @@ pub(crate) struct BenchLlmArgs {
     /// generation of the same request, back to back.
     #[arg(long)]
     grammar: bool,
+    /// A Jinja chat template to use instead of the model's own (with `--grammar`: a
+    /// template that renders tools measures the grammar of its own call format).
+    #[arg(long, value_name = "FILE")]
+    chat_template: Option<PathBuf>,
     /// Print one JSON object instead of a report.
     #[arg(long)]
     json: bool,
@@ -88,6 +92,9 @@ struct GrammarRun {
     grammar_tg_tok_s: f64,
     /// `grammar_tg_tok_s / free_tg_tok_s`.
     ratio: f64,
+    /// The call format the grammar constrains to (the template's own when it renders
+    /// tools, else AIntern's fence).
+    call_format: String,
     /// The last constrained reply (a tool call).
     grammar_reply: String,
 }
@@ -104,8 +111,16 @@ pub(crate) async fn run(args: BenchLlmArgs) -> Result<(), String> {
             path.display()
         ));
     }
+    let chat_template = match &args.chat_template {
+        Some(file) => Some(
+            std::fs::read_to_string(file)
+                .map_err(|e| format!("cannot read the chat template {}: {e}", file.display()))?,
+        ),
+        None => None,
+    };
     let config = llm_llama::LlamaConfig {
         threads: args.threads,
+        chat_template,
         // Room for the throughput run and for the conversation.
         context_size: (args.prompt_tokens + args.gen_tokens + 16).max(4096),
         batch_size: args.prompt_tokens.max(512),
@@ -177,8 +192,12 @@ async fn constrained(
         tool_prompt_style: services_ai::ToolPromptStyle::Compact,
         ..services_ai::AgentConfig::default()
     };
-    let system = services_ai::agent::prompt::system_prompt(&config, None, &tools)
-        .ok_or("no system prompt for the tools")?;
+    // As the agent does: a template that renders the tools gets them natively, and the
+    // system prompt teaches no second call language.
+    let native = llm.info().chat_format.clone().filter(|f| f.renders_tools);
+    let listed: &[ToolDefinition] = if native.is_some() { &[] } else { &tools };
+    let system = services_ai::agent::prompt::system_prompt(&config, None, listed);
+    let call_format = native.map_or_else(|| "fenced".to_string(), |f| f.call_format);
     let request = |choice: ToolChoice| LlmRequest {
         tools: tools.clone(),
         tool_choice: choice,
@@ -187,10 +206,15 @@ async fn constrained(
             max_tokens: gen_tokens,
             ..InferenceOptions::default()
         },
-        ..LlmRequest::new(vec![
-            ChatMessage::system(system.clone()),
-            ChatMessage::user("Show me what the file notes/todo.txt says."),
-        ])
+        ..LlmRequest::new(
+            system
+                .iter()
+                .map(|s| ChatMessage::system(s.clone()))
+                .chain([ChatMessage::user(
+                    "Show me what the file notes/todo.txt says.",
+                )])
+                .collect(),
+        )
     };
     let (mut free, mut bound) = ((0u64, 0f64), (0u64, 0f64));
     let mut grammar_reply = String::new();
@@ -210,6 +234,7 @@ async fn constrained(
         free_tg_tok_s: rate(free),
         grammar_tg_tok_s: rate(bound),
         ratio: rate(bound) / rate(free).max(f64::MIN_POSITIVE),
+        call_format,
         grammar_reply,
     })
 }
@@ -297,10 +322,11 @@ fn print_report(report: &Report, json: bool) -> Result<(), String> {
         );
         if let Some(g) = &report.grammar {
             text.push_str(&format!(
-                "\n\ngrammar (required call, greedy, {} reps, back to back)\n\
+                "\n\ngrammar (required call in {}, greedy, {} reps, back to back)\n\
                  tg free     {:>9.1} tok/s  ({} tokens)\n\
                  tg grammar  {:>9.1} tok/s  ({} tokens)\n\
                  ratio       {:>9.3}",
+                g.call_format,
                 report.reps,
                 g.free_tg_tok_s,
                 g.free_tokens,

@@ -14,7 +14,7 @@ use services_ai::scripted::ScriptedLlm;
 use services_ai::{
     AgentService, DefaultPermissionManager, FilePermissionStore, InMemoryToolRegistry,
 };
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt};
@@ -41,6 +41,10 @@ pub(crate) struct SessionArgs {
     /// `script:FILE` (a scripted model).
     #[arg(long, value_name = "BACKEND")]
     backend: Option<String>,
+    /// A Jinja chat template to use instead of the model's own (llama models only), as
+    /// llama.cpp's `--chat-template-file`: for a model whose template is missing or wrong.
+    #[arg(long, value_name = "FILE")]
+    chat_template: Option<PathBuf>,
     /// Answer approvals without asking: all, safe or none. Permissions saved with
     /// `aintern permissions` still apply first.
     #[arg(long, value_enum)]
@@ -225,7 +229,7 @@ impl Session {
             terminal.note(&note);
         }
         let llm = tokio::select! {
-            llm = backend(args.backend.as_deref(), terminal) => llm?,
+            llm = backend(args.backend.as_deref(), args.chat_template.as_deref(), terminal) => llm?,
             () = interrupts.next() => crate::signals::leave(130),
         };
         let permissions = match settings::permissions_file() {
@@ -430,12 +434,19 @@ pub(crate) async fn next_line(input: &mut Option<UnboundedReceiver<String>>) -> 
 }
 
 /// Load a GGUF model off the async runtime, showing progress.
-async fn load_llama(path: PathBuf, terminal: &mut Terminal) -> Result<Arc<dyn LlmService>, String> {
+async fn load_llama(
+    path: PathBuf,
+    chat_template: Option<String>,
+    terminal: &mut Terminal,
+) -> Result<Arc<dyn LlmService>, String> {
     let name = path.file_name().map_or_else(
         || path.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    let config = llm_llama::LlamaConfig::new(path);
+    let config = llm_llama::LlamaConfig {
+        chat_template,
+        ..llm_llama::LlamaConfig::new(path)
+    };
     let mut task = tokio::task::spawn_blocking(move || llm_llama::LlamaLlm::load(config));
     let started = Instant::now();
     let mut ticks = tokio::time::interval(Duration::from_millis(100));
@@ -455,11 +466,23 @@ async fn load_llama(path: PathBuf, terminal: &mut Terminal) -> Result<Arc<dyn Ll
 
 async fn backend(
     spec: Option<&str>,
+    chat_template: Option<&Path>,
     terminal: &mut Terminal,
 ) -> Result<Arc<dyn LlmService>, String> {
-    match spec.map(|s| s.split_once(':').unwrap_or((s, ""))) {
+    let parsed = spec.map(|s| s.split_once(':').unwrap_or((s, "")));
+    let template = match chat_template {
+        Some(_) if !matches!(parsed, None | Some(("llama", _))) => {
+            return Err("--chat-template applies to llama models only".into())
+        }
+        Some(file) => Some(
+            std::fs::read_to_string(file)
+                .map_err(|e| format!("cannot read the chat template {}: {e}", file.display()))?,
+        ),
+        None => None,
+    };
+    match parsed {
         Some(("llama", file)) if !file.is_empty() => {
-            load_llama(PathBuf::from(file), terminal).await
+            load_llama(PathBuf::from(file), template, terminal).await
         }
         None => {
             let path = llm_llama::default_model_path();
@@ -469,7 +492,7 @@ async fn backend(
                     path.display()
                 ));
             }
-            load_llama(path, terminal).await
+            load_llama(path, template, terminal).await
         }
         Some(("script", file)) if !file.is_empty() => {
             let text = std::fs::read_to_string(file)

@@ -9,9 +9,11 @@
 //!   adapted to what the template understands (tools, tool results, system messages;
 //!   see [`ChatTemplate`]); else with llama.cpp's built-in template support; else with
 //!   a plain rendering.
-//! * Tool calls can be grammar-constrained: `required` or a named tool makes the whole
-//!   reply one call whose parameters follow the tool's JSON schema; `auto` constrains only
-//!   what follows the call's opening fence (a lazy grammar).
+//! * Tool calls can be grammar-constrained, in the model's own call language when its
+//!   template renders tools (else AIntern's fence): `required` makes the reply calls
+//!   (a named tool: one call of it) whose arguments follow the tools' JSON schemas, after
+//!   reasoning that is kept from taking the whole reply; `auto` constrains only what
+//!   follows the format's opening marker (a lazy grammar).
 //! * **KV-cache reuse:** the worker remembers which tokens the context holds; each call
 //!   evaluates only the tokens after the longest common prefix with them, so an agent
 //!   loop that re-sends a growing conversation pays only for what is new.
@@ -47,6 +49,9 @@ pub struct LlamaConfig {
     pub batch_size: u32,
     /// Layers offloaded to a GPU (needs a GPU feature).
     pub gpu_layers: u32,
+    /// A chat template (Jinja source) to use instead of the one in the GGUF file, for a
+    /// model whose own template is missing or wrong. Loading fails when it is not valid.
+    pub chat_template: Option<String>,
 }
 
 impl LlamaConfig {
@@ -58,6 +63,7 @@ impl LlamaConfig {
             threads: 0,
             batch_size: 512,
             gpu_layers: 0,
+            chat_template: None,
         }
     }
 }

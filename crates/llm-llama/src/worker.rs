@@ -1,6 +1,6 @@
 //! The worker thread: owns the model and its context, runs one job at a time.
 
-use crate::grammar::tool_grammar;
+use crate::grammar::{tool_grammar, GrammarTarget, ReasoningBudget};
 use crate::template::ChatTemplate;
 use crate::text::{Stop, StopMatcher, Utf8Decoder};
 use crate::{Error, LlamaConfig, ModelInfo};
@@ -15,7 +15,6 @@ use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::data::LlamaTokenData;
 use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use llama_cpp_2::token::LlamaToken;
-use services_ai::ToolCallFormat;
 use std::num::NonZeroU32;
 use std::sync::{mpsc, OnceLock};
 use std::time::Instant;
@@ -42,7 +41,7 @@ pub(crate) enum Job {
 }
 
 /// llama.cpp's backend can be initialized once per process.
-fn backend() -> Result<&'static LlamaBackend, Error> {
+pub(crate) fn backend() -> Result<&'static LlamaBackend, Error> {
     static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
     BACKEND
         .get_or_init(|| {
@@ -108,19 +107,33 @@ pub(crate) fn run(
             return;
         }
     };
-    let template = model.chat_template(None).ok();
-    let source = template.as_ref().and_then(|t| t.to_string().ok());
-    let jinja = source.as_deref().and_then(|source| {
-        let vocab = model.vocab();
-        let text = |t| String::from_utf8_lossy(&vocab.token_to_piece(t, true, None)).into_owned();
-        match ChatTemplate::new(source, &text(vocab.bos()), &text(vocab.eos())) {
-            Ok(t) => Some(t),
-            Err(e) => {
-                tracing::warn!(error = %e, "using llama.cpp's built-in template support instead");
-                None
+    let template = match &config.chat_template {
+        Some(source) => LlamaChatTemplate::new(source).ok(),
+        None => model.chat_template(None).ok(),
+    };
+    let source = template
+        .as_ref()
+        .and_then(|t| t.to_str().ok().map(str::to_string));
+    let jinja = match source.as_deref() {
+        Some(source) => {
+            let vocab = model.vocab();
+            let text =
+                |t| String::from_utf8_lossy(&vocab.token_to_piece(t, true, None)).into_owned();
+            match ChatTemplate::new(source, &text(vocab.bos()), &text(vocab.eos())) {
+                Ok(t) => Some(t),
+                // A template the user gave must work.
+                Err(e) if config.chat_template.is_some() => {
+                    let _ = ready.send(Err(e));
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "using llama.cpp's built-in template support instead");
+                    None
+                }
             }
         }
-    });
+        None => None,
+    };
     let templates = Templates {
         jinja: jinja.as_ref(),
         builtin: template.as_ref(),
@@ -185,14 +198,12 @@ struct Templates<'a> {
 }
 
 impl Templates<'_> {
-    /// The call language the model is shown: its own when its template renders the
-    /// tools, else AIntern's fence (taught by the system prompt).
-    fn call_format(&self) -> ToolCallFormat {
+    /// What a tool grammar for a reply to `prompt` is written for (see
+    /// [`ChatTemplate::grammar_target`]); AIntern's fence without a Jinja template.
+    fn grammar_target(&self, prompt: &str) -> GrammarTarget {
         self.jinja
-            .map(ChatTemplate::chat_format)
-            .filter(|f| f.renders_tools)
-            .and_then(|f| services_ai::format_by_name(&f.call_format))
-            .unwrap_or(ToolCallFormat::FencedJson)
+            .map(|t| t.grammar_target(prompt))
+            .unwrap_or_else(GrammarTarget::fence)
     }
 
     /// The chat as a prompt: the model's Jinja template, else llama.cpp's built-in
@@ -253,6 +264,8 @@ struct ReplySampler {
     fallback: LlamaToken,
     /// Tokens the grammar rejected and had sampled again.
     corrected: u64,
+    /// The reasoning allowed before a required call.
+    budget: Option<ReasoningBudget>,
     /// When a rejected token can be sampled again from the best-scored candidates alone:
     /// how many of them the grammar must allow for the result to be the same as over
     /// every candidate (see [`ReplySampler::sample`]).
@@ -266,12 +279,18 @@ impl ReplySampler {
     fn new(
         model: &LlamaModel,
         request: &LlmRequest,
-        format: ToolCallFormat,
+        target: &GrammarTarget,
     ) -> Result<Self, Error> {
-        let grammar = match tool_grammar(request, format)? {
+        let grammar = match tool_grammar(request, target)? {
             Some(grammar) => {
                 let sampler = if grammar.is_lazy() {
-                    LlamaSampler::grammar_lazy(model, &grammar.text, "root", &grammar.triggers, &[])
+                    LlamaSampler::grammar_lazy_patterns(
+                        model,
+                        &grammar.text,
+                        "root",
+                        &grammar.triggers,
+                        &[],
+                    )
                 } else {
                     LlamaSampler::grammar(model, &grammar.text, "root")
                 };
@@ -293,13 +312,33 @@ impl ReplySampler {
         } else {
             None
         };
+        let budget = grammar
+            .as_ref()
+            .and_then(|_| ReasoningBudget::new(request, target));
         Ok(ReplySampler {
             chain: chain(model, options),
             grammar,
             fallback: model.vocab().eos(),
             corrected: 0,
+            budget,
             shortlist_needs,
         })
+    }
+
+    /// Take `token` as chosen (written for the model), into the chain and the grammar.
+    fn accept(&mut self, token: LlamaToken) {
+        if let Some(grammar) = self.grammar.as_mut() {
+            grammar.accept(token);
+        }
+        self.chain.accept(token);
+    }
+
+    /// Note a generated token's text; returns the text to write for the model when its
+    /// reasoning budget is spent (see [`ReasoningBudget`]).
+    fn forced_text(&mut self, piece: &[u8]) -> Option<String> {
+        self.budget
+            .as_mut()
+            .and_then(|b| b.push(&String::from_utf8_lossy(piece)))
     }
 
     /// The next token from output `index` of the last decode, accepted into the chain
@@ -514,7 +553,8 @@ impl<'m, 'c> Session<'m, 'c> {
             return Ok(());
         }
 
-        let mut sampler = ReplySampler::new(self.model, request, templates.call_format())?;
+        let mut sampler =
+            ReplySampler::new(self.model, request, &templates.grammar_target(&prompt))?;
         let gen_started = Instant::now();
         let mut utf8 = Utf8Decoder::default();
         let mut stops = StopMatcher::new(&request.options.stop);
@@ -524,15 +564,32 @@ impl<'m, 'c> Session<'m, 'c> {
         let max = u64::from(request.options.max_tokens.max(1));
         let mut position = tokens.len();
         let mut stopped = false;
+        // Tokens written for the model (the end of its reasoning, see ReasoningBudget).
+        let mut forced = std::collections::VecDeque::new();
         while generated < max && !self.cancelled() {
             // `sample` also accepts the token into the chain and the grammar.
-            let token = sampler.sample(self.ctx, logits_index);
+            let token = match forced.pop_front() {
+                Some(token) => {
+                    sampler.accept(token);
+                    token
+                }
+                None => sampler.sample(self.ctx, logits_index),
+            };
             if vocab.is_eog(token) {
                 break;
             }
             generated += 1;
             first_token.get_or_insert_with(|| started.elapsed());
-            let piece = vocab.token_to_piece(token, false, None);
+            // Special tokens as their text: call and reasoning markers are special tokens
+            // in many models (`[TOOL_CALLS]`, `<|START_ACTION|>`, `<|python_tag|>`…), and
+            // the parser must see them, as the grammar does. End-of-generation tokens
+            // never get here.
+            let piece = vocab.token_to_piece(token, true, None);
+            if forced.is_empty() {
+                if let Some(close) = sampler.forced_text(&piece) {
+                    forced.extend(vocab.tokenize(close.as_bytes(), false, true));
+                }
+            }
             let text = utf8.push(&piece);
             if !text.is_empty() {
                 match stops.push(&text) {

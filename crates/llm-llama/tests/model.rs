@@ -442,3 +442,122 @@ async fn a_required_call_is_well_formed_when_sampling_too() {
         assert!(output.trim_end().ends_with("```"), "{output:?}");
     }
 }
+
+/// With a real model family's chat template (read from the shared templates folder beside
+/// the workspace, never copied), a forced call comes out in that family's own call
+/// language — the grammar constrains even this small model to it, and ends reasoning that
+/// runs too long — and the parser the agent uses for that template reads the call back.
+#[tokio::test]
+async fn required_calls_come_out_in_each_templates_own_language() {
+    let Some(path) = model_path() else { return };
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/templates");
+    assert!(
+        dir.join("README.md").is_file(),
+        "the real chat templates are missing: expected them in {}",
+        dir.display()
+    );
+    let cases = [
+        ("Qwen-Qwen3-0.6B.jinja", "hermes", "<tool_call>"),
+        ("Qwen3-Coder.jinja", "qwen3-coder", "<function=read_file>"),
+        ("GLM-4.6.jinja", "glm", "<arg_key>"),
+        (
+            "MiniMax-M2.jinja",
+            "minimax-m2",
+            "<invoke name=\"read_file\">",
+        ),
+        (
+            "Mistral-Small-3.2-24B-Instruct-2506.jinja",
+            "mistral",
+            "[TOOL_CALLS]read_file[ARGS]",
+        ),
+        (
+            "mistralai-Mistral-Nemo-Instruct-2407.jinja",
+            "mistral",
+            "[TOOL_CALLS][",
+        ),
+        (
+            "openai-gpt-oss-120b.jinja",
+            "harmony",
+            "to=functions.read_file",
+        ),
+        // Its template shows no tools: AIntern's fence, after the reasoning its prompt opens.
+        (
+            "deepseek-ai-DeepSeek-V3.1.jinja",
+            "deepseek-v3.1",
+            "</think>",
+        ),
+        (
+            "moonshotai-Kimi-K2.jinja",
+            "kimi-k2",
+            "functions.read_file:",
+        ),
+        (
+            "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja",
+            "command-r7b",
+            "<|START_ACTION|>",
+        ),
+        (
+            "ibm-granite-granite-3.3-2B-Instruct.jinja",
+            "granite",
+            "<|tool_call|>",
+        ),
+        (
+            "LFM2-8B-A1B.jinja",
+            "lfm2",
+            "<|tool_call_start|>[read_file(",
+        ),
+        (
+            "google-gemma-4-31B-it.jinja",
+            "gemma4",
+            "<|tool_call>call:read_file{",
+        ),
+        (
+            "meta-llama-Llama-3.1-8B-Instruct.jinja",
+            "llama3",
+            "\"read_file\"",
+        ),
+        (
+            "meetkai-functionary-medium-v3.2.jinja",
+            "functionary-v3.2",
+            "read_file\n",
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (file, format, marker) in cases {
+        let source = std::fs::read_to_string(dir.join(file)).unwrap();
+        let llm = LlamaLlm::load(LlamaConfig {
+            chat_template: Some(source.clone()),
+            ..config(path.clone())
+        })
+        .unwrap();
+        let chat = llm.chat_format().unwrap();
+        if chat.call_format != format {
+            failures.push(format!("{file}: detected {}", chat.call_format));
+            continue;
+        }
+        let req = LlmRequest {
+            tools: vec![read_file_tool()],
+            tool_choice: core_models::ToolChoice::Tool("read_file".into()),
+            ..request(
+                vec![ChatMessage::user("Read notes.txt and tell me what it says")],
+                greedy(256),
+            )
+        };
+        let text = generate(&llm, req).await.0.concat();
+        let profile = services_ai::detect_template(&source);
+        let out =
+            services_ai::FunctionCallParser::new(services_ai::ToolCatalog::from_definitions([
+                read_file_tool(),
+            ]))
+            .with_options(profile.parser_options(chat.starts_in_thinking))
+            .parse_all(&text);
+        let ok = text.contains(marker)
+            && out.tool_calls.first().is_some_and(|c| {
+                c.tool_id == "read_file" && c.parameters.get("path").is_some_and(|p| p.is_string())
+            });
+        if !ok {
+            failures.push(format!("{file} ({format}): {text:?} → {out:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}

@@ -10,6 +10,7 @@
 //! templates that drop (or refuse) the tool role; a system message is folded into the
 //! first user message for templates without a system role.
 
+use crate::grammar::GrammarTarget;
 use crate::Error;
 use core_models::{ChatMessage, ToolDefinition};
 use serde::Serialize;
@@ -35,6 +36,9 @@ pub struct ChatTemplate {
     eos_token: String,
     capabilities: TemplateCapabilities,
     format: core_models::ChatFormat,
+    profile: services_ai::TemplateProfile,
+    /// Mistral's `[TOOL_CALLS]NAME[ARGS]{…}` form.
+    name_then_args: bool,
 }
 
 /// One message as templates expect it.
@@ -79,17 +83,19 @@ impl ChatTemplate {
             eos_token: eos_token.to_string(),
             capabilities: TemplateCapabilities::default(),
             format: core_models::ChatFormat::default(),
+            profile: services_ai::detect_template(source),
+            name_then_args: source.contains("[ARGS]"),
         };
         template.capabilities = template.probe();
-        template.format = template.detect_format(source);
+        template.format = template.detect_format();
         Ok(template)
     }
 
     /// The model's call format and reasoning start, as the template shows them: its
     /// markers decide the format, and the generation prompt for one user message whether
     /// the reply starts inside reasoning.
-    fn detect_format(&self, source: &str) -> core_models::ChatFormat {
-        let profile = services_ai::detect_template(source);
+    fn detect_format(&self) -> core_models::ChatFormat {
+        let profile = &self.profile;
         let user = TemplateMessage {
             role: "user",
             content: "Hello",
@@ -99,12 +105,28 @@ impl ChatTemplate {
         };
         let starts_in_thinking = self
             .render_raw(&[user], None, true)
-            .map(|prompt| services_ai::prompt_opens_reasoning(&prompt, &profile))
+            .map(|prompt| services_ai::prompt_opens_reasoning(&prompt, profile))
             .unwrap_or(false);
         core_models::ChatFormat {
             call_format: profile.format.name().to_string(),
             renders_tools: self.capabilities.tools,
             starts_in_thinking,
+        }
+    }
+
+    /// What a tool grammar for a reply to `prompt` is written for: the model's own call
+    /// format when the template renders tools (else AIntern's fence, which the system
+    /// prompt teaches), its reasoning markers, and whether `prompt` opened reasoning.
+    pub(crate) fn grammar_target(&self, prompt: &str) -> GrammarTarget {
+        GrammarTarget {
+            format: if self.capabilities.tools {
+                self.profile.format
+            } else {
+                services_ai::ToolCallFormat::FencedJson
+            },
+            reasoning: self.profile.reasoning,
+            starts_in_thinking: services_ai::prompt_opens_reasoning(prompt, &self.profile),
+            name_then_args: self.name_then_args,
         }
     }
 

@@ -1,0 +1,227 @@
+//! Tool-call grammars: GBNF text that constrains a reply to calls in the model's own
+//! call language.
+//!
+//! `required` or a named tool makes the reply one or more calls whose arguments follow
+//! the tools' JSON schemas, after the reasoning the model may write first (or must
+//! finish, when the prompt opened it); `auto` constrains only what follows the format's
+//! opening marker (a lazy grammar), so free text stays free; `none` adds nothing.
+//!
+//! [`syntax`] knows each format's call syntax; [`gbnf`] writes the grammar text.
+
+mod gbnf;
+mod syntax;
+
+use crate::Error;
+use core_models::{LlmRequest, ToolChoice};
+use gbnf::{literal, Gbnf, SPACE};
+use services_ai::ToolCallFormat;
+
+/// How many calls one reply may hold.
+const MAX_CALLS: usize = 8;
+
+/// The opening of a tool call in the format AIntern asks models for.
+pub(crate) const CALL_FENCE: &str = "```tool_call";
+
+/// A grammar for a reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ToolGrammar {
+    /// The GBNF text; its start rule is `root`.
+    pub(crate) text: String,
+    /// For a lazy grammar, the patterns (regular expressions, as llama.cpp's lazy
+    /// grammars take them) that start it: the grammar constrains the text from the
+    /// pattern's first capture group on. Empty for a grammar that constrains the whole
+    /// reply.
+    pub(crate) triggers: Vec<String>,
+}
+
+impl ToolGrammar {
+    /// Whether the grammar waits for a trigger.
+    pub(crate) fn is_lazy(&self) -> bool {
+        !self.triggers.is_empty()
+    }
+}
+
+/// What the grammar is written for: the model's call language and reasoning.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct GrammarTarget {
+    /// The call format ([`ToolCallFormat::FencedJson`]: AIntern's own, taught by the
+    /// system prompt).
+    pub(crate) format: ToolCallFormat,
+    /// The reasoning markers the model writes (open, close), when it reasons.
+    pub(crate) reasoning: Option<(&'static str, &'static str)>,
+    /// The prompt opened reasoning: the reply starts inside it.
+    pub(crate) starts_in_thinking: bool,
+    /// Mistral's newer form, `[TOOL_CALLS]NAME[ARGS]{…}` (Mistral Small 3.2, Magistral,
+    /// Devstral), rather than a JSON list.
+    pub(crate) name_then_args: bool,
+}
+
+impl GrammarTarget {
+    /// AIntern's fence, for a model whose reasoning is unknown.
+    pub(crate) fn fence() -> Self {
+        GrammarTarget {
+            format: ToolCallFormat::FencedJson,
+            reasoning: None,
+            starts_in_thinking: false,
+            name_then_args: false,
+        }
+    }
+
+    /// The reasoning markers that apply: the model's, or `<think>` when the prompt opened
+    /// reasoning without the model's being known.
+    fn reasoning_markers(&self) -> Option<(&'static str, &'static str)> {
+        match self.reasoning {
+            None if self.starts_in_thinking => Some(("<think>", "</think>")),
+            markers => markers,
+        }
+    }
+
+    /// The reasoning the model may write (or, when the prompt opened it, finish) before
+    /// its calls, as a GBNF expression; empty when there is none.
+    fn reasoning_prefix(&self, g: &mut Gbnf) -> String {
+        // A harmony reply's analysis message ends with `<|end|>`; the call is the next
+        // message, whose header starts again.
+        let after = if self.format == ToolCallFormat::Harmony {
+            literal("<|start|>assistant")
+        } else {
+            SPACE.to_string()
+        };
+        match self.reasoning_markers() {
+            Some((_, close)) if self.starts_in_thinking => {
+                format!("{} {after} ", g.until(close))
+            }
+            Some((open, close)) => {
+                format!("( {} {} {after} )? ", literal(open), g.until(close))
+            }
+            None => String::new(),
+        }
+    }
+}
+
+/// A grammar for the reply to `request` in `target`'s call language, from the offered
+/// tools and the tool choice. `None` when nothing constrains the reply.
+pub(crate) fn tool_grammar(
+    request: &LlmRequest,
+    target: &GrammarTarget,
+) -> Result<Option<ToolGrammar>, Error> {
+    // With `none` nothing constrains the text: the agent runs nothing the model writes
+    // then (a grammar forbidding the call's opening would have to check every token).
+    if request.tools.is_empty() || request.tool_choice == ToolChoice::None {
+        return Ok(None);
+    }
+    let tools: Vec<_> = match &request.tool_choice {
+        ToolChoice::Tool(name) => {
+            let chosen: Vec<_> = request.tools.iter().filter(|t| &t.id == name).collect();
+            if chosen.is_empty() {
+                return Err(Error::Template(format!(
+                    "the tool choice names {name}, which is not offered"
+                )));
+            }
+            chosen
+        }
+        _ => request.tools.iter().collect(),
+    };
+    let mut g = Gbnf::new();
+    // A named tool is one call of it; otherwise a reply may hold several.
+    let max_calls = match request.tool_choice {
+        ToolChoice::Tool(_) => 1,
+        _ => MAX_CALLS,
+    };
+    let calls = syntax::calls(&mut g, target, &tools, max_calls)?;
+    let (root, triggers) = match request.tool_choice {
+        ToolChoice::Auto => (calls.expr, calls.triggers),
+        _ => {
+            let prefix = target.reasoning_prefix(&mut g);
+            (format!("{prefix}{}", calls.expr), Vec::new())
+        }
+    };
+    Ok(Some(ToolGrammar {
+        text: g.finish(&root),
+        triggers,
+    }))
+}
+
+/// Keeps the reasoning before a required call from taking the whole reply: the grammar
+/// lets the model reason first, and a small model may never stop. After half of the
+/// reply's tokens spent reasoning, the worker writes the rest of the closing marker
+/// itself, and the grammar then asks for the call.
+#[derive(Debug)]
+pub(crate) struct ReasoningBudget {
+    open: &'static str,
+    close: &'static str,
+    state: Reasoning,
+    /// The text since the reply (or its reasoning) started.
+    text: String,
+    tokens: u64,
+    budget: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reasoning {
+    Before,
+    Inside,
+    Done,
+}
+
+impl ReasoningBudget {
+    /// The budget for a reply to `request` under a grammar for `target`; `None` when the
+    /// grammar constrains nothing before a trigger (`auto`) or allows no reasoning.
+    pub(crate) fn new(request: &LlmRequest, target: &GrammarTarget) -> Option<Self> {
+        if matches!(request.tool_choice, ToolChoice::Auto | ToolChoice::None) {
+            return None;
+        }
+        let (open, close) = target.reasoning_markers()?;
+        Some(ReasoningBudget {
+            open,
+            close,
+            state: if target.starts_in_thinking {
+                Reasoning::Inside
+            } else {
+                Reasoning::Before
+            },
+            text: String::new(),
+            tokens: 0,
+            budget: u64::from(request.options.max_tokens.max(2) / 2),
+        })
+    }
+
+    /// Note the text of one generated token. Returns the text to write for the model
+    /// when the budget is spent: the rest of the closing marker.
+    pub(crate) fn push(&mut self, piece: &str) -> Option<String> {
+        self.text.push_str(piece);
+        if self.state == Reasoning::Before {
+            let t = self.text.trim_start();
+            if let Some(rest) = t.strip_prefix(self.open) {
+                self.text = rest.to_string();
+                self.state = Reasoning::Inside;
+            } else if !self.open.starts_with(t) {
+                self.state = Reasoning::Done;
+            }
+            return None;
+        }
+        if self.state == Reasoning::Done {
+            return None;
+        }
+        self.tokens += 1;
+        if self.text.contains(self.close) {
+            self.state = Reasoning::Done;
+            return None;
+        }
+        if self.tokens < self.budget {
+            return None;
+        }
+        self.state = Reasoning::Done;
+        // The marker may already be partly written.
+        let written = (1..self.close.len())
+            .rev()
+            .filter(|&k| self.close.is_char_boundary(k))
+            .find(|&k| self.text.ends_with(&self.close[..k]))
+            .unwrap_or(0);
+        Some(self.close[written..].to_string())
+    }
+}
+
+#[cfg(test)]
+mod matcher;
+#[cfg(test)]
+mod tests;
