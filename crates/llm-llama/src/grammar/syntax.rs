@@ -49,6 +49,14 @@ pub(super) fn regex_escape(text: &str) -> String {
     out
 }
 
+/// Calls inside a section's markers; the opening marker starts a lazy grammar.
+fn section(open: &str, calls: &str, close: &str) -> Calls {
+    Calls {
+        expr: format!("{} {calls} {}", literal(open), literal(close)),
+        triggers: vec![word(open)],
+    }
+}
+
 /// The tools' names as a regex alternation.
 fn names_pattern(tools: &[&ToolDefinition]) -> String {
     let names: Vec<String> = tools.iter().map(|t| regex_escape(&t.id)).collect();
@@ -521,13 +529,11 @@ pub(super) fn calls(
                     "<｜tool▁call▁end｜>",
                 )?
             };
-            let open = "<｜tool▁calls▁begin｜>";
-            let expr = format!(
-                "{} {} \"<｜tool▁calls▁end｜>\"",
-                literal(open),
-                repeated(&call, SPACE)
-            );
-            one(expr, open)
+            section(
+                "<｜tool▁calls▁begin｜>",
+                &repeated(&call, SPACE),
+                "<｜tool▁calls▁end｜>",
+            )
         }
         F::KimiK2 => {
             let call = per_tool(g, "kimi-call", tools, |g, t| {
@@ -537,13 +543,11 @@ pub(super) fn calls(
                     literal(&format!("<|tool_call_begin|>functions.{}:", t.id))
                 ))
             })?;
-            let open = "<|tool_calls_section_begin|>";
-            let expr = format!(
-                "{} {} \"<|tool_calls_section_end|>\"",
-                literal(open),
-                repeated(&call, SPACE)
-            );
-            one(expr, open)
+            section(
+                "<|tool_calls_section_begin|>",
+                &repeated(&call, SPACE),
+                "<|tool_calls_section_end|>",
+            )
         }
         F::CommandR7b => {
             let call = per_tool(g, "action", tools, |g, t| {
