@@ -108,7 +108,15 @@ pub(crate) fn run(
         }
     };
     let template = match &config.chat_template {
-        Some(source) => LlamaChatTemplate::new(source).ok(),
+        Some(source) => match LlamaChatTemplate::new(source) {
+            Ok(t) => Some(t),
+            Err(_) => {
+                let _ = ready.send(Err(Error::Template(
+                    "the chat template contains a NUL character".into(),
+                )));
+                return;
+            }
+        },
         None => model.chat_template(None).ok(),
     };
     let source = template

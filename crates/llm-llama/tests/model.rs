@@ -561,3 +561,18 @@ async fn required_calls_come_out_in_each_templates_own_language() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// A chat template the user gives must work: one that is not valid Jinja, or holds a NUL
+/// character, is a clear error when the model loads, never a silent fallback.
+#[test]
+fn a_given_chat_template_that_cannot_work_is_a_clear_error() {
+    let Some(path) = model_path() else { return };
+    for bad in ["{% for m in messages %}{{ m.content ", "{{ 'a' }}\0"] {
+        let err = LlamaLlm::load(LlamaConfig {
+            chat_template: Some(bad.into()),
+            ..config(path.clone())
+        })
+        .unwrap_err();
+        assert!(matches!(err, Error::Template(_)), "{bad:?}: {err}");
+    }
+}

@@ -150,7 +150,7 @@ pub(crate) struct ReasoningBudget {
     open: &'static str,
     close: &'static str,
     state: Reasoning,
-    /// The text since the reply (or its reasoning) started.
+    /// The text since the reply started; inside reasoning, only its last marker's length.
     text: String,
     tokens: u64,
     budget: u64,
@@ -206,6 +206,15 @@ impl ReasoningBudget {
         if self.text.contains(self.close) {
             self.state = Reasoning::Done;
             return None;
+        }
+        // Only a marker's length of tail can matter to the next check: keep no more, so
+        // each token costs the same however long the reasoning runs.
+        if self.text.len() > self.close.len() {
+            let mut cut = self.text.len() - self.close.len();
+            while !self.text.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.text.drain(..cut);
         }
         if self.tokens < self.budget {
             return None;

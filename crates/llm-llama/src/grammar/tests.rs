@@ -556,3 +556,14 @@ fn reasoning_before_a_forced_call_ends_after_half_the_reply() {
     assert_eq!(b.push("a"), None);
     assert_eq!(b.push("b").as_deref(), Some("</think>"));
 }
+
+#[test]
+fn a_long_reasoning_keeps_only_a_markers_tail() {
+    let mut b = budget(ToolChoice::Required, true, 4000).unwrap();
+    for _ in 0..1000 {
+        assert_eq!(b.push("é thinking </th"), None);
+    }
+    assert!(b.text.len() <= "</think>".len() + 1, "{}", b.text);
+    assert_eq!(b.push("ink>"), None, "a marker across pieces still ends it");
+    assert_eq!(b.push("x"), None);
+}
