@@ -287,6 +287,7 @@ fn every_model_roundtrips() {
     let usage = LlmUsage {
         prompt_tokens: 10,
         prompt_tokens_evaluated: 4,
+        cached_prompt_tokens: 6,
         generated_tokens: 3,
         time_to_first_token: Duration::from_millis(20),
         prompt_time: Duration::from_millis(15),
@@ -295,7 +296,18 @@ fn every_model_roundtrips() {
     let u = roundtrip(&LlmChunk::Usage(usage));
     assert_eq!(u["type"], "usage");
     assert_eq!(u["time_to_first_token_ms"], 20);
+    assert_eq!(u["cached_prompt_tokens"], 6);
     assert_eq!(roundtrip(&LlmChunk::text("x"))["text"], "x");
+    assert_eq!(roundtrip(&LlmChunk::reasoning("r"))["type"], "reasoning");
+    let call = roundtrip(&LlmChunk::ToolCall(core_models::LlmToolCall {
+        id: Some("call_1".into()),
+        name: "read_file".into(),
+        arguments: "{\"path\":\"a\"}".into(),
+    }));
+    assert_eq!(
+        (&call["type"], &call["id"], &call["name"]),
+        (&"tool_call".into(), &"call_1".into(), &"read_file".into())
+    );
 
     let m = services_ai::AgentStateMachine::new();
     m.start(id).unwrap();

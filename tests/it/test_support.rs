@@ -19,6 +19,7 @@ async fn collect(
         match item? {
             LlmChunk::Text { text } => texts.push(text),
             LlmChunk::Usage(u) => usage = Some(u),
+            other => panic!("a scripted text response streamed {other:?}"),
         }
     }
     Ok((texts, usage))

@@ -72,7 +72,7 @@ pub use events::{
     MachineTransition, StateChangedEvent, TextGenerationEvent, ToolCallRequestEvent,
     ToolExecutionEvent, ToolExecutionStatus, ToolResultEvent, ToolUsageSummary, TransitionRecord,
 };
-pub use llm::{LlmChunk, LlmRequest, LlmStream, LlmUsage};
+pub use llm::{LlmChunk, LlmRequest, LlmStream, LlmToolCall, LlmUsage, ModelDetails};
 pub use permission::{
     collapse_whitespace, normalize_path, PermissionCheckResult, PermissionSubjects,
     ToolPermissionSettings,

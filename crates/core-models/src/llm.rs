@@ -39,12 +39,20 @@ impl LlmRequest {
 }
 
 /// Counts and timings of one generation.
+///
+/// A backend that runs the model itself measures everything; one that talks to a server
+/// reports what the server says (its token counts, and its own timings when it sends them,
+/// as llama-server does) and otherwise the times it saw as a client.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct LlmUsage {
     /// Tokens in the prompt.
     pub prompt_tokens: u64,
     /// Prompt tokens actually evaluated (the rest came from the cache).
     pub prompt_tokens_evaluated: u64,
+    /// Prompt tokens taken from the cache instead of being evaluated (a KV cache reused
+    /// across requests, a server's prompt cache): `prompt_tokens - prompt_tokens_evaluated`.
+    #[serde(default)]
+    pub cached_prompt_tokens: u64,
     /// Tokens generated.
     pub generated_tokens: u64,
     /// From the call to the first generated token.
@@ -59,7 +67,13 @@ pub struct LlmUsage {
 }
 
 /// One item of a generation stream.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// A backend that hands the model's raw output over sends only [`LlmChunk::Text`] (the
+/// agent finds calls and reasoning in it with its parser). One whose server already took
+/// the output apart (an OpenAI-compatible server's `tool_calls` and `reasoning_content`)
+/// sends [`LlmChunk::Reasoning`] and [`LlmChunk::ToolCall`] too; the agent treats such a
+/// call exactly like one it parsed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum LlmChunk {
     /// A piece of generated text; never splits a UTF-8 character.
@@ -67,6 +81,13 @@ pub enum LlmChunk {
         /// The text.
         text: String,
     },
+    /// A piece of the model's reasoning, already separated from its answer.
+    Reasoning {
+        /// The text.
+        text: String,
+    },
+    /// A whole tool call, already separated from the text (sent once it is complete).
+    ToolCall(LlmToolCall),
     /// The statistics, sent once after the last text piece.
     Usage(LlmUsage),
 }
@@ -75,6 +96,48 @@ impl LlmChunk {
     /// A text piece.
     pub fn text(text: impl Into<String>) -> Self {
         LlmChunk::Text { text: text.into() }
+    }
+
+    /// A reasoning piece.
+    pub fn reasoning(text: impl Into<String>) -> Self {
+        LlmChunk::Reasoning { text: text.into() }
+    }
+}
+
+/// A tool call as a server delivers it, before the agent looks the tool up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlmToolCall {
+    /// The id the server gave the call, when it gave one; the conversation answers the
+    /// call with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The tool's name as the model wrote it.
+    pub name: String,
+    /// The arguments as the model wrote them: JSON text, normally an object (the agent
+    /// checks it; broken JSON is reported, never run).
+    pub arguments: String,
+}
+
+/// What a backend knows about its model's size, for choosing defaults.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ModelDetails {
+    /// Parameters, when known (a GGUF's own count, or what a server reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<u64>,
+    /// The context window in tokens, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_length: Option<u32>,
+}
+
+impl ModelDetails {
+    /// Fewer parameters than this make a model "small": it follows AIntern's compact tool
+    /// prompt and answers best greedy.
+    pub const SMALL_MODEL_PARAMETERS: u64 = 1_000_000_000;
+
+    /// Whether the model is known to be small (see [`Self::SMALL_MODEL_PARAMETERS`]).
+    pub fn is_small(&self) -> bool {
+        self.parameters
+            .is_some_and(|p| p > 0 && p < Self::SMALL_MODEL_PARAMETERS)
     }
 }
 

@@ -3,7 +3,7 @@
 
 use crate::error::Error;
 use crate::events::{AgentEvent, GitCommit};
-use crate::llm::{LlmRequest, LlmStream};
+use crate::llm::{LlmRequest, LlmStream, ModelDetails};
 use crate::permission::{PermissionCheckResult, PermissionSubjects, ToolPermissionSettings};
 use crate::request::{AgentRequest, ToolAvailabilityContext};
 use crate::state::{AgentState, AgentStateChange};
@@ -112,6 +112,11 @@ pub trait LlmService: Send + Sync {
     fn chat_format(&self) -> Option<ChatFormat> {
         None
     }
+
+    /// What the backend knows about the model's size (nothing, by default).
+    fn model_details(&self) -> ModelDetails {
+        ModelDetails::default()
+    }
 }
 
 /// A model's own way of calling tools, as its chat template shows it.
@@ -124,6 +129,23 @@ pub struct ChatFormat {
     pub renders_tools: bool,
     /// The generation prompt opens a reasoning block: the reply starts inside it.
     pub starts_in_thinking: bool,
+}
+
+impl ChatFormat {
+    /// The [`ChatFormat::call_format`] of a backend whose server takes the model's output
+    /// apart itself (an OpenAI-compatible server's `tool_calls`): calls arrive as
+    /// [`crate::LlmChunk::ToolCall`], and the text holds none (call-like text stays text).
+    pub const NATIVE: &'static str = "native";
+
+    /// What a backend with server-side tool calls reports: tools rendered by the server,
+    /// calls delivered structured.
+    pub fn native() -> Self {
+        ChatFormat {
+            call_format: Self::NATIVE.to_string(),
+            renders_tools: true,
+            starts_in_thinking: false,
+        }
+    }
 }
 
 /// Decides whether a tool call may run, needs approval, or is refused, and remembers

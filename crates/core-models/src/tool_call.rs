@@ -62,6 +62,10 @@ pub struct ToolCallRequest {
     /// [`crate::Tool::assess`]); `None` until assessed, and then the main argument is used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permission_subjects: Option<PermissionSubjects>,
+    /// The id the model's server gave the call (OpenAI-compatible `tool_calls`), when it
+    /// gave one: the conversation sent back to that server answers the call with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_call_id: Option<String>,
 }
 
 /// The first string among [`MAIN_ARGUMENT_KEYS`] in `parameters`, with its key.
@@ -90,7 +94,16 @@ impl ToolCallRequest {
             iteration_number: 0,
             validation_result: None,
             permission_subjects: None,
+            model_call_id: None,
         }
+    }
+
+    /// The id the conversation answers this call with: the server's own
+    /// ([`Self::model_call_id`]) when it gave one, else [`Self::id`].
+    pub fn history_id(&self) -> String {
+        self.model_call_id
+            .clone()
+            .unwrap_or_else(|| self.id.to_string())
     }
 
     /// Replace the parameters (for example with those a person edited).

@@ -644,6 +644,7 @@ impl<'m, 'c> Session<'m, 'c> {
         let usage = LlmUsage {
             prompt_tokens: tokens.len() as u64,
             prompt_tokens_evaluated: evaluated as u64,
+            cached_prompt_tokens: (tokens.len() as u64).saturating_sub(evaluated as u64),
             generated_tokens: generated,
             time_to_first_token: first_token.unwrap_or_else(|| started.elapsed()),
             prompt_time,

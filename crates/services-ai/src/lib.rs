@@ -58,8 +58,8 @@ pub mod state_machine;
 
 pub use agent::{AgentService, AgentServiceBuilder};
 pub use config::{
-    AgentConfig, BudgetConfig, ConfigLoader, FormatterConfig, SandboxConfig, ToolPromptStyle,
-    ValidationError, MAX_ITERATION_DELAY_MS,
+    AgentConfig, BackendConfig, BackendKind, BudgetConfig, ConfigLoader, FormatterConfig,
+    SandboxConfig, ToolMode, ToolPromptStyle, ValidationError, MAX_ITERATION_DELAY_MS,
 };
 pub use emitter::{AgentEventEmitter, EventStream, Subscription};
 pub use error::{Error, Result};

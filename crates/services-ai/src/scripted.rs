@@ -16,6 +16,11 @@ pub struct ScriptedResponse {
     /// Text pieces, streamed in order.
     #[serde(default)]
     pub chunks: Vec<String>,
+    /// Items a server would send already taken apart (`{"type": "reasoning", "text": …}`,
+    /// `{"type": "tool_call", "id": …, "name": …, "arguments": "{…}"}`), streamed after
+    /// the text pieces.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub items: Vec<LlmChunk>,
     /// Wait this long before each chunk, in milliseconds.
     #[serde(default)]
     pub delay_ms: u64,
@@ -54,6 +59,14 @@ impl ScriptedResponse {
     pub fn failure(message: impl Into<String>) -> Self {
         ScriptedResponse {
             fail: Some(message.into()),
+            ..Default::default()
+        }
+    }
+
+    /// A response streaming these items (reasoning, native tool calls, text).
+    pub fn items(items: impl IntoIterator<Item = LlmChunk>) -> Self {
+        ScriptedResponse {
+            items: items.into_iter().collect(),
             ..Default::default()
         }
     }
@@ -195,29 +208,38 @@ impl LlmService for ScriptedLlm {
         }
         let started = Instant::now();
         let delay = Duration::from_millis(response.delay_ms);
-        let generated = response.chunks.len() as u64;
+        let generated = (response.chunks.len() + response.items.len()) as u64;
         let prompt_tokens = (prompt_chars as u64).div_ceil(4);
         let fail_after = response.fail_after_chunks;
+        // Items that bring their own usage replace the one made up here.
+        let own_usage = response
+            .items
+            .iter()
+            .any(|i| matches!(i, LlmChunk::Usage(_)));
+        let items: Vec<LlmChunk> = response
+            .chunks
+            .into_iter()
+            .map(LlmChunk::text)
+            .chain(response.items)
+            .collect();
         let stream = futures::stream::unfold(
-            (
-                response.chunks.into_iter(),
-                Some(fail_after),
-                None::<Duration>,
-            ),
+            (items.into_iter(), Some(fail_after), None::<Duration>),
             move |(mut chunks, tail, mut first)| async move {
                 if let Some(chunk) = chunks.next() {
                     if !delay.is_zero() {
                         tokio::time::sleep(delay).await;
                     }
                     first.get_or_insert_with(|| started.elapsed());
-                    return Some((Ok(LlmChunk::text(chunk)), (chunks, tail, first)));
+                    return Some((Ok(chunk), (chunks, tail, first)));
                 }
                 match tail {
                     Some(Some(message)) => Some((Err(Error::llm(message)), (chunks, None, first))),
+                    Some(None) if own_usage => None,
                     Some(None) => {
                         let usage = LlmUsage {
                             prompt_tokens,
                             prompt_tokens_evaluated: prompt_tokens,
+                            cached_prompt_tokens: 0,
                             generated_tokens: generated,
                             time_to_first_token: first.unwrap_or_default(),
                             prompt_time: Duration::ZERO,

@@ -6,6 +6,7 @@
 mod approvals;
 mod calls;
 mod limits;
+mod native;
 mod prompt;
 mod replies;
 mod seed_004;

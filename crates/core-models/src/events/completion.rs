@@ -105,6 +105,10 @@ pub struct AgentCompleteEvent {
     /// Completion tokens across all generations.
     #[serde(default)]
     pub completion_tokens: u64,
+    /// Prompt tokens the backend took from its cache instead of evaluating them, across
+    /// all generations (part of `prompt_tokens`).
+    #[serde(default)]
+    pub cached_prompt_tokens: u64,
     /// Per-tool statistics.
     #[serde(default)]
     pub tool_usage: Vec<ToolUsageSummary>,
@@ -136,6 +140,7 @@ impl AgentCompleteEvent {
             total_tokens: tokens,
             prompt_tokens: 0,
             completion_tokens: tokens,
+            cached_prompt_tokens: 0,
             tool_usage: usage,
             stop_message: None,
         }
@@ -181,6 +186,12 @@ impl AgentCompleteEvent {
         self.prompt_tokens = prompt_tokens;
         self.completion_tokens = completion_tokens;
         self.total_tokens = completion_tokens;
+        self
+    }
+
+    /// Set the prompt tokens that came from the backend's cache.
+    pub fn with_cached_prompt_tokens(mut self, cached: u64) -> Self {
+        self.cached_prompt_tokens = cached;
         self
     }
 

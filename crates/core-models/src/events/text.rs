@@ -1,6 +1,7 @@
 //! What the model writes and where the loop stands: `text_generation` and `agent_iteration`.
 
 use super::EventHeader;
+use crate::llm::LlmUsage;
 use crate::serde_util::{duration_ms, truncate_chars};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -33,6 +34,10 @@ pub struct TextGenerationEvent {
     /// Position within the current stream.
     #[serde(default)]
     pub sequence_index: u32,
+    /// On the completion event: the generation's counts and timings as the backend
+    /// reported them (prompt, cached and generated tokens, times).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<LlmUsage>,
 }
 
 impl TextGenerationEvent {
@@ -52,6 +57,7 @@ impl TextGenerationEvent {
             is_thinking,
             source: None,
             sequence_index: 0,
+            usage: None,
         }
     }
 
@@ -61,6 +67,12 @@ impl TextGenerationEvent {
             is_complete: true,
             ..Self::token(request_id, "", total_tokens, false, iteration)
         }
+    }
+
+    /// Attach the generation's usage (on the completion event).
+    pub fn with_usage(mut self, usage: LlmUsage) -> Self {
+        self.usage = Some(usage);
+        self
     }
 
     /// Set the position within the stream.

@@ -356,13 +356,10 @@ impl ChatTemplate {
                     continue;
                 }
                 "tool" if !caps.tool_role => {
-                    let name = text(message, "name");
-                    let name = if name.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({name})")
-                    };
-                    user(format!("Tool result{name}:\n{}", text(message, "content")))
+                    user(services_ai::agent::prompt::tool_result_as_user_text(
+                        Some(&text(message, "name")),
+                        &text(message, "content"),
+                    ))
                 }
                 "assistant" if !caps.tools && message.get("tool_calls").is_some() => {
                     calls_as_text(message)

@@ -91,6 +91,7 @@ impl Run {
             self.usage.values().cloned().collect(),
         )
         .with_token_counts(self.prompt_tokens, self.completion_tokens)
+        .with_cached_prompt_tokens(self.cached_prompt_tokens)
         .with_reason(reason)
     }
 

@@ -4,7 +4,8 @@
 use super::run::{Reply, Run, Stopped};
 use crate::parser::{FunctionCallParser, ParseEvent};
 use core_models::{
-    AgentErrorEvent, Error, LlmChunk, LlmRequest, TextGenerationEvent, TurnState as S,
+    AgentErrorEvent, Error, LlmChunk, LlmRequest, LlmToolCall, LlmUsage, TextGenerationEvent,
+    ToolChoice, TurnState as S,
 };
 use futures::StreamExt;
 use std::sync::Arc;
@@ -21,6 +22,7 @@ impl Run {
     ) -> Result<Reply, Result<Stopped, Error>> {
         let stop = self.handle.stop.clone();
         let llm = Arc::clone(&self.shared.ports.llm);
+        let calls_allowed = request.tool_choice != ToolChoice::None;
         let mut stream = tokio::select! {
             r = llm.generate(request) => r.map_err(Err)?,
             _ = stop.cancelled() => return Err(Ok(Stopped)),
@@ -39,6 +41,7 @@ impl Run {
             u32::MAX
         };
         let mut pending: Pending = (String::new(), false, 0);
+        let mut usage: Option<LlmUsage> = None;
         loop {
             let item = tokio::select! {
                 item = stream.next() => item,
@@ -53,9 +56,24 @@ impl Run {
                     self.flush_text(&mut pending);
                     return Err(Err(e));
                 }
-                Some(Ok(LlmChunk::Usage(usage))) => {
-                    self.prompt_tokens += usage.prompt_tokens;
-                    self.completion_tokens += usage.generated_tokens;
+                Some(Ok(LlmChunk::Usage(reported))) => {
+                    self.prompt_tokens += reported.prompt_tokens;
+                    self.completion_tokens += reported.generated_tokens;
+                    self.cached_prompt_tokens += reported.cached_prompt_tokens;
+                    usage = Some(reported);
+                }
+                Some(Ok(LlmChunk::Reasoning { text })) => {
+                    self.tokens += 1;
+                    pending.2 += 1;
+                    let events = vec![ParseEvent::Thinking(text)];
+                    self.handle_parse_events(events, &mut reply, &mut pending, buffer);
+                    if pending.2 >= buffer {
+                        self.flush_text(&mut pending);
+                    }
+                }
+                Some(Ok(LlmChunk::ToolCall(call))) => {
+                    let event = self.native_call(parser, &call, calls_allowed);
+                    self.handle_parse_events(vec![event], &mut reply, &mut pending, buffer);
                 }
                 Some(Ok(LlmChunk::Text { text })) => {
                     self.tokens += 1;
@@ -82,12 +100,36 @@ impl Run {
         if self.completion_tokens == 0 {
             self.completion_tokens = self.tokens;
         }
-        self.emit(TextGenerationEvent::complete(
+        let mut complete = TextGenerationEvent::complete(
             self.request.request_id,
             u32::try_from(self.tokens).unwrap_or(u32::MAX),
             self.iteration,
-        ));
+        );
+        if let Some(usage) = usage {
+            complete = complete.with_usage(usage);
+        }
+        self.emit(complete);
         Ok(reply)
+    }
+
+    /// A call the backend delivered already taken apart: looked up and checked like a
+    /// parsed one, or a diagnostic (never run) when it is broken or no call may happen.
+    fn native_call(
+        &self,
+        parser: &FunctionCallParser,
+        call: &LlmToolCall,
+        calls_allowed: bool,
+    ) -> ParseEvent {
+        if !calls_allowed {
+            return ParseEvent::Diagnostic(format!(
+                "the model called {} although no tool may be called now; it was not run",
+                call.name.trim()
+            ));
+        }
+        match parser.catalog().native_call(call) {
+            Ok(request) => ParseEvent::ToolCall(request),
+            Err(message) => ParseEvent::Diagnostic(message),
+        }
     }
 
     fn handle_parse_events(

@@ -283,6 +283,15 @@ fn parser_options(
     let Some(native) = native else {
         return built.clone();
     };
+    if native.call_format == core_models::ChatFormat::NATIVE {
+        // The server finds the calls: the text is text (and reasoning in its markers).
+        let text = ParserOptions::only([ToolCallFormat::Reasoning]);
+        return if native.starts_in_thinking {
+            text.starting_in_thinking()
+        } else {
+            text
+        };
+    }
     match crate::parser::format_by_name(&native.call_format) {
         Some(format) => crate::parser::TemplateProfile {
             format,

@@ -221,9 +221,18 @@ pub fn tool_result_message(
     let body = truncate_middle(&body, max_bytes);
     ChatMessage::tool(
         &call.tool_id,
-        call.id.to_string(),
+        call.history_id(),
         format!("[{}]\n{body}", call.tool_name),
     )
+}
+
+/// A tool result as a user message's text, for prompts that have no tool role (chat
+/// templates written without one, a server asked in text): `Tool result (NAME):\nCONTENT`.
+pub fn tool_result_as_user_text(tool: Option<&str>, content: &str) -> String {
+    match tool.filter(|t| !t.is_empty()) {
+        Some(tool) => format!("Tool result ({tool}):\n{content}"),
+        None => format!("Tool result:\n{content}"),
+    }
 }
 
 /// The seed's plain-text rendering of a conversation ("User: …", "Assistant: …", "Tool

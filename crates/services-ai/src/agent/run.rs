@@ -83,7 +83,7 @@ impl Reply {
             .calls
             .iter()
             .map(|c| core_models::MessageToolCall {
-                id: c.id.to_string(),
+                id: c.history_id(),
                 name: c.tool_id.clone(),
                 arguments: c.parameters.clone(),
             })
@@ -111,6 +111,8 @@ pub(crate) struct Run {
     pub(super) tokens: u64,
     pub(super) prompt_tokens: u64,
     pub(super) completion_tokens: u64,
+    /// Prompt tokens the backend took from its cache, across generations.
+    pub(super) cached_prompt_tokens: u64,
     pub(super) tools_executed: u32,
     pub(super) usage: BTreeMap<String, ToolUsageSummary>,
     pub(super) history: Vec<ChatMessage>,
@@ -144,6 +146,7 @@ impl Run {
             tokens: 0,
             prompt_tokens: 0,
             completion_tokens: 0,
+            cached_prompt_tokens: 0,
             tools_executed: 0,
             usage: BTreeMap::new(),
             history: Vec::new(),

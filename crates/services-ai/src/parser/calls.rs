@@ -2,7 +2,7 @@
 
 use super::json;
 use crate::agent::guard::guarded;
-use core_models::{RiskLevel, ToolCallRequest, ToolDefinition, ToolRegistry};
+use core_models::{LlmToolCall, RiskLevel, ToolCallRequest, ToolDefinition, ToolRegistry};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -78,6 +78,33 @@ impl ToolCatalog {
             }
         }
         call
+    }
+
+    /// A request for a call a server already took apart (OpenAI-compatible `tool_calls`),
+    /// filled from the catalog like a parsed one: the name trimmed, the arguments JSON text
+    /// that must be an object (empty text is no arguments), the server's id kept.
+    ///
+    /// # Errors
+    /// A message for a call without a name or with arguments that are not a JSON object;
+    /// such a call is reported, never run.
+    pub fn native_call(&self, call: &LlmToolCall) -> Result<ToolCallRequest, String> {
+        let name = call.name.trim();
+        if name.is_empty() {
+            return Err("the model sent a tool call without a tool name".into());
+        }
+        let arguments = match call.arguments.trim() {
+            "" => Value::Object(Map::new()),
+            text => match json::parse(text) {
+                Ok(Value::Object(o)) => Value::Object(o),
+                Ok(Value::Null) => Value::Object(Map::new()),
+                Ok(_) => return Err(format!("the arguments of {name} are not a JSON object")),
+                Err(e) => return Err(format!("the arguments of {name} are not valid JSON: {e}")),
+            },
+        };
+        let raw = serde_json::json!({"name": name, "arguments": call.arguments}).to_string();
+        let mut request = self.request(name, arguments, &raw);
+        request.model_call_id = call.id.clone().filter(|id| !id.trim().is_empty());
+        Ok(request)
     }
 }
 

@@ -249,6 +249,11 @@ impl FunctionCallParser {
         self
     }
 
+    /// Where the parser looks tools up.
+    pub fn catalog(&self) -> &ToolCatalog {
+        &self.catalog
+    }
+
     /// A streaming parser with the same catalog and options.
     pub fn streaming(&self) -> StreamingFunctionCallParser {
         StreamingFunctionCallParser::new(self.catalog.clone(), self.options.clone())

@@ -5,6 +5,10 @@
 //! Keys are the snake_case field names. Nested budget keys use `__` in the environment:
 //! `AINTERN_MAX_AGENT_ITERATIONS=5`, `AINTERN_BUDGET__MAX_TOTAL_TOKENS=20000`.
 
+mod backend;
+
+pub use backend::{BackendConfig, BackendKind, ToolMode};
+
 use crate::error::{Error, Result};
 use core_models::{SandboxFallback, SandboxMode};
 use serde::{Deserialize, Serialize};
@@ -152,6 +156,8 @@ pub struct AgentConfig {
     pub formatters: BTreeMap<String, FormatterConfig>,
     /// The sandbox of commands (`run_command`, formatters, git).
     pub sandbox: SandboxConfig,
+    /// Which model answers and how to reach it (read by the application).
+    pub backend: BackendConfig,
 }
 
 /// How commands the tools start are sandboxed (see the `sandbox` crate).
@@ -225,6 +231,7 @@ impl Default for AgentConfig {
             budget: BudgetConfig::default(),
             formatters: BTreeMap::new(),
             sandbox: SandboxConfig::default(),
+            backend: BackendConfig::default(),
         }
     }
 }
@@ -426,6 +433,7 @@ impl AgentConfig {
                 format!("{name}: extensions must list at least one extension"),
             );
         }
+        errors.extend(self.backend.validation_errors());
         errors
     }
 

@@ -1,0 +1,127 @@
+//! How to reach a server: its URL, the model, credentials, headers, time limits, retries.
+
+use crate::error::Error;
+use services_ai::{BackendConfig, ToolMode};
+use std::fmt;
+use std::time::Duration;
+
+/// An API key. Its `Debug` and `Display` never show it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// A key.
+    pub fn new(key: impl Into<String>) -> Self {
+        ApiKey(key.into())
+    }
+
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(<hidden>)")
+    }
+}
+
+/// The settings of an [`crate::OpenAiLlm`].
+#[derive(Debug, Clone)]
+pub struct OpenAiConfig {
+    /// The base URL, up to and including `/v1` (`http://127.0.0.1:8080/v1`); requests go to
+    /// `{base}/chat/completions` and `{base}/models`.
+    pub base_url: String,
+    /// The model's name; `None` picks the server's only (or first) model.
+    pub model: Option<String>,
+    /// Sent as `Authorization: Bearer …`.
+    pub api_key: Option<ApiKey>,
+    /// Extra headers sent with every request.
+    pub headers: Vec<(String, String)>,
+    /// Native tool calls, calls in the text, or decided from what the server says.
+    pub tool_mode: ToolMode,
+    /// Most time to open a connection.
+    pub connect_timeout: Duration,
+    /// Most time from sending a request to the first token of its reply.
+    pub first_token_timeout: Duration,
+    /// Most silence in a stream once the reply started.
+    pub idle_timeout: Duration,
+    /// Retries after a connection error, 429 or 5xx, before any of the reply arrived.
+    pub max_retries: u32,
+    /// The first retry's wait before jitter; each later one doubles it.
+    pub retry_base: Duration,
+    /// The longest wait before a retry; a server asking for longer is not retried.
+    pub retry_max_wait: Duration,
+}
+
+impl OpenAiConfig {
+    /// Settings for the server at `base_url`, with the defaults of [`BackendConfig`].
+    pub fn new(base_url: impl Into<String>) -> Self {
+        let defaults = BackendConfig::default();
+        OpenAiConfig {
+            base_url: base_url.into(),
+            model: None,
+            api_key: None,
+            headers: Vec::new(),
+            tool_mode: defaults.tool_mode,
+            connect_timeout: Duration::from_millis(defaults.connect_timeout_ms),
+            first_token_timeout: Duration::from_millis(defaults.first_token_timeout_ms),
+            idle_timeout: Duration::from_millis(defaults.idle_timeout_ms),
+            max_retries: defaults.max_retries,
+            retry_base: Duration::from_millis(500),
+            retry_max_wait: Duration::from_secs(60),
+        }
+    }
+
+    /// The settings a `[backend]` section describes; `env` looks environment variables up
+    /// (the API key's variable).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] when the section has no URL or names an API-key variable
+    /// that is not set.
+    pub fn from_backend(
+        backend: &BackendConfig,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, Error> {
+        let url = backend
+            .url
+            .as_deref()
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .ok_or_else(|| {
+                Error::InvalidConfig("backend.url: the server's base URL is missing".into())
+            })?;
+        let api_key = match &backend.api_key_env {
+            None => None,
+            Some(name) => match env(name).filter(|v| !v.trim().is_empty()) {
+                Some(key) => Some(ApiKey::new(key.trim())),
+                None => {
+                    return Err(Error::InvalidConfig(format!(
+                        "backend.api_key_env names {name}, but that variable is not set"
+                    )))
+                }
+            },
+        };
+        Ok(OpenAiConfig {
+            model: backend.model.clone(),
+            api_key,
+            headers: backend
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            tool_mode: backend.tool_mode,
+            connect_timeout: Duration::from_millis(backend.connect_timeout_ms),
+            first_token_timeout: Duration::from_millis(backend.first_token_timeout_ms),
+            idle_timeout: Duration::from_millis(backend.idle_timeout_ms),
+            max_retries: backend.max_retries,
+            ..OpenAiConfig::new(url)
+        })
+    }
+
+    /// The same settings for `model`.
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+}

@@ -1,0 +1,287 @@
+//! One generation: the request sent (again, after a connection error, 429 or 5xx, while
+//! nothing of the reply was delivered), the event stream read within its time limits and
+//! decoded. The whole of it is one lazy stream: dropping it drops the response, which
+//! closes the connection at once.
+
+use crate::decode::{Decoder, Ending};
+use crate::error::Error;
+use crate::http::{self, Failure};
+use crate::wire::{self, Chunk, Mode};
+use crate::Inner;
+use core_models::{LlmRequest, LlmStream};
+use eventsource_stream::Eventsource;
+use futures::StreamExt;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The longest exponential backoff step (a server's `Retry-After` may ask for more, up to
+/// the configured maximum wait).
+const MAX_BACKOFF: Duration = Duration::from_secs(8);
+
+/// The stream of one generation.
+pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
+    Box::pin(async_stream::stream! {
+        let mode = if inner.text_mode.load(Ordering::Relaxed) { Mode::Text } else { Mode::Native };
+        let context = inner.context(&request, mode);
+        let mut attempt: u32 = 0;
+        // Whether anything was handed to the consumer: from then on nothing is retried.
+        let mut delivered = false;
+        'attempts: loop {
+            let body = wire::request_body(&inner.model, &request, mode, inner.dialect(), true);
+            let started = Instant::now();
+            let deadline = started + inner.config.first_token_timeout;
+            let sent = http::send(
+                inner.http.post(inner.urls.chat.clone()).json(&body),
+                &inner.urls.chat,
+                deadline,
+                inner.config.connect_timeout,
+                &context,
+            )
+            .await;
+            let response = match sent {
+                Ok(response) => response,
+                Err(Failure { error: Error::Rejected { message, .. }, .. })
+                    if crate::wants_max_completion_tokens(&message)
+                        && !inner.max_completion_tokens.swap(true, Ordering::Relaxed) =>
+                {
+                    continue 'attempts;
+                }
+                Err(Failure { error: Error::ToolsRejected { message }, .. }) => {
+                    // From the next request on, the agent describes the tools in the prompt.
+                    inner.text_mode.store(true, Ordering::Relaxed);
+                    yield Err(Error::ToolsRejected { message }.into());
+                    return;
+                }
+                Err(failure) => match retry_wait(&inner, &failure, attempt) {
+                    Some(wait) => {
+                        tracing::debug!(error = %failure.error, attempt, ?wait, "retrying");
+                        tokio::time::sleep(wait).await;
+                        attempt += 1;
+                        continue 'attempts;
+                    }
+                    None => {
+                        yield Err(inner.explain(failure.error).await.into());
+                        return;
+                    }
+                },
+            };
+            let mut decoder = Decoder::default();
+            if !http::is_event_stream(&response) {
+                // A server that answered with the whole reply at once.
+                let reply = http::read_json(response, deadline)
+                    .await
+                    .and_then(|json| {
+                        serde_json::from_value::<Chunk>(json)
+                            .map_err(|e| Error::Protocol(format!("not a chat completion: {e}")))
+                    })
+                    .and_then(|chunk| decoder.chunk(chunk));
+                let ttft = started.elapsed();
+                let ending = reply.and_then(|chunks| {
+                    decoder
+                        .finish(Ending::Complete, Some(ttft), ttft)
+                        .map(|end| chunks.into_iter().chain(end).collect::<Vec<_>>())
+                });
+                match ending {
+                    Ok(chunks) => {
+                        for chunk in chunks {
+                            yield Ok(chunk);
+                        }
+                    }
+                    Err(e) => yield Err(e.into()),
+                }
+                return;
+            }
+            let mut events = http::bounded_body(response.bytes_stream(), http::EVENT_CAP).eventsource();
+            let mut first: Option<Duration> = None;
+            loop {
+                let limit = if first.is_some() {
+                    Instant::now() + inner.config.idle_timeout
+                } else {
+                    deadline
+                };
+                let next = tokio::time::timeout_at(limit, events.next()).await;
+                let failure = match next {
+                    Err(_) => {
+                        yield Err(timeout(&inner, first.is_some()).into());
+                        return;
+                    }
+                    Ok(None) => match decoder.finish(Ending::Truncated, first, started.elapsed()) {
+                        Ok(chunks) => {
+                            for chunk in chunks {
+                                yield Ok(chunk);
+                            }
+                            return;
+                        }
+                        Err(e) => e,
+                    },
+                    Ok(Some(Err(e))) => stream_failure(&e, delivered),
+                    Ok(Some(Ok(event))) => match decoder.event(&event.data) {
+                        Ok(chunks) => {
+                            if first.is_none() && (decoder.pieces() > 0 || !chunks.is_empty() || decoder.has_calls()) {
+                                first = Some(started.elapsed());
+                            }
+                            for chunk in chunks {
+                                delivered = true;
+                                yield Ok(chunk);
+                            }
+                            if decoder.is_done() {
+                                match decoder.finish(Ending::Complete, first, started.elapsed()) {
+                                    Ok(chunks) => {
+                                        for chunk in chunks {
+                                            yield Ok(chunk);
+                                        }
+                                    }
+                                    Err(e) => yield Err(e.into()),
+                                }
+                                return;
+                            }
+                            continue;
+                        }
+                        Err(e) => e,
+                    },
+                };
+                let failure = Failure::from(mark_delivered(failure, delivered));
+                if !delivered {
+                    if let Some(wait) = retry_wait(&inner, &failure, attempt) {
+                        tracing::debug!(error = %failure.error, attempt, ?wait, "retrying before the first token");
+                        tokio::time::sleep(wait).await;
+                        attempt += 1;
+                        continue 'attempts;
+                    }
+                }
+                yield Err(failure.error.into());
+                return;
+            }
+        }
+    })
+}
+
+/// A broken connection after output is not retried, and says so.
+fn mark_delivered(error: Error, delivered: bool) -> Error {
+    match error {
+        Error::Disconnected { reason, .. } if delivered => Error::Disconnected {
+            after_output: true,
+            reason,
+        },
+        other => other,
+    }
+}
+
+/// The error for a failed event stream.
+fn stream_failure(
+    e: &eventsource_stream::EventStreamError<http::BodyError>,
+    delivered: bool,
+) -> Error {
+    use eventsource_stream::EventStreamError as E;
+    match e {
+        E::Transport(http::BodyError::EventTooLarge) => Error::TooLarge(format!(
+            "the server sent one event of more than {} MiB; the reply was stopped",
+            http::EVENT_CAP / (1024 * 1024)
+        )),
+        E::Transport(http::BodyError::Http(e)) => Error::Disconnected {
+            after_output: delivered,
+            reason: describe(e),
+        },
+        E::Utf8(e) => Error::MalformedStream(format!("the stream is not UTF-8 text: {e}")),
+        E::Parser(e) => Error::MalformedStream(format!("not server-sent events: {e}")),
+    }
+}
+
+/// A reqwest error with its causes.
+fn describe(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text = format!("{text}: {s}");
+        source = s.source();
+    }
+    text
+}
+
+fn timeout(inner: &Inner, started: bool) -> Error {
+    if started {
+        Error::Timeout {
+            what: "the server's stream went silent",
+            after: inner.config.idle_timeout,
+            hint: " — backend.idle_timeout_ms sets how long to wait",
+        }
+    } else {
+        Error::Timeout {
+            what: "the server sent no token",
+            after: inner.config.first_token_timeout,
+            hint: " — backend.first_token_timeout_ms sets how long to wait (a long prompt on a slow machine takes a while)",
+        }
+    }
+}
+
+/// How long to wait before attempt `attempt + 1`, or `None` when `failure` is not retried
+/// (not retryable, out of retries, or the server asks for a longer wait than allowed).
+fn retry_wait(inner: &Inner, failure: &Failure, attempt: u32) -> Option<Duration> {
+    if !failure.error.is_retryable() || attempt >= inner.config.max_retries {
+        return None;
+    }
+    if let Some(asked) = failure.retry_after {
+        return (asked <= inner.config.retry_max_wait).then_some(asked);
+    }
+    Some(backoff(
+        inner.config.retry_base,
+        attempt,
+        MAX_BACKOFF.min(inner.config.retry_max_wait),
+    ))
+}
+
+/// Exponential backoff with jitter: `base × 2^attempt` capped at `cap`, then a random
+/// point in its upper half (so that clients that failed together do not return together).
+pub(crate) fn backoff(base: Duration, attempt: u32, cap: Duration) -> Duration {
+    let step = base
+        .saturating_mul(2u32.saturating_pow(attempt.min(16)))
+        .min(cap);
+    let millis = u64::try_from(step.as_millis()).unwrap_or(u64::MAX);
+    Duration::from_millis(fastrand::u64(millis / 2..=millis))
+}
+
+impl Decoder {
+    /// Whether pieces of a call arrived (they count as the reply having started).
+    pub(crate) fn has_calls(&self) -> bool {
+        self.call_count() > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_within_its_cap_with_jitter() {
+        let base = Duration::from_millis(100);
+        let cap = Duration::from_secs(1);
+        for attempt in 0..8 {
+            let step = (100u64 << attempt).min(1000);
+            for _ in 0..20 {
+                let wait = backoff(base, attempt, cap).as_millis() as u64;
+                assert!(
+                    wait >= step / 2 && wait <= step,
+                    "attempt {attempt}: {wait}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn only_a_break_before_output_may_be_retried() {
+        let broken = |after_output| Error::Disconnected {
+            after_output,
+            reason: "reset".into(),
+        };
+        assert!(broken(false).is_retryable());
+        assert!(!mark_delivered(broken(false), true).is_retryable());
+        assert!(!Error::Timeout {
+            what: "x",
+            after: Duration::ZERO,
+            hint: ""
+        }
+        .is_retryable());
+    }
+}

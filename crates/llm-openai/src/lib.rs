@@ -1,0 +1,330 @@
+//! AIntern's second backend: any server that speaks the OpenAI chat-completions protocol —
+//! llama.cpp's llama-server, vLLM, Ollama, LM Studio, hosted APIs.
+//!
+//! Most people who run local models already run a server, often on another machine with
+//! a GPU; this crate lets the agent use it. [`OpenAiLlm`] implements
+//! [`core_models::LlmService`] over `POST {base}/chat/completions`:
+//!
+//! - **Streaming**: text deltas as [`core_models::LlmChunk::Text`], `reasoning_content` (or
+//!   `reasoning`) as [`core_models::LlmChunk::Reasoning`].
+//! - **Native tool calls**: streamed `tool_calls` pieces assembled by id and index (servers
+//!   that send a call whole, or give every call index 0, included) and delivered whole as
+//!   [`core_models::LlmChunk::ToolCall`]; the agent checks them exactly like calls it parsed.
+//!   A stream cut in the middle of a call never delivers it.
+//! - **Text mode**: when the server's template cannot render tools (llama-server says so
+//!   in `/props`), when the server rejects `tools`, or when configured, the tools are
+//!   described in the prompt and calls parsed from the text — the model is asked as the
+//!   in-process backend asks it.
+//! - **Usage**: prompt, cached (`prompt_tokens_details.cached_tokens`) and generated tokens;
+//!   llama-server's `timings` when it sends them.
+//! - **Failures**: connect, first-token and idle-stream time limits; retries with
+//!   exponential backoff and jitter on connection errors, 429 (honouring `Retry-After`) and
+//!   5xx, only before any of the reply was delivered; errors that say what to do
+//!   ([`Error`]). Dropping the stream closes the connection at once.
+//! - **Bounded memory**: one event, one reply and the number of calls are capped.
+//!
+//! The API key is sent as a bearer token, marked sensitive, and never printed or logged.
+
+mod classify;
+mod config;
+mod decode;
+mod discover;
+mod error;
+mod generate;
+mod http;
+mod wire;
+
+pub use config::{ApiKey, OpenAiConfig};
+pub use discover::{ModelEntry, ServerInfo};
+pub use error::Error;
+pub use services_ai::ToolMode;
+
+use async_trait::async_trait;
+use classify::Context;
+use core_models::{ChatFormat, LlmRequest, LlmService, LlmStream, ModelDetails};
+use http::{Failure, Urls};
+use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+use wire::{Dialect, Mode};
+
+/// A model behind an OpenAI-compatible server. Cheap to clone: clones share the client.
+#[derive(Debug, Clone)]
+pub struct OpenAiLlm {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    http: reqwest::Client,
+    config: OpenAiConfig,
+    urls: Urls,
+    model: String,
+    info: ServerInfo,
+    /// Tools are described in the prompt (decided at connect, or after a rejection).
+    text_mode: AtomicBool,
+    /// The server wants `max_completion_tokens`.
+    max_completion_tokens: AtomicBool,
+}
+
+/// Time allowed for discovery requests.
+const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl OpenAiLlm {
+    /// Connect: list the server's models (choosing the only or first one when no model
+    /// is named), read llama-server's properties where it has them, and settle the tool
+    /// mode — from the template's abilities when the server says, else by asking the
+    /// server once whether it takes `tools` (a one-token request), unless configured.
+    ///
+    /// # Errors
+    /// The server cannot be reached, refuses the key, names no model, or lacks the model.
+    pub async fn connect(config: OpenAiConfig) -> Result<Self, Error> {
+        let urls = Urls::new(&config.base_url)?;
+        let http = http::client(&config)?;
+        let mut info = ServerInfo::default();
+        let deadline = Instant::now() + DISCOVERY_TIMEOUT;
+        match get_json(&http, &urls.models, &config, deadline).await {
+            Ok(json) => info.models = discover::models(&json),
+            // No model list: fine when the model is named (some servers do not list).
+            Err(e) if config.model.is_some() && !matches!(e, Error::Unauthorized { .. }) => {
+                tracing::debug!(error = %e, "the server lists no models");
+            }
+            Err(e) => return Err(e),
+        }
+        if let Ok(json) = get_json(&http, &urls.props, &config, deadline).await {
+            discover::props(&json, &mut info);
+        }
+        let model = match &config.model {
+            Some(model) => model.clone(),
+            None => info.models.first().map(|m| m.id.clone()).ok_or_else(|| {
+                Error::InvalidConfig(
+                    "the server lists no models: name one with --model (or backend.model)".into(),
+                )
+            })?,
+        };
+        let inner = Inner {
+            http,
+            urls,
+            model,
+            info,
+            text_mode: AtomicBool::new(config.tool_mode == ToolMode::Text),
+            max_completion_tokens: AtomicBool::new(false),
+            config,
+        };
+        if inner.config.tool_mode == ToolMode::Auto {
+            let text = match inner.info.template_renders_tools {
+                Some(renders) => !renders,
+                None => !inner.probe_tools().await?,
+            };
+            inner.text_mode.store(text, Ordering::Relaxed);
+        }
+        tracing::debug!(
+            model = %inner.model,
+            llama_server = inner.info.llama_server,
+            text_mode = inner.text_mode.load(Ordering::Relaxed),
+            "connected to an OpenAI-compatible server"
+        );
+        Ok(OpenAiLlm {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// The models the server at `config.base_url` lists (`GET {base}/models`).
+    ///
+    /// # Errors
+    /// The server cannot be reached, refuses the key, or does not answer with a list.
+    pub async fn list_models(config: &OpenAiConfig) -> Result<Vec<ModelEntry>, Error> {
+        let urls = Urls::new(&config.base_url)?;
+        let http = http::client(config)?;
+        let json = get_json(
+            &http,
+            &urls.models,
+            config,
+            Instant::now() + DISCOVERY_TIMEOUT,
+        )
+        .await?;
+        Ok(discover::models(&json))
+    }
+
+    /// The model's name as sent to the server.
+    pub fn model(&self) -> &str {
+        &self.inner.model
+    }
+
+    /// What the server said about itself when connecting.
+    pub fn server_info(&self) -> &ServerInfo {
+        &self.inner.info
+    }
+
+    /// How tools reach the model now: [`ToolMode::Native`] or [`ToolMode::Text`].
+    pub fn tool_mode(&self) -> ToolMode {
+        if self.inner.text_mode.load(Ordering::Relaxed) {
+            ToolMode::Text
+        } else {
+            ToolMode::Native
+        }
+    }
+}
+
+impl Inner {
+    fn dialect(&self) -> Dialect {
+        Dialect {
+            llama_server: self.info.llama_server,
+            max_completion_tokens: self.max_completion_tokens.load(Ordering::Relaxed),
+        }
+    }
+
+    fn context(&self, request: &LlmRequest, mode: Mode) -> Context {
+        Context {
+            url: self.urls.chat.to_string(),
+            model: self.model.clone(),
+            key_sent: self.config.api_key.is_some(),
+            offered_tools: mode == Mode::Native && !request.tools.is_empty(),
+            estimated_prompt_tokens: wire::estimated_prompt_tokens(request),
+        }
+    }
+
+    /// Whether the server takes `tools` for the model: one request for one token.
+    async fn probe_tools(&self) -> Result<bool, Error> {
+        let mut request = LlmRequest::new(vec![core_models::ChatMessage::user("Say OK.")]);
+        request.tools = vec![core_models::ToolDefinition::new(
+            "aintern_probe",
+            "Probe",
+            "Answers nothing.",
+        )];
+        request.options.max_tokens = 1;
+        request.options.temperature = 0.0;
+        for _ in 0..2 {
+            let body =
+                wire::request_body(&self.model, &request, Mode::Native, self.dialect(), false);
+            let deadline = Instant::now() + self.config.first_token_timeout;
+            let context = self.context(&request, Mode::Native);
+            let sent = http::send(
+                self.http.post(self.urls.chat.clone()).json(&body),
+                &self.urls.chat,
+                deadline,
+                self.config.connect_timeout,
+                &context,
+            )
+            .await;
+            match sent {
+                Ok(_) => return Ok(true),
+                Err(Failure {
+                    error: Error::ToolsRejected { message },
+                    ..
+                }) => {
+                    tracing::debug!(%message, "the server does not take tools: text mode");
+                    return Ok(false);
+                }
+                Err(Failure {
+                    error: Error::Rejected { message, .. },
+                    ..
+                }) if wants_max_completion_tokens(&message) => {
+                    self.max_completion_tokens.store(true, Ordering::Relaxed);
+                }
+                Err(failure) => return Err(self.explain(failure.error).await),
+            }
+        }
+        Ok(true)
+    }
+
+    /// An error made more useful: an unknown model lists the models the server has.
+    async fn explain(&self, error: Error) -> Error {
+        match error {
+            Error::UnknownModel { model, .. } => {
+                let available = match get_json(
+                    &self.http,
+                    &self.urls.models,
+                    &self.config,
+                    Instant::now() + DISCOVERY_TIMEOUT,
+                )
+                .await
+                {
+                    Ok(json) => discover::models(&json).into_iter().map(|m| m.id).collect(),
+                    Err(_) => self.info.models.iter().map(|m| m.id.clone()).collect(),
+                };
+                Error::UnknownModel { model, available }
+            }
+            other => other,
+        }
+    }
+}
+
+/// Whether a refusal asks for `max_completion_tokens` instead of `max_tokens`.
+fn wants_max_completion_tokens(message: &str) -> bool {
+    message.contains("max_completion_tokens")
+}
+
+/// `GET url` as JSON.
+async fn get_json(
+    http: &reqwest::Client,
+    url: &reqwest::Url,
+    config: &OpenAiConfig,
+    deadline: Instant,
+) -> Result<Value, Error> {
+    let context = Context {
+        url: url.to_string(),
+        key_sent: config.api_key.is_some(),
+        ..Context::default()
+    };
+    let response = http::send(
+        http.get(url.clone()),
+        url,
+        deadline,
+        config.connect_timeout,
+        &context,
+    )
+    .await
+    .map_err(|f| f.error)?;
+    http::read_json(response, deadline).await
+}
+
+#[async_trait]
+impl LlmService for OpenAiLlm {
+    fn model_name(&self) -> String {
+        self.inner.model.clone()
+    }
+
+    fn chat_format(&self) -> Option<ChatFormat> {
+        if self.tool_mode() == ToolMode::Native {
+            return Some(ChatFormat::native());
+        }
+        // In text mode the model is asked as the in-process backend asks it; the server's
+        // template, when it says which, tells what call language the model knows.
+        self.inner
+            .info
+            .chat_template
+            .as_deref()
+            .map(|template| ChatFormat {
+                call_format: services_ai::detect_template(template)
+                    .format
+                    .name()
+                    .to_string(),
+                renders_tools: false,
+                starts_in_thinking: false,
+            })
+    }
+
+    fn model_details(&self) -> ModelDetails {
+        let entry = self
+            .inner
+            .info
+            .models
+            .iter()
+            .find(|m| m.answers_to(&self.inner.model));
+        ModelDetails {
+            parameters: entry.and_then(|m| m.parameters),
+            context_length: self
+                .inner
+                .info
+                .context_length
+                .or_else(|| entry.and_then(|m| m.context_length)),
+        }
+    }
+
+    async fn generate(&self, request: LlmRequest) -> Result<LlmStream, core_models::Error> {
+        Ok(generate::stream(Arc::clone(&self.inner), request))
+    }
+}

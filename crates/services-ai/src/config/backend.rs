@@ -1,0 +1,160 @@
+//! `[backend]`: which model answers, and how to reach it.
+//!
+//! Plain data: the application turns it into a backend (a GGUF run in-process, or a
+//! server that speaks the OpenAI chat-completions protocol). Only the user's own
+//! configuration should set it: a workspace's file that could point the conversation (and
+//! an API key) at another server must not (the `aintern` command ignores the section
+//! there, as it ignores `[sandbox]`).
+
+use super::ValidationError;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Which kind of backend answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackendKind {
+    /// A GGUF model run in-process by llama.cpp (`model` is the file; the embedded
+    /// default model when it is not set).
+    #[default]
+    Llama,
+    /// A server speaking the OpenAI chat-completions protocol (llama-server, vLLM,
+    /// Ollama, LM Studio, hosted APIs) at `url`.
+    Openai,
+}
+
+/// How tools reach a server's model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolMode {
+    /// Native when the server renders tools with the model's template, else text (what
+    /// the server reports about its template; a server that rejects `tools` is asked in
+    /// text from then on).
+    #[default]
+    Auto,
+    /// Always the protocol's `tools` and `tool_calls`.
+    Native,
+    /// Tools described in the system prompt, calls parsed from the reply's text.
+    Text,
+}
+
+/// The `[backend]` section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BackendConfig {
+    /// `llama` (default) or `openai`.
+    pub kind: BackendKind,
+    /// `openai`: the server's base URL, up to and including `/v1`
+    /// (`http://127.0.0.1:8080/v1`).
+    pub url: Option<String>,
+    /// `openai`: the model's name on the server (when unset, the server's only model);
+    /// `llama`: the GGUF file.
+    pub model: Option<String>,
+    /// `openai`: the environment variable that holds the API key, sent as a bearer token.
+    /// The key itself is never written in the configuration, printed or logged.
+    pub api_key_env: Option<String>,
+    /// `openai`: extra HTTP headers sent with every request.
+    pub headers: BTreeMap<String, String>,
+    /// `openai`: native tool calls, calls in the text, or the server decides.
+    pub tool_mode: ToolMode,
+    /// `openai`: most time to open a connection, in milliseconds.
+    pub connect_timeout_ms: u64,
+    /// `openai`: most time from sending a request to its first token (the prompt is
+    /// evaluated in between), in milliseconds.
+    pub first_token_timeout_ms: u64,
+    /// `openai`: most silence in a stream once it started, in milliseconds.
+    pub idle_timeout_ms: u64,
+    /// `openai`: retries after a connection error, 429 or 5xx before the first token.
+    pub max_retries: u32,
+}
+
+impl Default for BackendConfig {
+    fn default() -> Self {
+        BackendConfig {
+            kind: BackendKind::Llama,
+            url: None,
+            model: None,
+            api_key_env: None,
+            headers: BTreeMap::new(),
+            tool_mode: ToolMode::Auto,
+            connect_timeout_ms: 10_000,
+            first_token_timeout_ms: 300_000,
+            idle_timeout_ms: 60_000,
+            max_retries: 3,
+        }
+    }
+}
+
+/// Most retries allowed.
+const MAX_RETRIES: u32 = 10;
+
+impl BackendConfig {
+    /// Every broken rule of the section.
+    pub(super) fn validation_errors(&self) -> Vec<ValidationError> {
+        let mut errors = Vec::new();
+        let mut check = |ok: bool, field: &'static str, message: String| {
+            if !ok {
+                errors.push(ValidationError { field, message });
+            }
+        };
+        if self.kind == BackendKind::Openai {
+            match self.url.as_deref().map(str::trim) {
+                None | Some("") => check(
+                    false,
+                    "backend.url",
+                    "is required with kind = \"openai\" (the server's base URL, e.g. http://127.0.0.1:8080/v1)".into(),
+                ),
+                Some(url) => check(
+                    url.starts_with("http://") || url.starts_with("https://"),
+                    "backend.url",
+                    format!("must start with http:// or https:// (got {url})"),
+                ),
+            }
+        }
+        if let Some(model) = &self.model {
+            check(
+                !model.trim().is_empty(),
+                "backend.model",
+                "cannot be empty when set".into(),
+            );
+        }
+        if let Some(name) = &self.api_key_env {
+            check(
+                !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+                "backend.api_key_env",
+                format!("'{name}' is not an environment variable name (letters, digits, _)"),
+            );
+        }
+        for (name, value) in &self.headers {
+            check(
+                !name.is_empty()
+                    && name
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)),
+                "backend.headers",
+                format!("'{name}' is not an HTTP header name"),
+            );
+            check(
+                !value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0),
+                "backend.headers",
+                format!("the value of '{name}' holds a line break or NUL"),
+            );
+        }
+        for (field, ms) in [
+            ("backend.connect_timeout_ms", self.connect_timeout_ms),
+            (
+                "backend.first_token_timeout_ms",
+                self.first_token_timeout_ms,
+            ),
+            ("backend.idle_timeout_ms", self.idle_timeout_ms),
+        ] {
+            check(ms >= 1, field, format!("must be at least 1 (got {ms})"));
+        }
+        check(
+            self.max_retries <= MAX_RETRIES,
+            "backend.max_retries",
+            format!("must be at most {MAX_RETRIES} (got {})", self.max_retries),
+        );
+        errors
+    }
+}
