@@ -251,6 +251,7 @@ async fn reply(
         match chunk.map_err(|e| e.to_string())? {
             LlmChunk::Text { text } => reply.push_str(&text),
             LlmChunk::Usage(u) => usage = Some(u),
+            LlmChunk::Reasoning { .. } | LlmChunk::ToolCall(_) => {}
         }
     }
     Ok((reply, usage.ok_or("the model reported no usage")?))

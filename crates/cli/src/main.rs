@@ -4,6 +4,7 @@
 //! `permissions` (the saved "always" decisions), `config` (the effective configuration),
 //! `parse` (the tool-call parser over stdin) and `bench llm` (the inference layer's speed).
 
+mod backend;
 mod bench;
 mod parse;
 mod permissions;

@@ -1,22 +1,22 @@
 //! What `run`, `exec` and `chat` share: the options, the agent built from them, and the
 //! loop that drives one request while reading the person's input.
 
+use crate::backend;
 use crate::settings;
 use crate::signals::Interrupts;
 use crate::terminal::Terminal;
 use core_models::{
     AgentEvent, AgentRequest, AgentService as _, ApprovalDecision, ApprovalRequestEvent,
-    LlmService, RememberScope, RiskLevel, ToolAvailabilityContext, ToolChoice, ToolRegistry,
+    RememberScope, RiskLevel, ToolAvailabilityContext, ToolChoice, ToolRegistry,
 };
 use futures::StreamExt;
 use serde::Deserialize;
-use services_ai::scripted::ScriptedLlm;
 use services_ai::{
     AgentService, DefaultPermissionManager, FilePermissionStore, InMemoryToolRegistry,
 };
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -37,10 +37,20 @@ pub(crate) struct SessionArgs {
     /// The folder the tools work in (default: the current folder).
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
-    /// The model: `llama:MODEL.gguf` (default: the embedded SmolLM2-135M-Instruct) or
-    /// `script:FILE` (a scripted model).
+    /// The model: `llama:MODEL.gguf` (default: the embedded SmolLM2-135M-Instruct),
+    /// `openai:URL` (a server speaking the OpenAI chat-completions protocol: llama-server,
+    /// vLLM, Ollama, LM Studio, a hosted API; URL up to /v1) or `script:FILE` (a scripted
+    /// model). Default: `[backend]` in aintern.toml.
     #[arg(long, value_name = "BACKEND")]
     backend: Option<String>,
+    /// The model's name on the server (`openai:`; default: its only or first model), or
+    /// a GGUF file.
+    #[arg(long, value_name = "NAME")]
+    model: Option<String>,
+    /// The environment variable holding the server's API key (sent as a bearer token,
+    /// never printed).
+    #[arg(long, value_name = "VAR")]
+    api_key_env: Option<String>,
     /// A Jinja chat template to use instead of the model's own (llama models only), as
     /// llama.cpp's `--chat-template-file`: for a model whose template is missing or wrong.
     #[arg(long, value_name = "FILE")]
@@ -62,11 +72,11 @@ pub(crate) struct SessionArgs {
     /// config folder and in the workspace.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Sampling temperature (0: greedy). Default: 0 with the embedded model, which answers
-    /// best greedy; 0.7 otherwise.
+    /// Sampling temperature (0: greedy). Default: 0 with a small model (the embedded one,
+    /// or any under a billion parameters), which answers best greedy; 0.7 otherwise.
     #[arg(long, value_name = "T", value_parser = temperature)]
     temperature: Option<f32>,
-    /// Most tokens per reply. Default: 512 with the embedded model, 4096 otherwise.
+    /// Most tokens per reply. Default: 512 with a small model, 4096 otherwise.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_tokens: Option<u32>,
 }
@@ -85,9 +95,13 @@ fn temperature(text: &str) -> Result<f32, String> {
 }
 
 impl SessionArgs {
-    /// Whether the session runs on the embedded default model (no `--backend`).
-    fn embedded_model(&self) -> bool {
-        self.backend.is_none()
+    /// What the flags say about the backend.
+    pub(crate) fn backend_flags(&self) -> backend::Flags<'_> {
+        backend::Flags {
+            backend: self.backend.as_deref(),
+            model: self.model.as_deref(),
+            api_key_env: self.api_key_env.as_deref(),
+        }
     }
 }
 
@@ -115,6 +129,8 @@ enum StdinCommand {
 pub(crate) struct Session {
     pub(crate) agent: AgentService,
     args: SessionArgs,
+    /// A small model: greedy, short replies (and the compact tool prompt).
+    small: bool,
     workspace: PathBuf,
     conversation_id: uuid::Uuid,
     launcher: Arc<sandbox::Launcher>,
@@ -186,22 +202,16 @@ impl Session {
         interrupts: &mut Interrupts,
     ) -> Result<Self, String> {
         let workspace = workspace(args.workspace.clone())?;
-        let embedded = args.embedded_model();
-        // The embedded default model is small: it follows the compact tool prompt.
-        let app_defaults: &[(&str, &str)] = if embedded {
-            &[("tool_prompt_style", "compact")]
-        } else {
-            &[]
+        let adjust = |config: &mut services_ai::AgentConfig| {
+            if let Some(secs) = args.timeout {
+                config.agent_request_timeout_ms = secs.saturating_mul(1000);
+                config.tool_execution_timeout_ms = config
+                    .tool_execution_timeout_ms
+                    .min(config.agent_request_timeout_ms);
+            }
         };
         let (config, notes) =
-            settings::load_config(&workspace, args.config.as_deref(), app_defaults, |config| {
-                if let Some(secs) = args.timeout {
-                    config.agent_request_timeout_ms = secs.saturating_mul(1000);
-                    config.tool_execution_timeout_ms = config
-                        .tool_execution_timeout_ms
-                        .min(config.agent_request_timeout_ms);
-                }
-            })?;
+            settings::load_config(&workspace, args.config.as_deref(), &[], adjust)?;
         for note in notes {
             terminal.note(&note);
         }
@@ -228,10 +238,24 @@ impl Session {
         if let Some(note) = sandbox_note(&launcher) {
             terminal.note(&note);
         }
-        let llm = tokio::select! {
-            llm = backend(args.backend.as_deref(), args.chat_template.as_deref(), terminal) => llm?,
+        let choice = backend::choose(args.backend_flags(), &config.backend)?;
+        let opened = tokio::select! {
+            opened = backend::open(choice, args.chat_template.as_deref(), terminal) => opened?,
             () = interrupts.next() => crate::signals::leave(130),
         };
+        // A small model follows the compact tool prompt (unless configured otherwise).
+        let config = if opened.small {
+            settings::load_config(
+                &workspace,
+                args.config.as_deref(),
+                &[("tool_prompt_style", "compact")],
+                adjust,
+            )?
+            .0
+        } else {
+            config
+        };
+        let (llm, small) = (opened.llm, opened.small);
         let permissions = match settings::permissions_file() {
             Ok(file) => DefaultPermissionManager::new(Arc::new(FilePermissionStore::new(file))),
             Err(e) => {
@@ -254,6 +278,7 @@ impl Session {
         Ok(Session {
             agent,
             args,
+            small,
             workspace,
             conversation_id: uuid::Uuid::new_v4(),
             launcher,
@@ -267,15 +292,15 @@ impl Session {
         request.conversation_id = self.conversation_id;
         request.history = self.agent.conversation();
         request.max_iterations = self.args.max_iterations;
-        let embedded = self.args.embedded_model();
+        let small = self.small;
         let defaults = core_models::InferenceOptions::default();
         request.inference_options = Some(core_models::InferenceOptions {
             temperature: self
                 .args
                 .temperature
-                .unwrap_or(if embedded { 0.0 } else { defaults.temperature })
+                .unwrap_or(if small { 0.0 } else { defaults.temperature })
                 .max(0.0),
-            max_tokens: self.args.max_tokens.unwrap_or(if embedded {
+            max_tokens: self.args.max_tokens.unwrap_or(if small {
                 512
             } else {
                 defaults.max_tokens
@@ -430,83 +455,6 @@ pub(crate) async fn next_line(input: &mut Option<UnboundedReceiver<String>>) -> 
     match input {
         Some(rx) => rx.recv().await,
         None => std::future::pending().await,
-    }
-}
-
-/// Load a GGUF model off the async runtime, showing progress.
-async fn load_llama(
-    path: PathBuf,
-    chat_template: Option<String>,
-    terminal: &mut Terminal,
-) -> Result<Arc<dyn LlmService>, String> {
-    let name = path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
-    let config = llm_llama::LlamaConfig {
-        chat_template,
-        ..llm_llama::LlamaConfig::new(path)
-    };
-    let mut task = tokio::task::spawn_blocking(move || llm_llama::LlamaLlm::load(config));
-    let started = Instant::now();
-    let mut ticks = tokio::time::interval(Duration::from_millis(100));
-    let loaded = loop {
-        tokio::select! {
-            result = &mut task => break result,
-            _ = ticks.tick() => terminal.progress(&format!("loading {name}"), started.elapsed()),
-        }
-    };
-    terminal.done();
-    let llm = loaded
-        .map_err(|e| format!("loading the model stopped: {e}"))?
-        .map_err(|e| e.to_string())?;
-    tracing::info!(model = %name, seconds = started.elapsed().as_secs_f64(), "model loaded");
-    Ok(Arc::new(llm))
-}
-
-async fn backend(
-    spec: Option<&str>,
-    chat_template: Option<&Path>,
-    terminal: &mut Terminal,
-) -> Result<Arc<dyn LlmService>, String> {
-    let parsed = spec.map(|s| s.split_once(':').unwrap_or((s, "")));
-    let template = match chat_template {
-        Some(_) if !matches!(parsed, None | Some(("llama", _))) => {
-            return Err("--chat-template applies to llama models only".into())
-        }
-        Some(file) => Some(
-            std::fs::read_to_string(file)
-                .map_err(|e| format!("cannot read the chat template {}: {e}", file.display()))?,
-        ),
-        None => None,
-    };
-    match parsed {
-        Some(("llama", file)) if !file.is_empty() => {
-            load_llama(PathBuf::from(file), template, terminal).await
-        }
-        None => {
-            let path = llm_llama::default_model_path();
-            if !path.is_file() {
-                return Err(format!(
-                    "the default model is not downloaded yet ({}): run scripts/fetch-model, or pass --backend llama:MODEL.gguf or script:FILE",
-                    path.display()
-                ));
-            }
-            load_llama(path, template, terminal).await
-        }
-        Some(("script", file)) if !file.is_empty() => {
-            let text = std::fs::read_to_string(file)
-                .map_err(|e| format!("cannot read the script {file}: {e}"))?;
-            let llm = ScriptedLlm::from_json(&text).map_err(|e| {
-                format!("the script {file} is not valid (expected {{\"responses\": [{{\"chunks\": [...], \"delay_ms\": 0}}]}}): {e}")
-            })?;
-            Ok(Arc::new(llm))
-        }
-        Some(("llama", _)) => Err("--backend llama: needs a model file (llama:MODEL.gguf)".into()),
-        Some(_) => Err(format!(
-            "unknown backend '{}': use script:FILE or llama:MODEL.gguf",
-            spec.unwrap_or_default()
-        )),
     }
 }
 

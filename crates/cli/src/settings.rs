@@ -29,13 +29,14 @@ const WORKSPACE_FILE_CAP: u64 = 1024 * 1024;
 /// the notes to show.
 ///
 /// The workspace is not trusted (a repository can ship the file): what it says about the
-/// sandbox and the formatters (programs run without asking) is ignored, however it is
-/// spelled — both are taken from the configuration loaded without it.
+/// sandbox, the formatters (programs run without asking) and the backend (which server
+/// hears the conversation, with which API key) is ignored, however it is spelled — all
+/// three are taken from the configuration loaded without it.
 pub(crate) fn load_config(
     workspace: &Path,
     explicit: Option<&Path>,
     app_defaults: &[(&str, &str)],
-    adjust: impl FnOnce(&mut AgentConfig),
+    adjust: impl Fn(&mut AgentConfig),
 ) -> Result<(AgentConfig, Vec<String>), String> {
     let base = || {
         let mut loader = ConfigLoader::new();
@@ -69,6 +70,12 @@ pub(crate) fn load_config(
                     if config.formatters != own.formatters {
                         ignored.push("[formatters]");
                         config.formatters = own.formatters;
+                    }
+                    // Which server hears the conversation, with which key: the user's
+                    // choice alone.
+                    if config.backend != own.backend {
+                        ignored.push("[backend]");
+                        config.backend = own.backend;
                     }
                     if !ignored.is_empty() {
                         notes.push(format!(
@@ -136,6 +143,8 @@ pub(crate) fn sandbox_settings(config: &AgentConfig) -> sandbox::SandboxSettings
         writable: s.writable_paths.iter().map(PathBuf::from).collect(),
         deny_read,
         pass_env: s.pass_env.clone(),
+        // The model server's key is for aintern alone, whatever its variable is called.
+        secret_env: config.backend.api_key_env.iter().cloned().collect(),
         fallback: s.fallback,
         home: None,
     }

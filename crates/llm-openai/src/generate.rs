@@ -7,7 +7,7 @@ use crate::decode::{Decoder, Ending};
 use crate::error::Error;
 use crate::http::{self, Failure};
 use crate::wire::{self, Chunk, Mode};
-use crate::Inner;
+use crate::{Inner, OpenAiConfig};
 use core_models::{LlmRequest, LlmStream};
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
@@ -54,7 +54,7 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
                     yield Err(Error::ToolsRejected { message }.into());
                     return;
                 }
-                Err(failure) => match retry_wait(&inner, &failure, attempt) {
+                Err(failure) => match retry_wait(&inner.config, &failure, attempt) {
                     Some(wait) => {
                         tracing::debug!(error = %failure.error, attempt, ?wait, "retrying");
                         tokio::time::sleep(wait).await;
@@ -144,7 +144,7 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
                 };
                 let failure = Failure::from(mark_delivered(failure, delivered));
                 if !delivered {
-                    if let Some(wait) = retry_wait(&inner, &failure, attempt) {
+                    if let Some(wait) = retry_wait(&inner.config, &failure, attempt) {
                         tracing::debug!(error = %failure.error, attempt, ?wait, "retrying before the first token");
                         tokio::time::sleep(wait).await;
                         attempt += 1;
@@ -218,17 +218,21 @@ fn timeout(inner: &Inner, started: bool) -> Error {
 
 /// How long to wait before attempt `attempt + 1`, or `None` when `failure` is not retried
 /// (not retryable, out of retries, or the server asks for a longer wait than allowed).
-fn retry_wait(inner: &Inner, failure: &Failure, attempt: u32) -> Option<Duration> {
-    if !failure.error.is_retryable() || attempt >= inner.config.max_retries {
+pub(crate) fn retry_wait(
+    config: &OpenAiConfig,
+    failure: &Failure,
+    attempt: u32,
+) -> Option<Duration> {
+    if !failure.error.is_retryable() || attempt >= config.max_retries {
         return None;
     }
     if let Some(asked) = failure.retry_after {
-        return (asked <= inner.config.retry_max_wait).then_some(asked);
+        return (asked <= config.retry_max_wait).then_some(asked);
     }
     Some(backoff(
-        inner.config.retry_base,
+        config.retry_base,
         attempt,
-        MAX_BACKOFF.min(inner.config.retry_max_wait),
+        MAX_BACKOFF.min(config.retry_max_wait),
     ))
 }
 

@@ -88,7 +88,12 @@ impl OpenAiLlm {
         match get_json(&http, &urls.models, &config, deadline).await {
             Ok(json) => info.models = discover::models(&json),
             // No model list: fine when the model is named (some servers do not list).
-            Err(e) if config.model.is_some() && !matches!(e, Error::Unauthorized { .. }) => {
+            Err(
+                e @ (Error::NotFound { .. }
+                | Error::Rejected { .. }
+                | Error::UnknownModel { .. }
+                | Error::Protocol(_)),
+            ) if config.model.is_some() => {
                 tracing::debug!(error = %e, "the server lists no models");
             }
             Err(e) => return Err(e),
@@ -257,7 +262,8 @@ fn wants_max_completion_tokens(message: &str) -> bool {
     message.contains("max_completion_tokens")
 }
 
-/// `GET url` as JSON.
+/// `GET url` as JSON, retried like a generation (a server still loading its model answers
+/// 503 for a while).
 async fn get_json(
     http: &reqwest::Client,
     url: &reqwest::Url,
@@ -269,16 +275,27 @@ async fn get_json(
         key_sent: config.api_key.is_some(),
         ..Context::default()
     };
-    let response = http::send(
-        http.get(url.clone()),
-        url,
-        deadline,
-        config.connect_timeout,
-        &context,
-    )
-    .await
-    .map_err(|f| f.error)?;
-    http::read_json(response, deadline).await
+    let mut attempt = 0;
+    loop {
+        let sent = http::send(
+            http.get(url.clone()),
+            url,
+            deadline,
+            config.connect_timeout,
+            &context,
+        )
+        .await;
+        match sent {
+            Ok(response) => return http::read_json(response, deadline).await,
+            Err(failure) => match generate::retry_wait(config, &failure, attempt) {
+                Some(wait) if Instant::now() + wait < deadline => {
+                    tokio::time::sleep(wait).await;
+                    attempt += 1;
+                }
+                _ => return Err(failure.error),
+            },
+        }
+    }
 }
 
 #[async_trait]

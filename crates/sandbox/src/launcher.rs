@@ -24,6 +24,9 @@ pub struct SandboxSettings {
     pub deny_read: Vec<PathBuf>,
     /// Environment variables passed although they look like secrets.
     pub pass_env: Vec<String>,
+    /// Environment variables never passed, whatever their names look like (the one
+    /// holding the model server's API key); stronger than `pass_env`.
+    pub secret_env: Vec<String>,
     /// What to do when the kernel cannot sandbox.
     pub fallback: SandboxFallback,
     /// The home folder whose secrets are protected; `None`: `HOME`.
@@ -122,6 +125,7 @@ impl Launcher {
             .with_writable(&self.settings.writable)
             .with_deny_read(&self.settings.deny_read)
             .with_pass_env(self.settings.pass_env.iter().cloned())
+            .with_secret_env(self.settings.secret_env.iter().cloned())
     }
 
     /// The paths no tool may read or write over `workspace`, whatever the mode: the secret

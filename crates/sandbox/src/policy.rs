@@ -147,6 +147,7 @@ pub struct SandboxPolicy {
     writable: Vec<PathBuf>,
     deny_read: Vec<PathBuf>,
     pass_env: Vec<String>,
+    secret_env: Vec<String>,
     home: Option<PathBuf>,
 }
 
@@ -161,6 +162,7 @@ impl SandboxPolicy {
             writable: Vec::new(),
             deny_read: Vec::new(),
             pass_env: Vec::new(),
+            secret_env: Vec::new(),
             home: std::env::var_os("HOME")
                 .map(PathBuf::from)
                 .filter(|h| h.is_absolute()),
@@ -205,6 +207,17 @@ impl SandboxPolicy {
         self
     }
 
+    /// Environment variables never passed, whatever their names look like (and even when
+    /// listed in [`SandboxPolicy::with_pass_env`]).
+    pub fn with_secret_env<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.secret_env = names.into_iter().map(Into::into).collect();
+        self
+    }
+
     /// Use `home` as the home folder (where the default secrets are looked for).
     pub fn with_home(mut self, home: Option<PathBuf>) -> Self {
         self.home = home;
@@ -234,6 +247,11 @@ impl SandboxPolicy {
     /// Variables passed although they look secret.
     pub fn pass_env(&self) -> &[String] {
         &self.pass_env
+    }
+
+    /// Variables never passed.
+    pub fn secret_env(&self) -> &[String] {
+        &self.secret_env
     }
 
     /// Every path the command must not read nor write: the defaults and the configured

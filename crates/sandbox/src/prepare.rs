@@ -86,6 +86,7 @@ pub(crate) fn remove_temp_dirs() {
 struct Inner {
     summary: SandboxSummary,
     pass_env: Vec<String>,
+    secret_env: Vec<String>,
     temp: Option<tempfile::TempDir>,
     setup: Arc<ChildSetup>,
 }
@@ -117,6 +118,7 @@ impl Sandbox {
             inner: Arc::new(Inner {
                 summary,
                 pass_env: policy.pass_env().to_vec(),
+                secret_env: policy.secret_env().to_vec(),
                 temp: Some(temp),
                 setup: Arc::new(setup),
             }),
@@ -150,6 +152,7 @@ impl Sandbox {
             inner: Arc::new(Inner {
                 summary,
                 pass_env: Vec::new(),
+                secret_env: Vec::new(),
                 temp: None,
                 setup: Arc::new(ChildSetup {
                     parent: rustix::process::getpid(),
@@ -191,9 +194,9 @@ impl Sandbox {
                     .map(|(n, v)| (n.to_os_string(), v.map(std::ffi::OsStr::to_os_string))),
             );
             for (name, value) in vars {
-                let passed = name
-                    .to_str()
-                    .is_some_and(|n| self.inner.pass_env.iter().any(|p| p == n));
+                let named =
+                    |list: &[String]| name.to_str().is_some_and(|n| list.iter().any(|p| p == n));
+                let passed = named(&self.inner.pass_env) && !named(&self.inner.secret_env);
                 let secret = match (name.to_str(), value.as_deref().map(std::ffi::OsStr::to_str)) {
                     // A name or value that is not text cannot be judged: not passed.
                     (None, _) | (_, Some(None)) => true,
@@ -201,7 +204,7 @@ impl Sandbox {
                         crate::env::is_secret_variable(n) || crate::env::is_secret_value(v)
                     }
                     (Some(n), None) => crate::env::is_secret_variable(n),
-                };
+                } || named(&self.inner.secret_env);
                 if secret && !passed {
                     command.env_remove(&name);
                 }

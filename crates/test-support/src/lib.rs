@@ -13,6 +13,8 @@
 //!   optional delay per chunk, records what it received and fails on demand;
 //! * [`fixtures`] — small ready-made values.
 //! * [`processes`] — whether a process is gone, the pid a shell wrote.
+//! * [`stub_server`] — a scripted OpenAI-compatible server on loopback, well-behaved or
+//!   not (statuses, slow headers, silent or broken streams, malformed or huge events).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -20,6 +22,7 @@ pub mod fixtures;
 mod mock_tool;
 pub mod mocks;
 pub mod processes;
+pub mod stub_server;
 
 pub use mock_tool::MockTool;
 /// The scripted model lives in `services-ai` (it is also the `script:FILE` backend).

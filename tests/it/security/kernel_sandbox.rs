@@ -310,7 +310,10 @@ async fn secret_environment_variables_are_not_passed() {
     let s = scene();
     let launcher = Launcher::new(SandboxSettings {
         home: Some(s.home.clone()),
-        pass_env: vec!["KEEP_THIS_TOKEN".into()],
+        pass_env: vec!["KEEP_THIS_TOKEN".into(), "LLM_SERVER".into()],
+        // The variable holding the model server's key, whatever it is called, and even
+        // when also listed as passed.
+        secret_env: vec!["LLM_SERVER".into(), "PLAINLY_NAMED".into()],
         ..SandboxSettings::default()
     });
     let sandbox = launcher
@@ -322,11 +325,17 @@ async fn secret_environment_variables_are_not_passed() {
         .env("GITHUB_TOKEN", "ghp_secret")
         .env("MY_API_KEY", "k")
         .env("KEEP_THIS_TOKEN", "kept")
+        .env("LLM_SERVER", "sk-server-key")
+        .env("PLAINLY_NAMED", "sk-other-key")
         .env("PLAIN", "visible");
     sandbox.apply(&mut command);
     let out = String::from_utf8(command.output().unwrap().stdout).unwrap();
     assert!(
         !out.contains("ghp_secret") && !out.contains("MY_API_KEY"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("sk-server-key") && !out.contains("sk-other-key"),
         "{out}"
     );
     assert!(

@@ -1,0 +1,369 @@
+//! Which model answers: the flags (`--backend`, `--model`, `--api-key-env`) and the
+//! `[backend]` section resolved into one backend, then loaded (a GGUF, in-process) or
+//! connected (an OpenAI-compatible server), with progress shown.
+
+use crate::terminal::Terminal;
+use core_models::LlmService;
+use llm_openai::{OpenAiConfig, OpenAiLlm, ToolMode};
+use services_ai::scripted::ScriptedLlm;
+use services_ai::{BackendConfig, BackendKind};
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What the flags say about the backend.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Flags<'a> {
+    /// `--backend`: `llama:FILE`, `openai:URL` (or `openai`, the configured URL),
+    /// `script:FILE`.
+    pub(crate) backend: Option<&'a str>,
+    /// `--model`: the model's name on a server, or a GGUF file.
+    pub(crate) model: Option<&'a str>,
+    /// `--api-key-env`: the variable holding a server's API key.
+    pub(crate) api_key_env: Option<&'a str>,
+}
+
+/// The backend chosen.
+#[derive(Debug)]
+pub(crate) enum Choice {
+    /// The embedded default model.
+    Embedded,
+    /// A GGUF file, in-process.
+    Llama(PathBuf),
+    /// An OpenAI-compatible server.
+    OpenAi(Box<OpenAiConfig>),
+    /// A scripted model.
+    Script(PathBuf),
+}
+
+/// A backend ready to answer.
+pub(crate) struct Opened {
+    pub(crate) llm: Arc<dyn LlmService>,
+    /// A small model (the embedded one, or one the backend says has under a billion
+    /// parameters): it gets the compact tool prompt, greedy sampling and short replies.
+    pub(crate) small: bool,
+}
+
+/// The backend the flags and the configuration ask for. The configuration's API key and
+/// headers go only to the configured server: a URL on the command line that points
+/// elsewhere gets them only from `--api-key-env`.
+pub(crate) fn choose(flags: Flags<'_>, config: &BackendConfig) -> Result<Choice, String> {
+    let (kind, target) = match flags.backend {
+        None => (config.kind, None),
+        Some(spec) => {
+            let (kind, target) = spec.split_once(':').unwrap_or((spec, ""));
+            let kind = match kind {
+                "llama" => BackendKind::Llama,
+                "openai" => BackendKind::Openai,
+                "script" if !target.is_empty() => return Ok(Choice::Script(target.into())),
+                "script" => {
+                    return Err("--backend script: needs a script file (script:FILE)".into())
+                }
+                _ => {
+                    return Err(format!(
+                        "unknown backend '{spec}': use llama:MODEL.gguf, openai:URL or script:FILE"
+                    ))
+                }
+            };
+            (kind, Some(target).filter(|t| !t.is_empty()))
+        }
+    };
+    match kind {
+        BackendKind::Llama => {
+            if target.is_some() && flags.model.is_some() {
+                return Err(
+                    "give the model file once: --backend llama:FILE or --model FILE".into(),
+                );
+            }
+            if flags.backend.is_some() && target.is_none() && flags.model.is_none() {
+                return Err("--backend llama: needs a model file (llama:MODEL.gguf)".into());
+            }
+            let file = target
+                .map(String::from)
+                .or(flags.model.map(String::from))
+                .or_else(|| config.model.clone());
+            Ok(file.map_or(Choice::Embedded, |f| Choice::Llama(expand_home(&f))))
+        }
+        BackendKind::Openai => {
+            let same_server = match (target, config.url.as_deref()) {
+                (None, _) => true,
+                (Some(url), Some(configured)) => same_origin(url, configured),
+                (Some(_), None) => config.kind == BackendKind::Openai,
+            };
+            let mut section = if same_server {
+                config.clone()
+            } else {
+                BackendConfig {
+                    api_key_env: None,
+                    headers: Default::default(),
+                    ..config.clone()
+                }
+            };
+            section.kind = BackendKind::Openai;
+            if let Some(url) = target {
+                section.url = Some(url.to_string());
+            }
+            if section.url.is_none() {
+                return Err(
+                    "--backend openai needs the server's URL: openai:http://HOST:PORT/v1 (or backend.url)"
+                        .into(),
+                );
+            }
+            if let Some(model) = flags.model {
+                section.model = Some(model.to_string());
+            }
+            if let Some(name) = flags.api_key_env {
+                section.api_key_env = Some(name.to_string());
+            }
+            let config = OpenAiConfig::from_backend(&section, |name| std::env::var(name).ok())
+                .map_err(|e| e.to_string())?;
+            Ok(Choice::OpenAi(Box::new(config)))
+        }
+    }
+}
+
+/// Whether two URLs name the same scheme, host and port.
+fn same_origin(a: &str, b: &str) -> bool {
+    let origin = |url: &str| {
+        let rest = url
+            .trim()
+            .split_once("://")
+            .map(|(s, r)| (s.to_ascii_lowercase(), r));
+        rest.map(|(scheme, rest)| {
+            let host = rest
+                .split(['/', '?', '#'])
+                .next()
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            (scheme, host)
+        })
+    };
+    origin(a).is_some() && origin(a) == origin(b)
+}
+
+/// `~/…` in the home folder.
+fn expand_home(path: &str) -> PathBuf {
+    match (path.strip_prefix("~/"), dirs::home_dir()) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ => PathBuf::from(path),
+    }
+}
+
+/// Load or connect the chosen backend, showing progress. `chat_template` replaces a GGUF's
+/// own template (llama models only).
+pub(crate) async fn open(
+    choice: Choice,
+    chat_template: Option<&Path>,
+    terminal: &mut Terminal,
+) -> Result<Opened, String> {
+    let template = match (chat_template, &choice) {
+        (None, _) => None,
+        (Some(_), Choice::OpenAi(_) | Choice::Script(_)) => {
+            return Err("--chat-template applies to llama models only (a server uses its own: llama-server --chat-template-file)".into())
+        }
+        (Some(file), _) => Some(
+            std::fs::read_to_string(file)
+                .map_err(|e| format!("cannot read the chat template {}: {e}", file.display()))?,
+        ),
+    };
+    match choice {
+        Choice::Embedded => {
+            let path = llm_llama::default_model_path();
+            if !path.is_file() {
+                return Err(format!(
+                    "the default model is not downloaded yet ({}): run scripts/fetch-model, or pass --backend llama:MODEL.gguf, openai:URL or script:FILE",
+                    path.display()
+                ));
+            }
+            let llm = load_llama(path, template, terminal).await?;
+            Ok(Opened { llm, small: true })
+        }
+        Choice::Llama(path) => {
+            let llm = load_llama(path, template, terminal).await?;
+            let small = llm.model_details().is_small();
+            Ok(Opened { llm, small })
+        }
+        Choice::OpenAi(config) => {
+            let url = config.base_url.clone();
+            let named = config.model.is_some();
+            let connecting = OpenAiLlm::connect(*config);
+            let llm = with_progress(connecting, &format!("connecting to {url}"), terminal)
+                .await
+                .map_err(|e| e.to_string())?;
+            if !named && llm.server_info().models.len() > 1 {
+                terminal.note(&format!(
+                    "using the model {} (the server lists {}: choose one with --model; aintern models lists them)",
+                    llm.model(),
+                    llm.server_info().models.len()
+                ));
+            }
+            if llm.tool_mode() == ToolMode::Text {
+                tracing::info!(
+                    "the server's template does not render tools: they are described in the prompt"
+                );
+            }
+            let small = llm.model_details().is_small();
+            Ok(Opened {
+                llm: Arc::new(llm),
+                small,
+            })
+        }
+        Choice::Script(file) => {
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| format!("cannot read the script {}: {e}", file.display()))?;
+            let llm = ScriptedLlm::from_json(&text).map_err(|e| {
+                format!(
+                    "the script {} is not valid (expected {{\"responses\": [{{\"chunks\": [...], \"delay_ms\": 0}}]}}): {e}",
+                    file.display()
+                )
+            })?;
+            Ok(Opened {
+                llm: Arc::new(llm),
+                small: false,
+            })
+        }
+    }
+}
+
+/// Load a GGUF model off the async runtime, showing progress.
+async fn load_llama(
+    path: PathBuf,
+    chat_template: Option<String>,
+    terminal: &mut Terminal,
+) -> Result<Arc<dyn LlmService>, String> {
+    let name = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let config = llm_llama::LlamaConfig {
+        chat_template,
+        ..llm_llama::LlamaConfig::new(path)
+    };
+    let task = tokio::task::spawn_blocking(move || llm_llama::LlamaLlm::load(config));
+    let started = Instant::now();
+    let llm = with_progress(task, &format!("loading {name}"), terminal)
+        .await
+        .map_err(|e| format!("loading the model stopped: {e}"))?
+        .map_err(|e| e.to_string())?;
+    tracing::info!(model = %name, seconds = started.elapsed().as_secs_f64(), "model loaded");
+    Ok(Arc::new(llm))
+}
+
+/// Wait for `work`, showing `what` with a spinner.
+async fn with_progress<T>(work: impl Future<Output = T>, what: &str, terminal: &mut Terminal) -> T {
+    let started = Instant::now();
+    let mut ticks = tokio::time::interval(Duration::from_millis(100));
+    tokio::pin!(work);
+    let result = loop {
+        tokio::select! {
+            result = &mut work => break result,
+            _ = ticks.tick() => terminal.progress(what, started.elapsed()),
+        }
+    };
+    terminal.done();
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn openai(config: &BackendConfig, flags: Flags<'_>) -> Result<OpenAiConfig, String> {
+        match choose(flags, config)? {
+            Choice::OpenAi(c) => Ok(*c),
+            other => Err(format!("{other:?}")),
+        }
+    }
+
+    #[test]
+    fn flags_and_the_section_resolve_to_one_backend() {
+        let none = BackendConfig::default();
+        assert!(matches!(
+            choose(Flags::default(), &none),
+            Ok(Choice::Embedded)
+        ));
+        assert!(matches!(
+            choose(Flags { model: Some("m.gguf"), ..Flags::default() }, &none),
+            Ok(Choice::Llama(p)) if p == Path::new("m.gguf")
+        ));
+        assert!(matches!(
+            choose(
+                Flags {
+                    backend: Some("script:s.json"),
+                    ..Flags::default()
+                },
+                &none
+            ),
+            Ok(Choice::Script(_))
+        ));
+        let c = openai(
+            &none,
+            Flags {
+                backend: Some("openai:http://127.0.0.1:8080/v1"),
+                model: Some("qwen"),
+                ..Flags::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            (c.base_url.as_str(), c.model.as_deref()),
+            ("http://127.0.0.1:8080/v1", Some("qwen"))
+        );
+        for bad in ["openai", "llama", "script", "ollama:x", "openai:"] {
+            assert!(
+                choose(
+                    Flags {
+                        backend: Some(bad),
+                        ..Flags::default()
+                    },
+                    &none
+                )
+                .is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_configured_key_goes_only_to_the_configured_server() {
+        let section = BackendConfig {
+            kind: BackendKind::Openai,
+            url: Some("https://api.example.com/v1".into()),
+            api_key_env: Some("PATH".into()),
+            headers: [("X-Team".to_string(), "a".to_string())].into(),
+            ..BackendConfig::default()
+        };
+        let c = openai(&section, Flags::default()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(c.api_key.is_some() && !c.headers.is_empty());
+        let c = openai(
+            &section,
+            Flags {
+                backend: Some("openai:https://API.example.com/v1/"),
+                ..Flags::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(c.api_key.is_some(), "same server");
+        let c = openai(
+            &section,
+            Flags {
+                backend: Some("openai:http://127.0.0.1:8080/v1"),
+                ..Flags::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            c.api_key.is_none() && c.headers.is_empty(),
+            "another server"
+        );
+        let missing = choose(
+            Flags {
+                api_key_env: Some("AINTERN_TEST_SURELY_UNSET_VARIABLE"),
+                ..Flags::default()
+            },
+            &section,
+        );
+        assert!(missing.is_err_and(|e| e.contains("not set")));
+    }
+}
