@@ -74,6 +74,7 @@ async fn generate(llm: &LlamaLlm, req: LlmRequest) -> (Vec<String>, LlmUsage) {
         match item.unwrap() {
             LlmChunk::Text { text } => pieces.push(text),
             LlmChunk::Usage(u) => usage = Some(u),
+            other => panic!("the in-process backend hands over raw text, not {other:?}"),
         }
     }
     (pieces, usage.expect("usage comes last"))

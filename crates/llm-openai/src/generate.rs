@@ -25,11 +25,19 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
     Box::pin(async_stream::stream! {
         let mode = if inner.text_mode.load(Ordering::Relaxed) { Mode::Text } else { Mode::Native };
         let context = inner.context(&request, mode);
+        let grammar = if mode == Mode::Text { inner.text_grammar(&request) } else { None };
         let mut attempt: u32 = 0;
         // Whether anything was handed to the consumer: from then on nothing is retried.
         let mut delivered = false;
         'attempts: loop {
-            let body = wire::request_body(&inner.model, &request, mode, inner.dialect(), true);
+            let body = wire::request_body(
+                &inner.model,
+                &request,
+                mode,
+                inner.dialect(),
+                true,
+                grammar.as_deref(),
+            );
             let started = Instant::now();
             let deadline = started + inner.config.first_token_timeout;
             let sent = http::send(

@@ -41,7 +41,7 @@ pub use services_ai::ToolMode;
 
 use async_trait::async_trait;
 use classify::Context;
-use core_models::{ChatFormat, LlmRequest, LlmService, LlmStream, ModelDetails};
+use core_models::{ChatFormat, LlmRequest, LlmService, LlmStream, ModelDetails, ToolChoice};
 use http::{Failure, Urls};
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -191,6 +191,33 @@ impl Inner {
         }
     }
 
+    /// In text mode on llama-server, the grammar that holds a forced call (`required` or a
+    /// named tool) to AIntern's fence, as the in-process backend holds it; `None` when
+    /// nothing is forced or the server takes no grammars.
+    fn text_grammar(&self, request: &LlmRequest) -> Option<String> {
+        if !self.info.llama_server
+            || matches!(request.tool_choice, ToolChoice::Auto | ToolChoice::None)
+        {
+            return None;
+        }
+        let reasoning = self
+            .info
+            .chat_template
+            .as_deref()
+            .and_then(|t| services_ai::detect_template(t).reasoning);
+        let target = tool_grammar::GrammarTarget {
+            reasoning,
+            ..tool_grammar::GrammarTarget::fence()
+        };
+        match tool_grammar::tool_grammar(request, &target, &tool_grammar::SubsetConverter) {
+            Ok(grammar) => grammar.map(|g| g.text),
+            Err(e) => {
+                tracing::warn!(error = %e, "no grammar for the forced call");
+                None
+            }
+        }
+    }
+
     /// Whether the server takes `tools` for the model: one request for one token.
     async fn probe_tools(&self) -> Result<bool, Error> {
         let mut request = LlmRequest::new(vec![core_models::ChatMessage::user("Say OK.")]);
@@ -202,8 +229,14 @@ impl Inner {
         request.options.max_tokens = 1;
         request.options.temperature = 0.0;
         for _ in 0..2 {
-            let body =
-                wire::request_body(&self.model, &request, Mode::Native, self.dialect(), false);
+            let body = wire::request_body(
+                &self.model,
+                &request,
+                Mode::Native,
+                self.dialect(),
+                false,
+                None,
+            );
             let deadline = Instant::now() + self.config.first_token_timeout;
             let context = self.context(&request, Mode::Native);
             let sent = http::send(

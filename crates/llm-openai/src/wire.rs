@@ -24,13 +24,15 @@ pub(crate) struct Dialect {
     pub(crate) max_completion_tokens: bool,
 }
 
-/// The body of `POST /chat/completions` for `request`.
+/// The body of `POST /chat/completions` for `request`; `grammar` (llama-server's GBNF
+/// extension) holds the reply to it.
 pub(crate) fn request_body(
     model: &str,
     request: &LlmRequest,
     mode: Mode,
     dialect: Dialect,
     stream: bool,
+    grammar: Option<&str>,
 ) -> Value {
     let messages: Vec<Value> = request
         .messages
@@ -72,6 +74,9 @@ pub(crate) fn request_body(
     }
     if !o.stop.is_empty() {
         body.insert("stop".into(), json!(o.stop));
+    }
+    if let Some(grammar) = grammar {
+        body.insert("grammar".into(), grammar.into());
     }
     if dialect.llama_server {
         body.insert("top_k".into(), json!(o.top_k));
@@ -312,7 +317,7 @@ mod tests {
     fn native_bodies_carry_tools_calls_and_results_by_id() {
         let mut request = conversation();
         request.tool_choice = ToolChoice::Tool("read_file".into());
-        let body = request_body("m", &request, Mode::Native, Dialect::default(), true);
+        let body = request_body("m", &request, Mode::Native, Dialect::default(), true, None);
         assert_eq!(body["tools"][0]["function"]["name"], "read_file");
         assert_eq!(body["tool_choice"]["function"]["name"], "read_file");
         let messages = body["messages"].as_array().cloned().unwrap_or_default();
@@ -346,8 +351,10 @@ mod tests {
                 ..Dialect::default()
             },
             false,
+            Some("root ::= \"x\""),
         );
         assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
+        assert_eq!(body["grammar"], "root ::= \"x\"");
         let messages = body["messages"].as_array().cloned().unwrap_or_default();
         assert!(messages[2]["content"]
             .as_str()
@@ -369,6 +376,7 @@ mod tests {
                 ..Dialect::default()
             },
             true,
+            None,
         );
         assert!(body.get("max_tokens").is_none());
         assert_eq!(body["max_completion_tokens"], 4096);

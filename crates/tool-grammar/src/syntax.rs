@@ -65,10 +65,10 @@ fn names_pattern(tools: &[&ToolDefinition]) -> String {
 
 /// One rule per tool (`{base}-{i} ::= per_tool(tool)`) and `base ::=` their alternation.
 fn per_tool(
-    g: &mut Gbnf,
+    g: &mut Gbnf<'_>,
     base: &str,
     tools: &[&ToolDefinition],
-    mut write: impl FnMut(&mut Gbnf, &ToolDefinition) -> Result<String, Error>,
+    mut write: impl FnMut(&mut Gbnf<'_>, &ToolDefinition) -> Result<String, Error>,
 ) -> Result<String, Error> {
     let mut names = Vec::with_capacity(tools.len());
     for (i, tool) in tools.iter().enumerate() {
@@ -99,13 +99,13 @@ fn json_object(fields: &[(&str, String)], optional: &[(&str, String)]) -> String
 }
 
 /// The grammar of a tool's whole arguments object (JSON by its schema).
-fn arguments(g: &mut Gbnf, tool: &ToolDefinition) -> Result<String, Error> {
+fn arguments(g: &mut Gbnf<'_>, tool: &ToolDefinition) -> Result<String, Error> {
     g.import_schema(&tool.input_schema)
 }
 
 /// A JSON call object `{"<name_key>": "NAME", "<args_key>": {…}}`, per tool.
 fn json_call(
-    g: &mut Gbnf,
+    g: &mut Gbnf<'_>,
     tools: &[&ToolDefinition],
     name_key: &str,
     args_key: &str,
@@ -189,7 +189,7 @@ fn string_enum(schema: &Value) -> Option<Vec<&str>> {
 
 /// An XML argument's value up to and including `close`: raw text for strings, the
 /// listed words for a string enum, JSON by schema for the rest.
-fn xml_value(g: &mut Gbnf, schema: &Value, close: &str) -> Result<String, Error> {
+fn xml_value(g: &mut Gbnf<'_>, schema: &Value, close: &str) -> Result<String, Error> {
     if let Some(words) = string_enum(schema) {
         let words: Vec<String> = words.iter().map(|w| literal(w)).collect();
         return Ok(format!(
@@ -238,7 +238,7 @@ const MINIMAX_ARGUMENT: XmlArgument = XmlArgument {
 
 /// One XML call per tool: `head(NAME)`, the arguments as `shape` writes them, `tail`.
 fn xml_call(
-    g: &mut Gbnf,
+    g: &mut Gbnf<'_>,
     base: &str,
     tools: &[&ToolDefinition],
     shape: &XmlArgument,
@@ -258,7 +258,7 @@ fn xml_call(
 /// A tool's arguments as XML elements, per `shape`, in schema order (required ones
 /// always); any names when the schema lists none.
 fn xml_arguments(
-    g: &mut Gbnf,
+    g: &mut Gbnf<'_>,
     tool: &ToolDefinition,
     shape: &XmlArgument,
 ) -> Result<String, Error> {
@@ -287,7 +287,7 @@ fn xml_arguments(
 
 /// A pythonic value: Python's words for booleans and null, JSON by schema otherwise
 /// (a JSON string or number is also a Python one).
-fn python_value(g: &mut Gbnf, schema: &Value) -> Result<String, Error> {
+fn python_value(g: &mut Gbnf<'_>, schema: &Value) -> Result<String, Error> {
     match types(schema).as_slice() {
         ["boolean"] => Ok("( \"True\" | \"False\" )".into()),
         ["null"] => Ok("\"None\"".into()),
@@ -296,7 +296,7 @@ fn python_value(g: &mut Gbnf, schema: &Value) -> Result<String, Error> {
 }
 
 /// `NAME(k=v, …)` per tool.
-fn python_call(g: &mut Gbnf, tools: &[&ToolDefinition]) -> Result<String, Error> {
+fn python_call(g: &mut Gbnf<'_>, tools: &[&ToolDefinition]) -> Result<String, Error> {
     per_tool(g, "python-call", tools, |g, t| {
         let args = match properties(&t.input_schema) {
             Some(props) => {
@@ -327,7 +327,7 @@ const GEMMA_QUOTE: &str = "<|\"|>";
 
 /// Gemma 4's values: `<|"|>`-quoted strings, JSON-like words, lists and objects with
 /// quoted keys.
-fn gemma_any(g: &mut Gbnf) -> String {
+fn gemma_any(g: &mut Gbnf<'_>) -> String {
     let text = g.until(GEMMA_QUOTE);
     let q = literal(GEMMA_QUOTE);
     g.rule(
@@ -341,7 +341,7 @@ fn gemma_any(g: &mut Gbnf) -> String {
 }
 
 /// A Gemma 4 argument value by schema.
-fn gemma_value(g: &mut Gbnf, schema: &Value, any: &str) -> Result<String, Error> {
+fn gemma_value(g: &mut Gbnf<'_>, schema: &Value, any: &str) -> Result<String, Error> {
     if let Some(words) = string_enum(schema) {
         let words: Vec<String> = words
             .iter()
@@ -360,7 +360,7 @@ fn gemma_value(g: &mut Gbnf, schema: &Value, any: &str) -> Result<String, Error>
 }
 
 /// `call:NAME{k:v,…}` per tool; top-level names bare and sorted, as the template writes.
-fn gemma_call(g: &mut Gbnf, tools: &[&ToolDefinition]) -> Result<String, Error> {
+fn gemma_call(g: &mut Gbnf<'_>, tools: &[&ToolDefinition]) -> Result<String, Error> {
     let any = gemma_any(g);
     per_tool(g, "gemma-call", tools, |g, t| {
         let args = match properties(&t.input_schema) {
@@ -387,7 +387,7 @@ fn gemma_call(g: &mut Gbnf, tools: &[&ToolDefinition]) -> Result<String, Error> 
 
 /// The tool's name as text followed by `between` and its JSON arguments, per tool.
 fn named(
-    g: &mut Gbnf,
+    g: &mut Gbnf<'_>,
     base: &str,
     tools: &[&ToolDefinition],
     before: &str,
@@ -406,7 +406,7 @@ fn named(
 
 /// The calls grammar of `target`'s format: up to `max_calls` calls of `tools`.
 pub(super) fn calls(
-    g: &mut Gbnf,
+    g: &mut Gbnf<'_>,
     target: &GrammarTarget,
     tools: &[&ToolDefinition],
     max_calls: usize,

@@ -1,7 +1,7 @@
 //! Writing GBNF: literals, rules, "text up to a marker", sequences with optional items,
-//! and JSON-schema grammars from llama.cpp's converter imported under their own names.
+//! and JSON-schema grammars from a [`SchemaConverter`] imported under their own names.
 
-use crate::Error;
+use crate::{Error, SchemaConverter};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -44,22 +44,29 @@ pub(crate) fn json_literal(text: &str) -> String {
 }
 
 /// A grammar under construction: its rules, in order, by name.
-#[derive(Debug, Default)]
-pub(crate) struct Gbnf {
+pub(crate) struct Gbnf<'a> {
     rules: Vec<(String, String)>,
     /// Names of the rules matching text up to each marker.
     until: HashMap<String, String>,
     imports: usize,
     fresh: usize,
+    schemas: &'a dyn SchemaConverter,
 }
 
 /// Whitespace between tokens: a space, or up to two line ends and an indentation — so
 /// that a model cannot spend its tokens on blank lines.
 pub(crate) const SPACE: &str = "sp";
 
-impl Gbnf {
-    pub(crate) fn new() -> Self {
-        let mut g = Gbnf::default();
+impl<'a> Gbnf<'a> {
+    /// An empty grammar whose JSON values follow schemas as `schemas` writes them.
+    pub(crate) fn new(schemas: &'a dyn SchemaConverter) -> Self {
+        let mut g = Gbnf {
+            rules: Vec::new(),
+            until: HashMap::new(),
+            imports: 0,
+            fresh: 0,
+            schemas,
+        };
         g.rule(SPACE, "| \" \" | \"\\n\"{1,2} [ \\t]{0,20}");
         g
     }
@@ -168,17 +175,17 @@ impl Gbnf {
         first(0)
     }
 
-    /// The grammar of JSON matching `schema` (llama.cpp's converter), its rules renamed
-    /// under a fresh prefix so that several can live in one grammar. Returns its root.
+    /// The grammar of JSON matching `schema` (the converter's), its rules renamed under a
+    /// fresh prefix so that several can live in one grammar. Returns its root.
     pub(crate) fn import_schema(&mut self, schema: &Value) -> Result<String, Error> {
-        let text = llama_cpp_2::json_schema_to_grammar(&schema.to_string()).map_err(|e| {
-            Error::Template(format!("cannot build a grammar from a tool's schema: {e}"))
+        let text = self.schemas.convert(schema).map_err(|e| {
+            Error::Schema(format!("cannot build a grammar from a tool's schema: {e}"))
         })?;
         let prefix = format!("j{}-", self.imports);
         self.imports += 1;
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
             let Some((name, body)) = line.split_once("::=") else {
-                return Err(Error::Template(format!(
+                return Err(Error::Schema(format!(
                     "unexpected line in a schema grammar: {line}"
                 )));
             };

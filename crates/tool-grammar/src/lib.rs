@@ -1,17 +1,25 @@
-//! Tool-call grammars: GBNF text that constrains a reply to calls in the model's own
-//! call language.
+//! Tool-call grammars: GBNF text (llama.cpp's grammar language) that constrains a reply
+//! to calls in the model's own call language.
 //!
 //! `required` or a named tool makes the reply one or more calls whose arguments follow
 //! the tools' JSON schemas, after the reasoning the model may write first (or must
 //! finish, when the prompt opened it); `auto` constrains only what follows the format's
 //! opening marker (a lazy grammar), so free text stays free; `none` adds nothing.
 //!
-//! [`syntax`] knows each format's call syntax; [`gbnf`] writes the grammar text.
+//! Pure: no model, no I/O. Both backends write the same grammar — the in-process one
+//! hands it to llama.cpp's sampler, the server one sends it to llama-server — so a model
+//! is held to the same call syntax wherever it runs. The JSON of arguments comes from a
+//! [`SchemaConverter`]: llama.cpp's own converter where it is linked, else
+//! [`SubsetConverter`].
+//!
+//! `syntax` knows each format's call syntax; `gbnf` writes the grammar text.
 
 mod gbnf;
+mod schema;
 mod syntax;
 
-use crate::Error;
+pub use schema::SubsetConverter;
+
 use core_models::{LlmRequest, ToolChoice};
 use gbnf::{literal, Gbnf, SPACE};
 use services_ai::ToolCallFormat;
@@ -20,45 +28,66 @@ use services_ai::ToolCallFormat;
 const MAX_CALLS: usize = 8;
 
 /// The opening of a tool call in the format AIntern asks models for.
-pub(crate) const CALL_FENCE: &str = "```tool_call";
+pub const CALL_FENCE: &str = "```tool_call";
+
+/// Errors of grammar building.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The tool choice names a tool that is not offered.
+    #[error("the tool choice names {0}, which is not offered")]
+    UnknownTool(String),
+    /// A tool's schema could not be turned into a grammar.
+    #[error("{0}")]
+    Schema(String),
+}
+
+/// Turns a JSON schema into a GBNF grammar of the JSON it accepts (start rule `root`).
+pub trait SchemaConverter {
+    /// The grammar of JSON values matching `schema`.
+    ///
+    /// # Errors
+    /// A message when the schema cannot be converted.
+    fn convert(&self, schema: &serde_json::Value) -> Result<String, String>;
+}
 
 /// A grammar for a reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ToolGrammar {
+pub struct ToolGrammar {
     /// The GBNF text; its start rule is `root`.
-    pub(crate) text: String,
+    pub text: String,
     /// For a lazy grammar, the patterns (regular expressions, as llama.cpp's lazy
     /// grammars take them) that start it: the grammar constrains the text from the
     /// pattern's first capture group on. Empty for a grammar that constrains the whole
     /// reply.
-    pub(crate) triggers: Vec<String>,
+    pub triggers: Vec<String>,
 }
 
 impl ToolGrammar {
     /// Whether the grammar waits for a trigger.
-    pub(crate) fn is_lazy(&self) -> bool {
+    pub fn is_lazy(&self) -> bool {
         !self.triggers.is_empty()
     }
 }
 
 /// What the grammar is written for: the model's call language and reasoning.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct GrammarTarget {
+pub struct GrammarTarget {
     /// The call format ([`ToolCallFormat::FencedJson`]: AIntern's own, taught by the
     /// system prompt).
-    pub(crate) format: ToolCallFormat,
+    pub format: ToolCallFormat,
     /// The reasoning markers the model writes (open, close), when it reasons.
-    pub(crate) reasoning: Option<(&'static str, &'static str)>,
+    pub reasoning: Option<(&'static str, &'static str)>,
     /// The prompt opened reasoning: the reply starts inside it.
-    pub(crate) starts_in_thinking: bool,
+    pub starts_in_thinking: bool,
     /// Mistral's newer form, `[TOOL_CALLS]NAME[ARGS]{…}` (Mistral Small 3.2, Magistral,
     /// Devstral), rather than a JSON list.
-    pub(crate) name_then_args: bool,
+    pub name_then_args: bool,
 }
 
 impl GrammarTarget {
     /// AIntern's fence, for a model whose reasoning is unknown.
-    pub(crate) fn fence() -> Self {
+    pub fn fence() -> Self {
         GrammarTarget {
             format: ToolCallFormat::FencedJson,
             reasoning: None,
@@ -78,7 +107,7 @@ impl GrammarTarget {
 
     /// The reasoning the model may write (or, when the prompt opened it, finish) before
     /// its calls, as a GBNF expression; empty when there is none.
-    fn reasoning_prefix(&self, g: &mut Gbnf) -> String {
+    fn reasoning_prefix(&self, g: &mut Gbnf<'_>) -> String {
         // A harmony reply's analysis message ends with `<|end|>`; the call is the next
         // message, whose header starts again.
         let after = if self.format == ToolCallFormat::Harmony {
@@ -99,10 +128,16 @@ impl GrammarTarget {
 }
 
 /// A grammar for the reply to `request` in `target`'s call language, from the offered
-/// tools and the tool choice. `None` when nothing constrains the reply.
-pub(crate) fn tool_grammar(
+/// tools and the tool choice, with argument JSON as `schemas` writes it. `None` when
+/// nothing constrains the reply.
+///
+/// # Errors
+/// [`Error::UnknownTool`] when the tool choice names a tool not offered;
+/// [`Error::Schema`] when a tool's schema cannot be converted.
+pub fn tool_grammar(
     request: &LlmRequest,
     target: &GrammarTarget,
+    schemas: &dyn SchemaConverter,
 ) -> Result<Option<ToolGrammar>, Error> {
     // With `none` nothing constrains the text: the agent runs nothing the model writes
     // then (a grammar forbidding the call's opening would have to check every token).
@@ -113,15 +148,13 @@ pub(crate) fn tool_grammar(
         ToolChoice::Tool(name) => {
             let chosen: Vec<_> = request.tools.iter().filter(|t| &t.id == name).collect();
             if chosen.is_empty() {
-                return Err(Error::Template(format!(
-                    "the tool choice names {name}, which is not offered"
-                )));
+                return Err(Error::UnknownTool(name.clone()));
             }
             chosen
         }
         _ => request.tools.iter().collect(),
     };
-    let mut g = Gbnf::new();
+    let mut g = Gbnf::new(schemas);
     // A named tool is one call of it; otherwise a reply may hold several.
     let max_calls = match request.tool_choice {
         ToolChoice::Tool(_) => 1,
@@ -146,7 +179,7 @@ pub(crate) fn tool_grammar(
 /// reply's tokens spent reasoning, the worker writes the rest of the closing marker
 /// itself, and the grammar then asks for the call.
 #[derive(Debug)]
-pub(crate) struct ReasoningBudget {
+pub struct ReasoningBudget {
     open: &'static str,
     close: &'static str,
     state: Reasoning,
@@ -166,7 +199,7 @@ enum Reasoning {
 impl ReasoningBudget {
     /// The budget for a reply to `request` under a grammar for `target`; `None` when the
     /// grammar constrains nothing before a trigger (`auto`) or allows no reasoning.
-    pub(crate) fn new(request: &LlmRequest, target: &GrammarTarget) -> Option<Self> {
+    pub fn new(request: &LlmRequest, target: &GrammarTarget) -> Option<Self> {
         if matches!(request.tool_choice, ToolChoice::Auto | ToolChoice::None) {
             return None;
         }
@@ -187,7 +220,7 @@ impl ReasoningBudget {
 
     /// Note the text of one generated token. Returns the text to write for the model
     /// when the budget is spent: the rest of the closing marker.
-    pub(crate) fn push(&mut self, piece: &str) -> Option<String> {
+    pub fn push(&mut self, piece: &str) -> Option<String> {
         self.text.push_str(piece);
         if self.state == Reasoning::Before {
             let t = self.text.trim_start();
