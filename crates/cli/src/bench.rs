@@ -22,9 +22,18 @@ use std::path::PathBuf;
 /// `aintern bench llm` options.
 #[derive(Debug, clap::Args)]
 pub(crate) struct BenchLlmArgs {
-    /// The GGUF model (default: the embedded default model).
+    /// The GGUF model (default: the embedded default model); with `--backend openai:URL`,
+    /// the model's name on the server.
     #[arg(long, value_name = "FILE")]
-    model: Option<PathBuf>,
+    model: Option<String>,
+    /// `openai:URL`: measure the OpenAI-compatible client against a minimal direct
+    /// client on the same server (time to first token, generation rate), instead of the
+    /// in-process backend against raw llama.cpp.
+    #[arg(long, value_name = "BACKEND")]
+    backend: Option<String>,
+    /// The environment variable holding the server's API key.
+    #[arg(long, value_name = "VAR")]
+    api_key_env: Option<String>,
     /// Threads for prompt processing and generation (0: every core).
     #[arg(long, value_name = "N", default_value_t = 0)]
     threads: u32,
@@ -101,10 +110,26 @@ struct GrammarRun {
 
 /// Run the benchmark and print its report.
 pub(crate) async fn run(args: BenchLlmArgs) -> Result<(), String> {
+    if let Some(spec) = args.backend.as_deref() {
+        let flags = crate::backend::Flags {
+            backend: Some(spec),
+            model: args.model.as_deref(),
+            api_key_env: args.api_key_env.as_deref(),
+        };
+        return match crate::backend::choose(flags, &services_ai::BackendConfig::default())? {
+            crate::backend::Choice::OpenAi(config) => {
+                crate::bench_openai::run(*config, args.gen_tokens, args.reps, args.json).await
+            }
+            _ => Err(
+                "bench llm --backend takes openai:URL (the in-process backend is the default)"
+                    .into(),
+            ),
+        };
+    }
     let path = args
         .model
         .clone()
-        .unwrap_or_else(llm_llama::default_model_path);
+        .map_or_else(llm_llama::default_model_path, PathBuf::from);
     if !path.is_file() && args.model.is_none() {
         return Err(format!(
             "the default model is not downloaded yet ({}): run scripts/fetch-model or pass --model FILE",

@@ -2,10 +2,13 @@
 //!
 //! Commands: `run` and `exec` (one request to the agent), `chat` (a conversation),
 //! `permissions` (the saved "always" decisions), `config` (the effective configuration),
-//! `parse` (the tool-call parser over stdin) and `bench llm` (the inference layer's speed).
+//! `models` (what a backend offers), `parse` (the tool-call parser over stdin),
+//! `template` (chat templates) and `bench llm` (the inference layer's speed).
 
 mod backend;
 mod bench;
+mod bench_openai;
+mod models;
 mod parse;
 mod permissions;
 mod run;
@@ -43,6 +46,8 @@ enum Command {
     Exec(run::RunArgs),
     /// A conversation with the agent: each line typed is a request that continues it.
     Chat(run::ChatArgs),
+    /// List the models a backend offers (a server's, or the GGUF file a session loads).
+    Models(models::ModelsArgs),
     /// Manage the saved permissions ("always allow" / "always deny" per tool).
     Permissions {
         #[command(subcommand)]
@@ -172,6 +177,10 @@ fn run(cli: Cli) -> Result<(), String> {
             drop(out);
             runtime(1)?.block_on(permissions::run(action))
         }
+        Command::Models(args) => {
+            drop(out);
+            runtime(1)?.block_on(models::run(args))
+        }
         Command::Bench {
             what: BenchWhat::Llm(args),
         } => {
@@ -204,7 +213,11 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Command::Config { action } => match action {
             ConfigAction::Show { source, json } => {
-                let config = source.load()?;
+                let mut config = source.load()?;
+                // Header values may carry credentials: never printed.
+                for value in config.backend.headers.values_mut() {
+                    *value = "<hidden>".into();
+                }
                 let text = if json {
                     serde_json::to_string_pretty(&config).map_err(|e| e.to_string())?
                 } else {

@@ -102,6 +102,8 @@ pub struct ModelInfo {
     pub context_size: u32,
     /// The context the model was trained with.
     pub training_context: u32,
+    /// The model's parameters.
+    pub parameters: u64,
     /// Threads used for prompt processing and generation.
     pub threads: u32,
     /// The model's own chat template, when it has one.
@@ -250,6 +252,13 @@ impl LlmService for LlamaLlm {
 
     fn chat_format(&self) -> Option<core_models::ChatFormat> {
         self.info.chat_format.clone()
+    }
+
+    fn model_details(&self) -> core_models::ModelDetails {
+        core_models::ModelDetails {
+            parameters: Some(self.info.parameters).filter(|p| *p > 0),
+            context_length: Some(self.info.context_size),
+        }
     }
 
     async fn generate(&self, request: LlmRequest) -> Result<LlmStream, core_models::Error> {

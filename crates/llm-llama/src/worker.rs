@@ -162,6 +162,7 @@ pub(crate) fn run(
         path: config.model_path.clone(),
         context_size: ctx.n_ctx(),
         training_context: model.n_ctx_train(),
+        parameters: model.n_params(),
         threads: u32::try_from(threads).unwrap_or(1),
         chat_template: source.clone(),
         template_capabilities: jinja.as_ref().map(ChatTemplate::capabilities),

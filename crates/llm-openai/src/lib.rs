@@ -358,12 +358,16 @@ impl LlmService for OpenAiLlm {
     }
 
     fn model_details(&self) -> ModelDetails {
-        let entry = self
-            .inner
-            .info
+        let info = &self.inner.info;
+        // llama-server serves its one model whatever name is asked for.
+        let entry = info
             .models
             .iter()
-            .find(|m| m.answers_to(&self.inner.model));
+            .find(|m| m.answers_to(&self.inner.model))
+            .or(match info.models.as_slice() {
+                [only] if info.llama_server => Some(only),
+                _ => None,
+            });
         ModelDetails {
             parameters: entry.and_then(|m| m.parameters),
             context_length: self

@@ -13,12 +13,14 @@
 //!   optional delay per chunk, records what it received and fails on demand;
 //! * [`fixtures`] — small ready-made values.
 //! * [`processes`] — whether a process is gone, the pid a shell wrote.
+//! * [`llama_server`] — a real llama-server on a free loopback port, killed when dropped.
 //! * [`stub_server`] — a scripted OpenAI-compatible server on loopback, well-behaved or
 //!   not (statuses, slow headers, silent or broken streams, malformed or huge events).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod fixtures;
+pub mod llama_server;
 mod mock_tool;
 pub mod mocks;
 pub mod processes;

@@ -12,6 +12,7 @@ mod parse;
 mod permissions;
 mod run;
 mod security;
+mod server;
 mod template;
 
 use core_models::AgentEvent;

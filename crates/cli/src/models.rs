@@ -1,0 +1,132 @@
+//! `aintern models`: what a backend offers — a server's model list, or the GGUF file a
+//! session would load.
+
+use crate::backend::{self, Choice, Flags};
+use crate::session::workspace;
+use crate::settings;
+use std::io::Write;
+use std::path::PathBuf;
+
+/// `aintern models` options.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ModelsArgs {
+    /// The backend: `openai:URL` (a server's models), `llama:FILE`; default: `[backend]`
+    /// in aintern.toml.
+    #[arg(long, value_name = "BACKEND")]
+    backend: Option<String>,
+    /// The environment variable holding the server's API key.
+    #[arg(long, value_name = "VAR")]
+    api_key_env: Option<String>,
+    /// Read the configuration from this TOML file instead of aintern.toml.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Print JSON (one object per model) instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// List the models and print them.
+pub(crate) async fn run(args: ModelsArgs) -> Result<(), String> {
+    let workspace = workspace(None)?;
+    let (config, notes) = settings::load_config(&workspace, args.config.as_deref(), &[], |_| {})?;
+    for note in notes {
+        eprintln!("aintern: {note}");
+    }
+    let flags = Flags {
+        backend: args.backend.as_deref(),
+        model: None,
+        api_key_env: args.api_key_env.as_deref(),
+    };
+    let mut out = std::io::stdout().lock();
+    let rows: Vec<serde_json::Value> = match backend::choose(flags, &config.backend)? {
+        Choice::OpenAi(config) => {
+            let models = llm_openai::OpenAiLlm::list_models(&config)
+                .await
+                .map_err(|e| e.to_string())?;
+            if models.is_empty() {
+                return Err(format!("the server at {} lists no models", config.base_url));
+            }
+            models
+                .iter()
+                .map(|m| serde_json::to_value(m).unwrap_or_default())
+                .collect()
+        }
+        Choice::Embedded => vec![local(llm_llama::default_model_path(), true)],
+        Choice::Llama(path) => vec![local(path, false)],
+        Choice::Script(path) => vec![serde_json::json!({"id": "scripted", "file": path})],
+    };
+    let text = if args.json {
+        rows.iter()
+            .map(serde_json::Value::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
+    } else {
+        table(&rows)
+    };
+    writeln!(out, "{text}").map_err(|e| e.to_string())
+}
+
+/// A GGUF file as a row.
+fn local(path: PathBuf, embedded: bool) -> serde_json::Value {
+    let id = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    serde_json::json!({
+        "id": id,
+        "file": path,
+        "present": path.is_file(),
+        "embedded": embedded,
+    })
+}
+
+/// Rows as an aligned table: id, parameters, context, owner (or file).
+fn table(rows: &[serde_json::Value]) -> String {
+    let cell = |row: &serde_json::Value, key: &str| match row.get(key) {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(serde_json::Value::Number(n)) if key == "parameters" => {
+            let n = n.as_f64().unwrap_or_default();
+            if n >= 1e9 {
+                format!("{:.1}B", n / 1e9)
+            } else {
+                format!("{:.0}M", n / 1e6)
+            }
+        }
+        Some(serde_json::Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    };
+    let columns = ["id", "parameters", "context_length", "owned_by", "file"];
+    let used: Vec<&str> = columns
+        .into_iter()
+        .filter(|c| rows.iter().any(|r| !cell(r, c).is_empty()))
+        .collect();
+    let width: Vec<usize> = used
+        .iter()
+        .map(|c| {
+            rows.iter()
+                .map(|r| cell(r, c).chars().count())
+                .max()
+                .unwrap_or(0)
+                .max(c.len())
+        })
+        .collect();
+    let line = |cells: Vec<String>| {
+        cells
+            .iter()
+            .zip(&width)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_string()
+    };
+    let mut out = vec![line(
+        used.iter()
+            .map(|c| c.replace("_length", "").to_string())
+            .collect(),
+    )];
+    for row in rows {
+        out.push(line(used.iter().map(|c| cell(row, c)).collect()));
+    }
+    out.join("\n")
+}

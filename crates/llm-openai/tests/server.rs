@@ -1,0 +1,261 @@
+//! The backend against a real llama-server (llama.cpp's own) serving the test model:
+//! streamed text equals the whole reply at temperature 0, native tool calls arrive
+//! structured and run through the agent loop, usage and cached tokens are reported across
+//! iterations, and dropping a stream stops the server's generation at once.
+//!
+//! Skipped with a notice when the server or the model is missing, unless
+//! `AINTERN_REQUIRE_LLAMA_SERVER` is set (`scripts/test` sets it and builds the server).
+
+use core_models::{
+    AgentEvent, AgentRequest, AgentService as _, ChatMessage, InferenceOptions, LlmChunk,
+    LlmRequest, LlmService, RiskLevel, Tool, ToolChoice, ToolDefinition, ToolRegistry, ToolResult,
+};
+use futures::StreamExt;
+use llm_openai::{OpenAiConfig, OpenAiLlm, ToolMode};
+use serde_json::{json, Value};
+use services_ai::{AgentConfig, AgentService, DefaultPermissionManager, InMemoryToolRegistry};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use test_support::llama_server::{LlamaServer, ServerOptions};
+use test_support::MockTool;
+
+/// AIntern's own tool-capable template for the test model.
+fn tools_template() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/smol-tools.jinja")
+}
+
+fn greedy(max_tokens: u32) -> InferenceOptions {
+    InferenceOptions {
+        temperature: 0.0,
+        max_tokens,
+        ..InferenceOptions::default()
+    }
+}
+
+async fn connect(server: &LlamaServer) -> OpenAiLlm {
+    OpenAiLlm::connect(OpenAiConfig::new(server.url()))
+        .await
+        .unwrap_or_else(|e| panic!("connect: {e}\n{}", server.log_text()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streamed_text_equals_the_whole_reply_at_temperature_0() {
+    let Some(server) = LlamaServer::start(ServerOptions::default()) else {
+        return;
+    };
+    let llm = connect(&server).await;
+    // The test model's own template renders no tools: they would be described in text.
+    assert_eq!(llm.tool_mode(), ToolMode::Text);
+    assert!(llm.server_info().llama_server);
+    let details = llm.model_details();
+    assert!(details.is_small(), "{details:?}");
+    assert_eq!(details.context_length, Some(4096));
+
+    let messages = vec![
+        ChatMessage::system("You are a helpful assistant."),
+        ChatMessage::user("Name three colours of the rainbow."),
+    ];
+    let request = LlmRequest {
+        options: greedy(48),
+        ..LlmRequest::new(messages)
+    };
+    let mut stream = llm
+        .generate(request)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (mut streamed, mut pieces, mut usage) = (String::new(), 0, None);
+    while let Some(item) = stream.next().await {
+        match item.unwrap_or_else(|e| panic!("{e}")) {
+            LlmChunk::Text { text } => {
+                streamed.push_str(&text);
+                pieces += 1;
+            }
+            LlmChunk::Usage(u) => usage = Some(u),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(pieces > 1, "streamed in pieces");
+    let usage = usage.unwrap_or_default();
+    assert!(
+        usage.prompt_tokens > 0 && usage.generated_tokens > 0,
+        "{usage:?}"
+    );
+    assert!(usage.time_to_first_token > Duration::ZERO);
+
+    // The same request, not streamed, straight to the server.
+    let whole: Value = reqwest::Client::new()
+        .post(format!("{}/chat/completions", server.url()))
+        .json(&json!({
+            "messages": [
+                {"role": "system", "content": "You are a helpful assistant."},
+                {"role": "user", "content": "Name three colours of the rainbow."}
+            ],
+            "temperature": 0.0,
+            "max_tokens": 48,
+        }))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .json()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let whole = whole["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(!whole.is_empty());
+    assert_eq!(streamed, whole);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn native_tool_calls_arrive_structured_and_run_through_the_loop() {
+    let Some(server) = LlamaServer::start(ServerOptions {
+        chat_template: Some(tools_template()),
+        ..ServerOptions::default()
+    }) else {
+        return;
+    };
+    let llm = Arc::new(connect(&server).await);
+    assert_eq!(
+        llm.tool_mode(),
+        ToolMode::Native,
+        "the template renders tools"
+    );
+    let tool = Arc::new(
+        MockTool::new("read_file")
+            .with_definition(
+                ToolDefinition::new("read_file", "Read File", "Read a text file.")
+                    .with_risk(RiskLevel::Safe)
+                    .with_schema(json!({
+                        "type": "object",
+                        "properties": {"path": {"type": "string"}},
+                        "required": ["path"]
+                    })),
+            )
+            .with_execute(|_| async { ToolResult::success("apples and pears") }),
+    );
+    let registry: Arc<dyn ToolRegistry> = Arc::new(
+        [tool.clone() as Arc<dyn Tool>]
+            .into_iter()
+            .collect::<InMemoryToolRegistry>(),
+    );
+    let agent = AgentService::builder(llm.clone(), registry)
+        .config(AgentConfig {
+            iteration_delay_ms: 0,
+            ..AgentConfig::default()
+        })
+        .permissions(Arc::new(DefaultPermissionManager::in_memory()))
+        .build();
+    let mut request = AgentRequest::new("Call read_file on notes.txt, as JSON.");
+    request.tool_choice = ToolChoice::Required;
+    request.inference_options = Some(greedy(200));
+    let mut stream = agent
+        .process_message(request)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut events = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while let Some(event) = tokio::time::timeout_at(deadline.into(), stream.next())
+        .await
+        .unwrap_or_else(|_| panic!("the request did not end"))
+    {
+        events.push(event);
+    }
+    let calls: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolCallRequest(r) => Some(r.request.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        calls.len(),
+        1,
+        "{:?}\n{}",
+        kinds(&events),
+        server.log_text()
+    );
+    assert_eq!(calls[0].tool_id, "read_file");
+    assert_eq!(calls[0].parameters.get("path"), Some(&json!("notes.txt")));
+    assert!(calls[0].model_call_id.is_some(), "the server's id is kept");
+    assert_eq!(tool.executions(), 1);
+    let Some(AgentEvent::AgentComplete(done)) = events.last() else {
+        panic!("{:?}", kinds(&events))
+    };
+    assert_eq!(done.total_iterations, 2);
+    // Usage per generation, and the cache across iterations: the second request shares
+    // the first's prefix.
+    let usages: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::TextGeneration(t) if t.is_complete => t.usage.clone(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(usages.len(), 2, "{usages:?}");
+    assert!(usages
+        .iter()
+        .all(|u| u.prompt_tokens > 0 && u.generated_tokens > 0));
+    assert!(usages[1].cached_prompt_tokens > 0, "{usages:?}");
+    assert_eq!(
+        done.cached_prompt_tokens,
+        usages.iter().map(|u| u.cached_prompt_tokens).sum::<u64>()
+    );
+    assert_eq!(
+        done.prompt_tokens,
+        usages.iter().map(|u| u.prompt_tokens).sum::<u64>()
+    );
+}
+
+fn kinds(events: &[AgentEvent]) -> Vec<&'static str> {
+    events.iter().map(|e| e.event_type()).collect()
+}
+
+/// Whether the server is generating for anyone.
+fn busy(server: &LlamaServer) -> bool {
+    let Some((200, body)) = server.get("/slots") else {
+        return true;
+    };
+    let slots: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    slots
+        .as_array()
+        .is_some_and(|s| s.iter().any(|slot| slot["is_processing"] == json!(true)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_a_stream_stops_the_generation_at_once() {
+    let Some(server) = LlamaServer::start(ServerOptions::default()) else {
+        return;
+    };
+    let llm = connect(&server).await;
+    let request = LlmRequest {
+        options: greedy(2000),
+        ..LlmRequest::new(vec![ChatMessage::user(
+            "Count from 1 to 1000, separated by commas.",
+        )])
+    };
+    let mut stream = llm
+        .generate(request)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    for _ in 0..5 {
+        assert!(matches!(
+            stream.next().await,
+            Some(Ok(LlmChunk::Text { .. }))
+        ));
+    }
+    assert!(busy(&server), "generating");
+    let dropped = Instant::now();
+    drop(stream);
+    let released = dropped.elapsed();
+    while busy(&server) && dropped.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let stopped = dropped.elapsed();
+    assert!(released < Duration::from_millis(100), "{released:?}");
+    assert!(
+        stopped < Duration::from_millis(100),
+        "the server generated for {stopped:?} after the drop\n{}",
+        server.log_text()
+    );
+}
