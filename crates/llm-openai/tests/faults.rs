@@ -488,3 +488,66 @@ async fn no_model_named_and_none_listed_is_a_clear_error() {
         .unwrap_or_default();
     assert!(error.contains("--model"), "{error}");
 }
+
+#[tokio::test]
+async fn a_forced_call_in_text_mode_on_llama_server_is_held_by_a_grammar() {
+    let server = StubServer::start([
+        StubReply::text_stream(&[
+            "```tool_call\n{\"tool\": \"read_file\", \"parameters\": {\"path\": \"a\"}}\n```",
+        ]),
+        StubReply::text_stream(&["free"]),
+    ])
+    .await;
+    server.props(
+        json!({"chat_template": "{{ messages }}", "chat_template_caps": {"supports_tools": false}}),
+    );
+    let mut c = config(&server);
+    c.tool_mode = ToolMode::Auto;
+    let llm = connect(c).await;
+    let mut req = request("read a");
+    req.tools = vec![core_models::ToolDefinition::new("read_file", "Read", "Read a file.")
+        .with_schema(json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}))];
+    req.tool_choice = ToolChoice::Required;
+    let (_, error) = collect(&llm, req.clone()).await;
+    assert_eq!(error, None);
+    req.tool_choice = ToolChoice::Auto;
+    let (_, error) = collect(&llm, req).await;
+    assert_eq!(error, None);
+    let sent = server.chat_requests();
+    let grammar = sent[0].body["grammar"].as_str().unwrap_or_default();
+    assert!(
+        grammar.starts_with("root ::=") && grammar.contains("tool_call"),
+        "{grammar}"
+    );
+    assert!(
+        sent[0].body.get("tools").is_none(),
+        "text mode sends no tools"
+    );
+    assert_eq!(
+        sent[0].body["top_k"], 40,
+        "llama-server's sampling extensions"
+    );
+    assert!(
+        sent[1].body.get("grammar").is_none(),
+        "free text stays free under auto"
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_wants_max_completion_tokens_gets_it() {
+    let server = StubServer::start([
+        StubReply::status(
+            400,
+            r#"{"error":{"message":"Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."}}"#,
+        ),
+        StubReply::text_stream(&["ok"]),
+    ])
+    .await;
+    let llm = connect(config(&server)).await;
+    let (chunks, error) = collect(&llm, request("hi")).await;
+    assert_eq!((text(&chunks).as_str(), error), ("ok", None));
+    let sent = server.chat_requests();
+    assert_eq!(sent[0].body["max_tokens"], 4096);
+    assert_eq!(sent[1].body["max_completion_tokens"], 4096);
+    assert!(sent[1].body.get("max_tokens").is_none());
+}

@@ -22,6 +22,14 @@ pub enum StubEvent {
     Data(String),
     /// Bytes written as they are.
     Raw(Vec<u8>),
+    /// `len` copies of `byte`, written in 64 KiB pieces (a huge event that the stub
+    /// itself never holds whole).
+    Filler {
+        /// The byte.
+        byte: u8,
+        /// How many.
+        len: usize,
+    },
     /// Wait before the next piece.
     Delay(Duration),
     /// Close the connection in the middle of the body.
@@ -314,6 +322,20 @@ async fn write_reply(socket: &mut TcpStream, reply: StubReply) -> bool {
                         tokio::select! {
                             () = tokio::time::sleep(delay) => continue,
                             r = socket.read(&mut probe) => if matches!(r, Ok(0) | Err(_)) { return false },
+                        }
+                        continue;
+                    }
+                    StubEvent::Filler { byte, len } => {
+                        let piece = vec![byte; 64 * 1024];
+                        let mut left = len;
+                        while left > 0 {
+                            let n = left.min(piece.len());
+                            let chunk =
+                                [format!("{n:x}\r\n").as_bytes(), &piece[..n], b"\r\n"].concat();
+                            if socket.write_all(&chunk).await.is_err() {
+                                return false;
+                            }
+                            left -= n;
                         }
                         continue;
                     }
