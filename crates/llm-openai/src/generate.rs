@@ -40,14 +40,7 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
             );
             let started = Instant::now();
             let deadline = started + inner.config.first_token_timeout;
-            let sent = http::send(
-                inner.http.post(inner.urls.chat.clone()).json(&body),
-                &inner.urls.chat,
-                deadline,
-                inner.config.connect_timeout,
-                &context,
-            )
-            .await;
+            let sent = inner.post_chat(&body, deadline, &context).await;
             let response = match sent {
                 Ok(response) => response,
                 Err(Failure { error: Error::Rejected { message, .. }, .. })
@@ -190,22 +183,11 @@ fn stream_failure(
         )),
         E::Transport(http::BodyError::Http(e)) => Error::Disconnected {
             after_output: delivered,
-            reason: describe(e),
+            reason: http::describe(e),
         },
         E::Utf8(e) => Error::MalformedStream(format!("the stream is not UTF-8 text: {e}")),
         E::Parser(e) => Error::MalformedStream(format!("not server-sent events: {e}")),
     }
-}
-
-/// A reqwest error with its causes.
-fn describe(e: &reqwest::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        text = format!("{text}: {s}");
-        source = s.source();
-    }
-    text
 }
 
 fn timeout(inner: &Inner, started: bool) -> Error {

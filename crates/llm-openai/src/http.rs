@@ -123,14 +123,20 @@ impl From<Error> for Failure {
     }
 }
 
-/// A network error in words.
-pub(crate) fn network_error(url: &Url, e: &reqwest::Error, connect_timeout: Duration) -> Error {
-    let mut reason = e.to_string();
+/// A reqwest error with its causes, in words.
+pub(crate) fn describe(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
-        reason = format!("{reason}: {s}");
+        text = format!("{text}: {s}");
         source = s.source();
     }
+    text
+}
+
+/// A network error in words.
+pub(crate) fn network_error(url: &Url, e: &reqwest::Error, connect_timeout: Duration) -> Error {
+    let mut reason = describe(e);
     if e.is_connect() || e.is_timeout() && e.is_request() {
         if e.is_timeout() {
             reason = format!(

@@ -218,6 +218,23 @@ impl Inner {
         }
     }
 
+    /// `POST {base}/chat/completions` with `body`, its headers awaited until `deadline`.
+    async fn post_chat(
+        &self,
+        body: &Value,
+        deadline: Instant,
+        context: &Context,
+    ) -> Result<reqwest::Response, Failure> {
+        http::send(
+            self.http.post(self.urls.chat.clone()).json(body),
+            &self.urls.chat,
+            deadline,
+            self.config.connect_timeout,
+            context,
+        )
+        .await
+    }
+
     /// Whether the server takes `tools` for the model: one request for one token.
     async fn probe_tools(&self) -> Result<bool, Error> {
         let mut request = LlmRequest::new(vec![core_models::ChatMessage::user("Say OK.")]);
@@ -239,14 +256,7 @@ impl Inner {
             );
             let deadline = Instant::now() + self.config.first_token_timeout;
             let context = self.context(&request, Mode::Native);
-            let sent = http::send(
-                self.http.post(self.urls.chat.clone()).json(&body),
-                &self.urls.chat,
-                deadline,
-                self.config.connect_timeout,
-                &context,
-            )
-            .await;
+            let sent = self.post_chat(&body, deadline, &context).await;
             match sent {
                 Ok(_) => return Ok(true),
                 Err(Failure {
