@@ -159,12 +159,20 @@ async fn theirs(
     body: &serde_json::Value,
 ) -> Result<Sample, String> {
     let started = Instant::now();
-    let response = client
-        .post(url)
-        .json(body)
-        .send()
-        .await
-        .map_err(|e| e.to_string())?;
+    // A connection error is tried once more, as AIntern's client would.
+    let response = match client.post(url).json(body).send().await {
+        Err(e) if e.is_connect() || e.is_request() => client.post(url).json(body).send().await,
+        other => other,
+    }
+    .map_err(|e| {
+        let mut text = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            text = format!("{text}: {s}");
+            source = s.source();
+        }
+        text
+    })?;
     if !response.status().is_success() {
         return Err(format!("the server answered {}", response.status()));
     }
