@@ -405,3 +405,76 @@ fn the_iteration_delay_and_the_sandbox_settings_are_validated() {
     let unknown = toml_file("[sandbox]\nmodes = \"read-only\"\n");
     assert!(ConfigLoader::new().file(unknown.path()).load().is_err());
 }
+
+#[test]
+fn the_backend_section_loads_and_is_validated() {
+    let file = toml_file(
+        "[backend]\nkind = \"openai\"\nurl = \"http://127.0.0.1:8080/v1\"\nmodel = \"qwen\"\n\
+         api_key_env = \"OPENAI_API_KEY\"\ntool_mode = \"text\"\nheaders = { \"X-Team\" = \"a\" }\n",
+    );
+    let c = ConfigLoader::new()
+        .env_source(env(&[("AINTERN_BACKEND__MAX_RETRIES", "5")]))
+        .file(file.path())
+        .load()
+        .unwrap();
+    assert_eq!(c.backend.kind, services_ai::BackendKind::Openai);
+    assert_eq!(c.backend.tool_mode, services_ai::ToolMode::Text);
+    assert_eq!(c.backend.max_retries, 5);
+    assert_eq!(c.backend.headers["X-Team"], "a");
+    assert!(
+        !format!("{:?}", c.backend).contains("\"a\""),
+        "header values are not printed"
+    );
+
+    let openai = |c: &mut AgentConfig| c.backend.kind = services_ai::BackendKind::Openai;
+    check_rule(openai, "backend.url", "is required");
+    check_rule(
+        |c| {
+            openai(c);
+            c.backend.url = Some("127.0.0.1:8080".into());
+        },
+        "backend.url",
+        "http://",
+    );
+    check_rule(
+        |c| c.backend.api_key_env = Some("MY KEY".into()),
+        "backend.api_key_env",
+        "not an environment variable",
+    );
+    check_rule(
+        |c| {
+            c.backend.headers.insert("X-Bad\nName".into(), "v".into());
+        },
+        "backend.headers",
+        "not an HTTP header name",
+    );
+    check_rule(
+        |c| {
+            c.backend
+                .headers
+                .insert("X-Ok".into(), "a\r\nInjected: 1".into());
+        },
+        "backend.headers",
+        "line break",
+    );
+    check_rule(
+        |c| c.backend.idle_timeout_ms = 0,
+        "backend.idle_timeout_ms",
+        "from 1",
+    );
+    check_rule(
+        |c| c.backend.first_token_timeout_ms = u64::MAX,
+        "backend.first_token_timeout_ms",
+        "a day",
+    );
+    check_rule(
+        |c| c.backend.max_retries = 11,
+        "backend.max_retries",
+        "at most 10",
+    );
+    let unknown = toml_file("[backend]\nkindd = \"openai\"\n");
+    assert!(
+        ConfigLoader::new().file(unknown.path()).load().is_err(),
+        "unknown keys are errors"
+    );
+}

@@ -123,6 +123,24 @@ pub(crate) fn choose(flags: Flags<'_>, config: &BackendConfig) -> Result<Choice,
     }
 }
 
+/// Whether `url` is plain HTTP to a host other than this machine.
+fn sends_in_clear(url: &str) -> bool {
+    let Some(rest) = url.trim().strip_prefix("http://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, h)| h)
+        .trim_start_matches('[');
+    let host = host.split([']']).next().unwrap_or(host);
+    let host = host
+        .rsplit_once(':')
+        .filter(|(h, _)| !h.contains(':'))
+        .map_or(host, |(h, _)| h);
+    !(host.eq_ignore_ascii_case("localhost") || host.starts_with("127.") || host == "::1")
+}
+
 /// Whether two URLs name the same scheme, host and port.
 fn same_origin(a: &str, b: &str) -> bool {
     let origin = |url: &str| {
@@ -186,6 +204,11 @@ pub(crate) async fn open(
         }
         Choice::OpenAi(config) => {
             let url = config.base_url.clone();
+            if config.api_key.is_some() && sends_in_clear(&url) {
+                terminal.note(&format!(
+                    "the API key goes to {url} unencrypted (http://, not a loopback address)"
+                ));
+            }
             let named = config.model.is_some();
             let connecting = OpenAiLlm::connect(*config);
             let llm = with_progress(connecting, &format!("connecting to {url}"), terminal)
@@ -194,7 +217,7 @@ pub(crate) async fn open(
             if !named && llm.server_info().models.len() > 1 {
                 terminal.note(&format!(
                     "using the model {} (the server lists {}: choose one with --model; aintern models lists them)",
-                    llm.model(),
+                    crate::terminal::shown(llm.model(), false),
                     llm.server_info().models.len()
                 ));
             }
@@ -323,6 +346,16 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn keys_in_clear_are_noticed() {
+        assert!(sends_in_clear("http://gpu-box:8000/v1"));
+        assert!(sends_in_clear("http://10.0.0.5/v1"));
+        assert!(!sends_in_clear("http://127.0.0.1:8080/v1"));
+        assert!(!sends_in_clear("http://localhost:11434/v1"));
+        assert!(!sends_in_clear("http://[::1]:8080/v1"));
+        assert!(!sends_in_clear("https://api.example.com/v1"));
     }
 
     #[test]

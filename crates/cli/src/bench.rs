@@ -118,7 +118,14 @@ pub(crate) async fn run(args: BenchLlmArgs) -> Result<(), String> {
         };
         return match crate::backend::choose(flags, &services_ai::BackendConfig::default())? {
             crate::backend::Choice::OpenAi(config) => {
-                crate::bench_openai::run(*config, args.gen_tokens, args.reps, args.json).await
+                crate::bench_openai::run(
+                    *config,
+                    args.api_key_env.as_deref(),
+                    args.gen_tokens,
+                    args.reps,
+                    args.json,
+                )
+                .await
             }
             _ => Err(
                 "bench llm --backend takes openai:URL (the in-process backend is the default)"

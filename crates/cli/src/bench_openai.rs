@@ -59,15 +59,34 @@ struct Report {
 /// Measure and print.
 pub(crate) async fn run(
     config: OpenAiConfig,
+    key_variable: Option<&str>,
     gen: u32,
     reps: u32,
     json: bool,
 ) -> Result<(), String> {
     let url = config.base_url.trim_end_matches('/').to_string();
+    // The direct client sends what AIntern's sends: the key and the headers.
+    let mut headers = reqwest::header::HeaderMap::new();
+    for (name, value) in &config.headers {
+        if let (Ok(name), Ok(value)) = (
+            reqwest::header::HeaderName::from_bytes(name.as_bytes()),
+            reqwest::header::HeaderValue::from_str(value),
+        ) {
+            headers.insert(name, value);
+        }
+    }
+    if let Some(key) = key_variable.and_then(|name| std::env::var(name).ok()) {
+        if let Ok(value) = reqwest::header::HeaderValue::from_str(&format!("Bearer {}", key.trim()))
+        {
+            headers.insert(reqwest::header::AUTHORIZATION, value);
+        }
+    }
     let llm = OpenAiLlm::connect(config)
         .await
         .map_err(|e| e.to_string())?;
     let direct = reqwest::Client::builder()
+        .default_headers(headers)
+        .timeout(std::time::Duration::from_secs(600))
         .build()
         .map_err(|e| e.to_string())?;
     let chat = format!("{}/chat/completions", chat_base(&url));

@@ -82,8 +82,9 @@ fn local(path: PathBuf, embedded: bool) -> serde_json::Value {
 
 /// Rows as an aligned table: id, parameters, context, owner (or file).
 fn table(rows: &[serde_json::Value]) -> String {
+    // What a server says is shown with control characters escaped.
     let cell = |row: &serde_json::Value, key: &str| match row.get(key) {
-        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(serde_json::Value::String(s)) => crate::terminal::shown(s, false).into_owned(),
         Some(serde_json::Value::Number(n)) if key == "parameters" => {
             let n = n.as_f64().unwrap_or_default();
             if n >= 1e9 {

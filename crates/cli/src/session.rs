@@ -215,7 +215,12 @@ impl Session {
         for note in notes {
             terminal.note(&note);
         }
-        let launcher = Arc::new(sandbox::Launcher::new(settings::sandbox_settings(&config)));
+        // Chosen first: the variable holding the server's key, however it was named, is
+        // kept from every command the tools start.
+        let choice = backend::choose(args.backend_flags(), &config.backend)?;
+        let mut sandbox_settings = settings::sandbox_settings(&config);
+        sandbox_settings.secret_env.extend(args.api_key_env.clone());
+        let launcher = Arc::new(sandbox::Launcher::new(sandbox_settings));
         let registry: Arc<dyn ToolRegistry> = Arc::new(
             tools::builtin_tools_with(Arc::clone(&launcher))
                 .into_iter()
@@ -238,7 +243,6 @@ impl Session {
         if let Some(note) = sandbox_note(&launcher) {
             terminal.note(&note);
         }
-        let choice = backend::choose(args.backend_flags(), &config.backend)?;
         let opened = tokio::select! {
             opened = backend::open(choice, args.chat_template.as_deref(), terminal) => opened?,
             () = interrupts.next() => crate::signals::leave(130),

@@ -22,6 +22,8 @@ pub(crate) struct Context {
     pub(crate) offered_tools: bool,
     /// AIntern's estimate of the prompt's tokens.
     pub(crate) estimated_prompt_tokens: u64,
+    /// How long the answer may take (for time-limit messages).
+    pub(crate) limit: Duration,
 }
 
 /// The error for a response with `status` and `body`.
@@ -40,7 +42,7 @@ pub(crate) fn http_error(status: u16, body: &str, context: &Context) -> Error {
             message,
             key_sent: context.key_sent,
         },
-        404 if mentions_model(&message) => Error::UnknownModel {
+        404 if !context.model.is_empty() && mentions_model(&message) => Error::UnknownModel {
             model: context.model.clone(),
             available: Vec::new(),
         },
@@ -61,7 +63,7 @@ pub(crate) fn http_error(status: u16, body: &str, context: &Context) -> Error {
 }
 
 /// The error for an `{"error": …}` chunk inside a stream.
-pub(crate) fn stream_error(error: &Value) -> Error {
+pub(crate) fn stream_error(error: &Value, context: &Context) -> Error {
     let status = error
         .get("code")
         .and_then(Value::as_u64)
@@ -69,7 +71,7 @@ pub(crate) fn stream_error(error: &Value) -> Error {
         .filter(|c| (400..600).contains(c))
         .unwrap_or(500);
     let wrapped = serde_json::json!({ "error": error });
-    http_error(status, &wrapped.to_string(), &Context::default())
+    http_error(status, &wrapped.to_string(), context)
 }
 
 /// The server's message, wherever it put it.
@@ -84,9 +86,10 @@ fn message_of(json: &Value) -> Option<String> {
         Value::String(s) if !s.trim().is_empty() => Some(snippet(s.trim())),
         Value::Null => None,
         // FastAPI-style validation details: a list of objects with "msg".
-        Value::Array(items) => Some(
-            items
+        Value::Array(items) => Some(snippet(
+            &items
                 .iter()
+                .take(10)
                 .map(|i| {
                     i.get("msg")
                         .and_then(Value::as_str)
@@ -94,7 +97,7 @@ fn message_of(json: &Value) -> Option<String> {
                 })
                 .collect::<Vec<_>>()
                 .join("; "),
-        ),
+        )),
         other => Some(snippet(&other.to_string())),
     })
 }
@@ -104,9 +107,27 @@ fn mentions_model(message: &str) -> bool {
     m.contains("model")
 }
 
+/// Whether a refusal is about tools as such (the server or the model takes none), not
+/// about one call or one message.
 fn rejects_tools(message: &str) -> bool {
     let m = message.to_ascii_lowercase();
-    m.contains("tool") || m.contains("function call")
+    [
+        "does not support tools",
+        "doesn't support tools",
+        "do not support tools",
+        "tools are not supported",
+        "tool use is not supported",
+        "tools param requires",
+        "tool_choice param requires",
+        "enable-auto-tool-choice",
+        "tool calling is not supported",
+        "function calling is not supported",
+        "unrecognized request argument supplied: tools",
+        "unsupported parameter: 'tools'",
+        "extra inputs are not permitted",
+    ]
+    .iter()
+    .any(|phrase| m.contains(phrase))
 }
 
 static LIMIT: LazyLock<Option<Regex>> = LazyLock::new(|| {
@@ -130,8 +151,12 @@ fn context_error(json: Option<&Value>, message: &str, context: &Context) -> Opti
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_ascii_lowercase();
+    // Go servers say "context deadline exceeded" and "context canceled" of their own
+    // request contexts: not the model's window.
     let about_context = kind.contains("context")
         || ((lower.contains("context") || lower.contains("n_ctx"))
+            && !lower.contains("deadline")
+            && !lower.contains("cancel")
             && (lower.contains("exceed")
                 || lower.contains("too long")
                 || lower.contains("maximum")
@@ -177,7 +202,7 @@ fn context_error(json: Option<&Value>, message: &str, context: &Context) -> Opti
 pub(crate) fn retry_after(value: &str) -> Option<Duration> {
     let value = value.trim();
     if let Ok(seconds) = value.parse::<f64>() {
-        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+        return Duration::try_from_secs_f64(seconds).ok();
     }
     let when = httpdate::parse_http_date(value).ok()?;
     Some(
@@ -197,6 +222,7 @@ mod tests {
             key_sent: false,
             offered_tools: true,
             estimated_prompt_tokens: 1234,
+            limit: Duration::from_secs(1),
         }
     }
 
@@ -303,6 +329,7 @@ mod tests {
         assert_eq!(retry_after("2"), Some(Duration::from_secs(2)));
         assert_eq!(retry_after(" 0.5 "), Some(Duration::from_millis(500)));
         assert_eq!(retry_after("-1"), None);
+        assert_eq!(retry_after("1e300"), None, "no panic on an absurd wait");
         assert_eq!(
             retry_after("Thu, 01 Jan 1970 00:00:00 GMT"),
             Some(Duration::ZERO)

@@ -26,8 +26,9 @@ impl fmt::Debug for ApiKey {
     }
 }
 
-/// The settings of an [`crate::OpenAiLlm`].
-#[derive(Debug, Clone)]
+/// The settings of an [`crate::OpenAiLlm`]. Its `Debug` hides the key and the header
+/// values (they may carry credentials).
+#[derive(Clone)]
 pub struct OpenAiConfig {
     /// The base URL, up to and including `/v1` (`http://127.0.0.1:8080/v1`); requests go to
     /// `{base}/chat/completions` and `{base}/models`.
@@ -52,6 +53,29 @@ pub struct OpenAiConfig {
     pub retry_base: Duration,
     /// The longest wait before a retry; a server asking for longer is not retried.
     pub retry_max_wait: Duration,
+}
+
+impl fmt::Debug for OpenAiConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(name, _)| (name.as_str(), "<hidden>"))
+            .collect();
+        f.debug_struct("OpenAiConfig")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key)
+            .field("headers", &headers)
+            .field("tool_mode", &self.tool_mode)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("first_token_timeout", &self.first_token_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_retries", &self.max_retries)
+            .field("retry_base", &self.retry_base)
+            .field("retry_max_wait", &self.retry_max_wait)
+            .finish()
+    }
 }
 
 impl OpenAiConfig {

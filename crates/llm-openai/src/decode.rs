@@ -7,6 +7,7 @@
 //! piece. A piece with an id that is not yet known starts a new call; a piece without one
 //! continues the latest call with its index (or the latest call).
 
+use crate::classify::Context;
 use crate::error::Error;
 use crate::wire::{Chunk, Delta, Timings, ToolCallDelta, Usage};
 use core_models::{LlmChunk, LlmToolCall, LlmUsage};
@@ -17,6 +18,8 @@ use std::time::Duration;
 pub(crate) const MAX_REPLY_BYTES: usize = 64 * 1024 * 1024;
 /// Most tool calls in one reply.
 pub(crate) const MAX_CALLS: usize = 128;
+/// Longest tool call id (ids go back to the server with every later request).
+pub(crate) const MAX_ID_BYTES: usize = 256;
 
 /// One call being assembled.
 #[derive(Debug, Default)]
@@ -30,6 +33,8 @@ struct PartialCall {
 /// The state of one reply.
 #[derive(Debug, Default)]
 pub(crate) struct Decoder {
+    /// What the request was, for errors reported inside the stream.
+    context: Context,
     calls: Vec<PartialCall>,
     usage: Option<Usage>,
     timings: Option<Timings>,
@@ -50,19 +55,22 @@ pub(crate) enum Ending {
 }
 
 impl Decoder {
+    /// A decoder for the reply to the request `context` describes.
+    pub(crate) fn new(context: Context) -> Self {
+        Decoder {
+            context,
+            ..Decoder::default()
+        }
+    }
+
+    /// Bytes of text, reasoning and call pieces so far: grows while the reply does.
+    pub(crate) fn progress(&self) -> usize {
+        self.bytes
+    }
+
     /// Whether `[DONE]` was seen.
     pub(crate) fn is_done(&self) -> bool {
         self.done
-    }
-
-    /// Text and reasoning pieces delivered so far.
-    pub(crate) fn pieces(&self) -> u64 {
-        self.pieces
-    }
-
-    /// Calls begun so far.
-    pub(crate) fn call_count(&self) -> usize {
-        self.calls.len()
     }
 
     /// One SSE event's data: the chunks to deliver now.
@@ -91,7 +99,7 @@ impl Decoder {
     /// One chunk (streamed, or a whole reply's body).
     pub(crate) fn chunk(&mut self, chunk: Chunk) -> Result<Vec<LlmChunk>, Error> {
         if let Some(error) = chunk.error {
-            return Err(crate::classify::stream_error(&error));
+            return Err(crate::classify::stream_error(&error, &self.context));
         }
         if chunk.usage.is_some() {
             self.usage = chunk.usage;
@@ -141,6 +149,11 @@ impl Decoder {
 
     fn call_piece(&mut self, piece: ToolCallDelta) -> Result<(), Error> {
         let id = piece.id.filter(|id| !id.trim().is_empty());
+        if id.as_ref().is_some_and(|id| id.len() > MAX_ID_BYTES) {
+            return Err(Error::TooLarge(format!(
+                "the server gave a tool call an id of more than {MAX_ID_BYTES} bytes"
+            )));
+        }
         let existing = match (&id, piece.index) {
             // A known id continues its call, unless it comes under another index (a server
             // that gave two calls one id).
@@ -159,6 +172,7 @@ impl Decoder {
                         "the reply made more than {MAX_CALLS} tool calls"
                     )));
                 }
+                self.grow(id.as_ref().map_or(0, String::len))?;
                 self.calls.push(PartialCall {
                     index: piece.index,
                     id,
@@ -216,7 +230,14 @@ impl Decoder {
         }
         let mut out = Vec::new();
         let mut seen: Vec<String> = Vec::new();
+        let cut_short = self.finish_reason.as_deref() == Some("length");
         for call in std::mem::take(&mut self.calls) {
+            // The token limit may have cut the last call: one whose arguments are not
+            // whole JSON is not delivered (its name may be cut too).
+            if cut_short && !is_whole_json(&call.arguments) {
+                tracing::warn!(tool = %call.name, "a tool call cut off by the token limit was dropped");
+                continue;
+            }
             let id = call.id.map(|id| unique(id, &seen));
             if let Some(id) = &id {
                 seen.push(id.clone());
@@ -236,17 +257,14 @@ impl Decoder {
     fn usage_record(&self, ttft: Option<Duration>, total: Duration) -> LlmUsage {
         let usage = self.usage.clone().unwrap_or_default();
         let timings = self.timings.clone().unwrap_or_default();
-        let ms = |v: Option<f64>| {
-            v.filter(|v| v.is_finite() && *v >= 0.0)
-                .map(|v| Duration::from_secs_f64(v / 1000.0))
-        };
+        let ms = |v: Option<f64>| v.and_then(|v| Duration::try_from_secs_f64(v / 1000.0).ok());
         let ttft = ttft.unwrap_or(total);
         let prompt_tokens = usage
             .prompt_tokens
             .or_else(|| {
                 timings
                     .prompt_n
-                    .map(|n| n + timings.cache_n.unwrap_or_default())
+                    .map(|n| n.saturating_add(timings.cache_n.unwrap_or_default()))
             })
             .unwrap_or_default();
         let cached = usage
@@ -268,6 +286,11 @@ impl Decoder {
             generation_time: ms(timings.predicted_ms).unwrap_or_else(|| total.saturating_sub(ttft)),
         }
     }
+}
+
+/// Whether `text` is one whole JSON value.
+fn is_whole_json(text: &str) -> bool {
+    serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
 }
 
 /// `id`, or `id-2`, `id-3`… when a server gave two calls the same id.
@@ -474,6 +497,50 @@ mod tests {
             ),
             "{error:?}"
         );
+    }
+
+    #[test]
+    fn calls_cut_by_the_token_limit_are_dropped() {
+        let cut = |args: &str| {
+            format!(
+                r#"{{"choices":[{{"delta":{{"tool_calls":[{{"index":1,"id":"b","function":{{"name":"delete","arguments":"{args}"}}}}]}}}}]}}"#
+            )
+        };
+        for args in ["", "{\\\"path\\\": \\\"a"] {
+            check(
+                &[
+                    r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{}"}}]}}]}"#,
+                    &cut(args),
+                    r#"{"choices":[{"delta":{},"finish_reason":"length"}]}"#,
+                    "[DONE]",
+                ],
+                &[call(Some("a"), "f", "{}")],
+            );
+        }
+        // Without the limit, an empty argument list is no arguments.
+        check(
+            &[
+                &cut(""),
+                r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+            ],
+            &[call(Some("b"), "delete", "")],
+        );
+    }
+
+    #[test]
+    fn absurd_ids_and_timings_are_refused_or_ignored() {
+        let long = "x".repeat(MAX_ID_BYTES + 1);
+        let e = decode(&[&format!(
+            r#"{{"choices":[{{"delta":{{"tool_calls":[{{"id":"{long}","function":{{"name":"f"}}}}]}}}}]}}"#
+        )])
+        .err();
+        assert!(matches!(e, Some(Error::TooLarge(_))), "{e:?}");
+        let chunks = decode(&[
+            r#"{"choices":[{"delta":{"content":"a"}}],"usage":{"prompt_tokens":18446744073709551615},"timings":{"prompt_ms":1e300,"predicted_ms":-5,"prompt_n":18446744073709551615,"cache_n":9}}"#,
+            "[DONE]",
+        ])
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(chunks.last(), Some(LlmChunk::Usage(_))));
     }
 
     #[test]

@@ -53,13 +53,14 @@ pub struct ServerInfo {
 
 /// The models of a `/models` answer (OpenAI's `{"data": [...]}`, or a bare list).
 pub(crate) fn models(json: &Value) -> Vec<ModelEntry> {
-    let list = json
+    let Some(list) = json
         .get("data")
         .or_else(|| json.get("models"))
         .unwrap_or(json)
         .as_array()
-        .cloned()
-        .unwrap_or_default();
+    else {
+        return Vec::new();
+    };
     list.iter()
         .filter_map(|m| {
             let id = m

@@ -167,10 +167,11 @@ fn available_models(models: &[String]) -> String {
         String::new()
     } else {
         const SHOWN: usize = 20;
+        // Names come from the server: shown with control characters escaped.
         let mut list = models
             .iter()
             .take(SHOWN)
-            .map(String::as_str)
+            .map(|m| crate::decode::snippet(m))
             .collect::<Vec<_>>()
             .join(", ");
         if models.len() > SHOWN {

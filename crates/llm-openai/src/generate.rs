@@ -68,13 +68,13 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
                     }
                 },
             };
-            let mut decoder = Decoder::default();
+            let mut decoder = Decoder::new(context.clone());
             if !http::is_event_stream(&response) {
                 // A server that answered with the whole reply at once.
-                let reply = http::read_json(response, deadline)
+                let reply = http::read_body(response, http::REPLY_CAP, deadline)
                     .await
-                    .and_then(|json| {
-                        serde_json::from_value::<Chunk>(json)
+                    .and_then(|body| {
+                        serde_json::from_slice::<Chunk>(&body)
                             .map_err(|e| Error::Protocol(format!("not a chat completion: {e}")))
                     })
                     .and_then(|chunk| decoder.chunk(chunk));
@@ -96,9 +96,12 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
             }
             let mut events = http::bounded_body(response.bytes_stream(), http::EVENT_CAP).eventsource();
             let mut first: Option<Duration> = None;
+            // The idle limit counts from the last event that moved the reply on: events
+            // with nothing in them do not keep a stalled reply alive.
+            let mut moved = Instant::now();
             loop {
                 let limit = if first.is_some() {
-                    Instant::now() + inner.config.idle_timeout
+                    moved + inner.config.idle_timeout
                 } else {
                     deadline
                 };
@@ -118,10 +121,11 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
                         Err(e) => e,
                     },
                     Ok(Some(Err(e))) => stream_failure(&e, delivered),
-                    Ok(Some(Ok(event))) => match decoder.event(&event.data) {
-                        Ok(chunks) => {
-                            if first.is_none() && (decoder.pieces() > 0 || !chunks.is_empty() || decoder.has_calls()) {
-                                first = Some(started.elapsed());
+                    Ok(Some(Ok(event))) => match (decoder.progress(), decoder.event(&event.data)) {
+                        (before, Ok(chunks)) => {
+                            if decoder.progress() > before {
+                                moved = Instant::now();
+                                first.get_or_insert_with(|| started.elapsed());
                             }
                             for chunk in chunks {
                                 delivered = true;
@@ -140,7 +144,7 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
                             }
                             continue;
                         }
-                        Err(e) => e,
+                        (_, Err(e)) => e,
                     },
                 };
                 let failure = Failure::from(mark_delivered(failure, delivered));
@@ -234,13 +238,6 @@ pub(crate) fn backoff(base: Duration, attempt: u32, cap: Duration) -> Duration {
         .min(cap);
     let millis = u64::try_from(step.as_millis()).unwrap_or(u64::MAX);
     Duration::from_millis(fastrand::u64(millis / 2..=millis))
-}
-
-impl Decoder {
-    /// Whether pieces of a call arrived (they count as the reply having started).
-    pub(crate) fn has_calls(&self) -> bool {
-        self.call_count() > 0
-    }
 }
 
 #[cfg(test)]

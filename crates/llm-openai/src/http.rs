@@ -13,8 +13,10 @@ use serde_json::Value;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// Largest error or JSON body read.
-const BODY_CAP: usize = 64 * 1024 * 1024;
+/// Largest whole (not streamed) reply read.
+pub(crate) const REPLY_CAP: usize = 64 * 1024 * 1024;
+/// Largest discovery answer (`/models`, `/props`) read.
+pub(crate) const DISCOVERY_CAP: usize = 4 * 1024 * 1024;
 /// Largest error body kept for its message.
 const ERROR_BODY_CAP: usize = 64 * 1024;
 /// Largest single server-sent event.
@@ -33,7 +35,7 @@ impl Urls {
     /// The endpoints under `base` (`/v1` is added to a URL with no path).
     pub(crate) fn new(base: &str) -> Result<Self, Error> {
         let invalid = |reason: &str| Error::InvalidUrl {
-            url: base.to_string(),
+            url: redacted(base),
             reason: reason.to_string(),
         };
         let mut url = Url::parse(base.trim()).map_err(|e| invalid(&e.to_string()))?;
@@ -48,7 +50,7 @@ impl Urls {
                 "credentials do not belong in the URL: put the key in the variable named by backend.api_key_env",
             ));
         }
-        url.set_query(None);
+        // A query (`?api-version=…`) stays on every endpoint.
         url.set_fragment(None);
         let path = url.path().trim_end_matches('/').to_string();
         let path = if path.is_empty() {
@@ -72,6 +74,22 @@ impl Urls {
             models: join("models"),
             props,
         })
+    }
+}
+
+/// `url` with any `user:password@` replaced, for messages.
+fn redacted(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+            match rest[..authority_end].rsplit_once('@') {
+                Some((_, host)) => {
+                    format!("{scheme}://<credentials>@{host}{}", &rest[authority_end..])
+                }
+                None => url.to_string(),
+            }
+        }
+        None => url.to_string(),
     }
 }
 
@@ -169,7 +187,7 @@ pub(crate) async fn send(
         Err(_) => {
             return Err(Error::Timeout {
                 what: "the server did not answer",
-                after: deadline.saturating_duration_since(Instant::now()),
+                after: context.limit,
                 hint: " — backend.first_token_timeout_ms sets how long to wait",
             }
             .into())
@@ -201,7 +219,7 @@ pub(crate) async fn send(
         .and_then(classify::retry_after);
     let body = read_capped(response, ERROR_BODY_CAP, deadline)
         .await
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .map(|(b, _)| String::from_utf8_lossy(&b).into_owned())
         .unwrap_or_default();
     let mut error = classify::http_error(status.as_u16(), &body, context);
     if let Error::RateLimited {
@@ -213,24 +231,26 @@ pub(crate) async fn send(
     Err(Failure { error, retry_after })
 }
 
-/// The body, at most `cap` bytes (the rest is not read), by `deadline`.
-pub(crate) async fn read_capped(
+/// The body, at most `cap` bytes (the rest is not read), by `deadline`; and whether it
+/// was longer.
+async fn read_capped(
     response: reqwest::Response,
     cap: usize,
     deadline: Instant,
-) -> Result<Vec<u8>, Error> {
+) -> Result<(Vec<u8>, bool), Error> {
     let mut body = Vec::new();
     let mut stream = response.bytes_stream();
+    let waited = Instant::now();
     loop {
         let next = tokio::time::timeout_at(deadline, stream.next())
             .await
             .map_err(|_| Error::Timeout {
                 what: "the server's answer did not arrive",
-                after: Duration::ZERO,
+                after: deadline.saturating_duration_since(waited),
                 hint: "",
             })?;
         match next {
-            None => return Ok(body),
+            None => return Ok((body, false)),
             Some(Err(e)) => {
                 return Err(Error::Disconnected {
                     after_output: false,
@@ -239,27 +259,38 @@ pub(crate) async fn read_capped(
             }
             Some(Ok(bytes)) => {
                 let room = cap.saturating_sub(body.len());
-                body.extend_from_slice(&bytes[..bytes.len().min(room)]);
-                if body.len() >= cap {
-                    return Ok(body);
+                if bytes.len() > room {
+                    body.extend_from_slice(&bytes[..room]);
+                    return Ok((body, true));
                 }
+                body.extend_from_slice(&bytes);
             }
         }
     }
 }
 
-/// A JSON body (at most 64 MiB) by `deadline`.
+/// A body of at most `cap` bytes, by `deadline`.
+pub(crate) async fn read_body(
+    response: reqwest::Response,
+    cap: usize,
+    deadline: Instant,
+) -> Result<Vec<u8>, Error> {
+    match read_capped(response, cap, deadline).await? {
+        (_, true) => Err(Error::TooLarge(format!(
+            "the server's answer passed {} MiB",
+            (cap / (1024 * 1024)).max(1)
+        ))),
+        (body, false) => Ok(body),
+    }
+}
+
+/// A JSON body of at most `cap` bytes, by `deadline`.
 pub(crate) async fn read_json(
     response: reqwest::Response,
+    cap: usize,
     deadline: Instant,
 ) -> Result<Value, Error> {
-    let body = read_capped(response, BODY_CAP, deadline).await?;
-    if body.len() >= BODY_CAP {
-        return Err(Error::TooLarge(format!(
-            "the server's answer passed {} MiB",
-            BODY_CAP / (1024 * 1024)
-        )));
-    }
+    let body = read_body(response, cap, deadline).await?;
     serde_json::from_slice(&body).map_err(|e| {
         Error::Protocol(format!(
             "not JSON ({e}): {}",
@@ -364,6 +395,16 @@ mod tests {
         for bad in ["ftp://h/v1", "localhost:8080", "http://user:pw@h/v1", ""] {
             assert!(Urls::new(bad).is_err(), "{bad}");
         }
+        let message = Urls::new("http://user:s3cret@h/v1")
+            .err()
+            .map(|e| e.to_string());
+        assert!(message.is_some_and(|m| !m.contains("s3cret")));
+        let azure = Urls::new("https://r.example.com/openai/v1?api-version=2025-01-01")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            azure.chat.as_str(),
+            "https://r.example.com/openai/v1/chat/completions?api-version=2025-01-01"
+        );
     }
 
     #[test]

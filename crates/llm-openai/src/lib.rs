@@ -75,8 +75,9 @@ const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(30);
 impl OpenAiLlm {
     /// Connect: list the server's models (choosing the only or first one when no model
     /// is named), read llama-server's properties where it has them, and settle the tool
-    /// mode — from the template's abilities when the server says, else by asking the
-    /// server once whether it takes `tools` (a one-token request), unless configured.
+    /// mode unless configured: text when the server says its template cannot render
+    /// tools, else native if the server takes `tools` when asked once (a one-token
+    /// request).
     ///
     /// # Errors
     /// The server cannot be reached, refuses the key, names no model, or lacks the model.
@@ -119,9 +120,11 @@ impl OpenAiLlm {
             config,
         };
         if inner.config.tool_mode == ToolMode::Auto {
+            // A template that cannot render tools gets them in text; otherwise the server
+            // is asked (llama-server without --jinja refuses tools whatever its template).
             let text = match inner.info.template_renders_tools {
-                Some(renders) => !renders,
-                None => !inner.probe_tools().await?,
+                Some(false) => true,
+                Some(true) | None => !inner.probe_tools().await?,
             };
             inner.text_mode.store(text, Ordering::Relaxed);
         }
@@ -188,6 +191,7 @@ impl Inner {
             key_sent: self.config.api_key.is_some(),
             offered_tools: mode == Mode::Native && !request.tools.is_empty(),
             estimated_prompt_tokens: wire::estimated_prompt_tokens(request),
+            limit: self.config.first_token_timeout,
         }
     }
 
@@ -245,7 +249,9 @@ impl Inner {
         )];
         request.options.max_tokens = 1;
         request.options.temperature = 0.0;
-        for _ in 0..2 {
+        let mut attempt = 0;
+        let mut rounds = 0;
+        while rounds < 2 {
             let body = wire::request_body(
                 &self.model,
                 &request,
@@ -271,8 +277,16 @@ impl Inner {
                     ..
                 }) if wants_max_completion_tokens(&message) => {
                     self.max_completion_tokens.store(true, Ordering::Relaxed);
+                    rounds += 1;
                 }
-                Err(failure) => return Err(self.explain(failure.error).await),
+                // A server still loading its model answers 503 for a while.
+                Err(failure) => match generate::retry_wait(&self.config, &failure, attempt) {
+                    Some(wait) => {
+                        tokio::time::sleep(wait).await;
+                        attempt += 1;
+                    }
+                    None => return Err(self.explain(failure.error).await),
+                },
             }
         }
         Ok(true)
@@ -291,7 +305,12 @@ impl Inner {
                 .await
                 {
                     Ok(json) => discover::models(&json).into_iter().map(|m| m.id).collect(),
-                    Err(_) => self.info.models.iter().map(|m| m.id.clone()).collect(),
+                    Err(_) => self
+                        .info
+                        .models
+                        .iter()
+                        .map(|m| m.id.clone())
+                        .collect::<Vec<_>>(),
                 };
                 Error::UnknownModel { model, available }
             }
@@ -316,6 +335,7 @@ async fn get_json(
     let context = Context {
         url: url.to_string(),
         key_sent: config.api_key.is_some(),
+        limit: deadline.saturating_duration_since(Instant::now()),
         ..Context::default()
     };
     let mut attempt = 0;
@@ -329,7 +349,7 @@ async fn get_json(
         )
         .await;
         match sent {
-            Ok(response) => return http::read_json(response, deadline).await,
+            Ok(response) => return http::read_json(response, http::DISCOVERY_CAP, deadline).await,
             Err(failure) => match generate::retry_wait(config, &failure, attempt) {
                 Some(wait) if Instant::now() + wait < deadline => {
                     tokio::time::sleep(wait).await;

@@ -124,9 +124,7 @@ fn message(m: &ChatMessage, mode: Mode, dialect: Dialect) -> Value {
             };
             json!({"role": "assistant", "content": content, "tool_calls": calls})
         }
-        (MessageRole::Assistant, Mode::Text) => {
-            json!({"role": "assistant", "content": m.as_written()})
-        }
+        (MessageRole::Assistant, Mode::Text) => json!({"role": "assistant", "content": as_text(m)}),
         (MessageRole::Tool, Mode::Native) => {
             let mut value = json!({
                 "role": "tool",
@@ -146,6 +144,26 @@ fn message(m: &ChatMessage, mode: Mode, dialect: Dialect) -> Value {
         }),
         (role, _) => json!({"role": role.as_str(), "content": &*m.content}),
     }
+}
+
+/// An assistant message as text: the output as the model wrote it; calls a server
+/// delivered structured (the text then holds none of them) written after it as AIntern's
+/// own call blocks, so that a conversation that moved to text mode still shows them.
+fn as_text(m: &ChatMessage) -> String {
+    let written = m.as_written();
+    let calls_in_text = m.original.as_deref().is_some_and(|o| *o != *m.content);
+    if m.tool_calls.is_empty() || calls_in_text {
+        return written.to_string();
+    }
+    let mut text = written.to_string();
+    for call in &m.tool_calls {
+        if !text.is_empty() {
+            text.push_str("\n\n");
+        }
+        let block = json!({"tool": call.name, "parameters": *call.arguments});
+        text.push_str(&format!("```tool_call\n{block}\n```"));
+    }
+    text
 }
 
 /// About how many tokens a request's messages are (4 bytes a token), for errors that
@@ -363,6 +381,28 @@ mod tests {
         assert_eq!(messages[3]["content"], "Tool result (read_file):\napples");
         assert_eq!(body["top_k"], 40);
         assert!(body.get("stream").is_none());
+    }
+
+    #[test]
+    fn native_calls_are_written_out_in_text_mode() {
+        let call = MessageToolCall {
+            id: "c".into(),
+            name: "list_dir".into(),
+            arguments: Arc::new(json!({"path": "."})),
+        };
+        // A reply made natively: its raw output is its text alone.
+        let mut request = LlmRequest::new(vec![ChatMessage::assistant_with_calls(
+            "Looking.",
+            vec![call],
+            None,
+            "Looking.",
+        )]);
+        request.tools.clear();
+        let body = request_body("m", &request, Mode::Text, Dialect::default(), true, None);
+        assert_eq!(
+            body["messages"][0]["content"],
+            "Looking.\n\n```tool_call\n{\"tool\":\"list_dir\",\"parameters\":{\"path\":\".\"}}\n```"
+        );
     }
 
     #[test]

@@ -551,3 +551,21 @@ async fn a_server_that_wants_max_completion_tokens_gets_it() {
     assert_eq!(sent[1].body["max_completion_tokens"], 4096);
     assert!(sent[1].body.get("max_tokens").is_none());
 }
+
+#[tokio::test]
+async fn llama_server_without_jinja_gets_tools_in_text() {
+    // Its template could render tools, but the server refuses them (no --jinja).
+    let server = StubServer::start([StubReply::status(
+        400,
+        r#"{"error":{"code":400,"message":"tools param requires --jinja flag","type":"invalid_request_error"}}"#,
+    )])
+    .await;
+    server.props(
+        json!({"chat_template": "{{ messages }}", "chat_template_caps": {"supports_tools": true}}),
+    );
+    let mut c = config(&server);
+    c.tool_mode = ToolMode::Auto;
+    let llm = connect(c).await;
+    assert_eq!(llm.tool_mode(), ToolMode::Text);
+    assert_eq!(server.chat_requests().len(), 1, "asked once");
+}

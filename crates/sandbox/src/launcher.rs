@@ -177,7 +177,7 @@ impl Launcher {
         }
         let policy = self.policy(workspace, variant);
         let sandbox = if policy.mode() != SandboxMode::FullAccess && !self.support.can_enforce() {
-            Sandbox::without(policy.summary(&self.support))
+            Sandbox::unenforced(policy.summary(&self.support), policy.secret_env())
         } else {
             Sandbox::prepare(&policy, &self.support)?
         };

@@ -101,7 +101,7 @@ impl Sandbox {
     pub fn prepare(policy: &SandboxPolicy, support: &Support) -> Result<Sandbox, Error> {
         let summary = policy.summary(support);
         if policy.mode() == SandboxMode::FullAccess {
-            return Ok(Self::without(summary));
+            return Ok(Self::unenforced(summary, policy.secret_env()));
         }
         if !support.can_enforce() {
             return Err(Error::Unsupported(support.reason()));
@@ -148,11 +148,17 @@ impl Sandbox {
     /// No sandbox: the command only gets its own session and process group and dies with
     /// this process. `summary` describes it.
     pub fn without(summary: SandboxSummary) -> Sandbox {
+        Self::unenforced(summary, &[])
+    }
+
+    /// No sandbox, as [`Sandbox::without`], but the variables `secret_env` names are still
+    /// kept from the command (a key meant for this process alone).
+    pub fn unenforced(summary: SandboxSummary, secret_env: &[String]) -> Sandbox {
         Sandbox {
             inner: Arc::new(Inner {
                 summary,
                 pass_env: Vec::new(),
-                secret_env: Vec::new(),
+                secret_env: secret_env.to_vec(),
                 temp: None,
                 setup: Arc::new(ChildSetup {
                     parent: rustix::process::getpid(),
@@ -184,6 +190,10 @@ impl Sandbox {
     /// this process, and (when enforced) the file rules, the system-call filter, the
     /// private temporary folder as `TMPDIR` and no secret-looking environment variables.
     pub fn apply(&self, command: &mut Command) {
+        // Variables meant for this process alone, enforced or not.
+        for name in &self.inner.secret_env {
+            command.env_remove(name);
+        }
         if let Some(temp) = self.temp_dir() {
             // What the command would get: inherited, then as set on the command.
             let mut vars: Vec<(std::ffi::OsString, Option<std::ffi::OsString>)> =

@@ -115,8 +115,11 @@ impl Writer {
         if depth > MAX_DEPTH {
             return Err(format!("the schema nests deeper than {MAX_DEPTH} levels"));
         }
+        // A property named like a primitive (or `root`, `space`) must not take its name.
         let rule_name = if name.is_empty() {
             "root".to_string()
+        } else if is_reserved(name) {
+            format!("{name}-")
         } else {
             name.to_string()
         };
@@ -358,6 +361,11 @@ impl Writer {
     }
 }
 
+/// Whether `name` is a rule the converter writes itself.
+fn is_reserved(name: &str) -> bool {
+    name == "root" || name == "space" || PRIMITIVES.iter().any(|(n, ..)| *n == name)
+}
+
 /// `name-` (or nothing at the top), the prefix of a child's rule name.
 fn sub(name: &str) -> String {
     if name.is_empty() {
@@ -389,6 +397,8 @@ fn rule_safe(name: &str) -> String {
 /// `item` between `min` and `max` times, separated by `separator` (llama.cpp's
 /// `build_repetition`).
 fn repetition(item: &str, min: u64, max: Option<u64>, separator: &str) -> String {
+    // A minimum above the maximum (a broken schema) is held to the maximum.
+    let min = max.map_or(min, |max| min.min(max));
     if max == Some(0) {
         return String::new();
     }
@@ -533,6 +543,23 @@ mod tests {
             deep = json!({"type": "array", "items": deep});
         }
         assert!(SubsetConverter.convert(&deep).is_err());
+    }
+
+    #[test]
+    fn property_names_of_rules_the_converter_writes_keep_their_meaning() {
+        check(
+            json!({"type": "object", "properties": {"root": {"type": "integer"}, "string": {"type": "boolean"}, "space": {"type": "null"}, "value": {"type": "integer"}}, "required": ["root", "string", "space", "value"]}),
+            &[r#"{"root": 1, "string": true, "space": null, "value": 2}"#],
+            &[
+                "1",
+                r#"{"root": "a", "string": true, "space": null, "value": 2}"#,
+            ],
+        );
+        check(
+            json!({"type": "array", "items": {"type": "integer"}, "minItems": 4, "maxItems": 1}),
+            &["[1]"],
+            &["[1, 2]"],
+        );
     }
 
     #[test]

@@ -104,7 +104,12 @@ impl Captured {
 pub(crate) fn git_sandbox(launcher: &Launcher, dir: &Path) -> Sandbox {
     launcher
         .sandbox(dir, Variant::ReadOnly)
-        .unwrap_or_else(|_| Sandbox::without(launcher.summary(dir, Variant::ReadOnly)))
+        .unwrap_or_else(|_| {
+            Sandbox::unenforced(
+                launcher.summary(dir, Variant::ReadOnly),
+                &launcher.settings().secret_env,
+            )
+        })
 }
 
 /// The one function through which this crate starts a program other than `run_command`'s

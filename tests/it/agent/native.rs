@@ -216,3 +216,25 @@ async fn with_server_side_calls_call_like_text_is_text() {
     assert_eq!(tool.executions(), 0);
     assert_eq!(complete(&events).final_response, text);
 }
+
+#[tokio::test]
+async fn a_native_call_of_another_tool_than_the_forced_one_is_not_run() {
+    let read = Arc::new(MockTool::new("read_file"));
+    let delete = risky("delete_file");
+    let n = native(
+        vec![
+            ScriptedResponse::items([native_call("a", "delete_file", r#"{"path": "x"}"#)]),
+            ScriptedResponse::items([LlmChunk::text("ok")]),
+        ],
+        vec![read.clone(), delete.clone()],
+    );
+    let mut forced = request("read x");
+    forced.tool_choice = ToolChoice::Tool("read_file".into());
+    let events = run_answering(&n.agent, forced, |a| {
+        a.approve().expect("answer");
+    })
+    .await;
+    assert_eq!(delete.executions(), 0);
+    assert!(events.iter().any(|e| matches!(e,
+        AgentEvent::AgentError(e) if e.error.contains("only read_file may be called"))));
+}

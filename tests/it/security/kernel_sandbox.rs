@@ -346,6 +346,34 @@ async fn secret_environment_variables_are_not_passed() {
     assert!(out.contains(&format!("TMPDIR={temp}")), "{out}");
 }
 
+/// The variable holding the model server's key is kept from commands that run with no
+/// sandbox at all too (full access, or a kernel without Landlock and the unsandboxed
+/// fallback).
+#[test]
+fn the_server_key_is_kept_from_unsandboxed_commands_too() {
+    let ws = tempfile::tempdir().unwrap();
+    let launcher = Launcher::new(SandboxSettings {
+        mode: SandboxMode::FullAccess,
+        secret_env: vec!["LLM_SERVER".into()],
+        ..SandboxSettings::default()
+    });
+    let sandbox = launcher
+        .sandbox(ws.path(), sandbox::Variant::Configured)
+        .unwrap();
+    assert!(!sandbox.is_enforced());
+    let mut command = std::process::Command::new("sh");
+    command
+        .args(["-c", "env"])
+        .env("LLM_SERVER", "sk-server-key")
+        .env("PLAIN", "visible");
+    sandbox.apply(&mut command);
+    let out = String::from_utf8(command.output().unwrap().stdout).unwrap();
+    assert!(
+        !out.contains("sk-server-key") && out.contains("PLAIN=visible"),
+        "{out}"
+    );
+}
+
 #[tokio::test]
 async fn safe_commands_run_read_only_even_when_the_repository_runs_programs() {
     if !kernel_sandboxes() {

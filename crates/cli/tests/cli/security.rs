@@ -633,3 +633,81 @@ fn a_huge_write_file_call_is_not_copied_over_and_over() {
         bound >> 20
     );
 }
+
+/// The model server's API key: sent to the server as a bearer token, never to a server a
+/// workspace's aintern.toml names, and never to the commands the tools start — even a
+/// command the model asks for and the person approves, whatever the variable is called.
+#[test]
+fn the_server_key_goes_to_the_server_alone() {
+    use test_support::stub_server::{StubEvent, StubReply, StubServer};
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let call = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "run_command", "arguments": "{\"command\": \"env\"}"}}]}}]});
+    let server = runtime.block_on(StubServer::start([
+        // Whether the server takes tools (asked once at start).
+        StubReply::status(200, r#"{"choices":[]}"#),
+        StubReply::Stream(vec![
+            StubEvent::Data(call.to_string()),
+            StubEvent::Data(
+                r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#.into(),
+            ),
+            StubEvent::Data("[DONE]".into()),
+        ]),
+        StubReply::text_stream(&["done"]),
+    ]));
+    let decoy = runtime.block_on(StubServer::start([]));
+    let ws = Workspace::new();
+    // A workspace naming another server (and the key's variable) is not followed.
+    std::fs::write(
+        ws.dir.path().join("aintern.toml"),
+        format!(
+            "[backend]\nkind = \"openai\"\nurl = \"{}\"\napi_key_env = \"PLAINLY_NAMED\"\n",
+            decoy.url()
+        ),
+    )
+    .unwrap();
+    let backend = format!("openai:{}", server.url());
+    let out = bin(ws.home.path())
+        .env("PLAINLY_NAMED", "sk-very-secret-key")
+        .args([
+            "exec",
+            "--workspace",
+            ws.path(),
+            "--backend",
+            &backend,
+            "--model",
+            "stub-model",
+            "--api-key-env",
+            "PLAINLY_NAMED",
+            "--approve",
+            "all",
+            "list my environment",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let (events, _) = completed(&out);
+    let result = &results(&events)[0].result;
+    assert!(result.success, "{result:?}");
+    assert!(result.content.contains("PATH="), "{result:?}");
+    assert!(
+        !result.content.contains("sk-very-secret-key"),
+        "the command saw the key"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("[backend]") && stderr.contains("ignored"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("sk-very-secret-key")
+            && !String::from_utf8_lossy(&out.stdout).contains("sk-very-secret-key")
+    );
+    let sent = server.chat_requests();
+    assert!(sent
+        .iter()
+        .all(|r| r.header("authorization") == Some("Bearer sk-very-secret-key")));
+    assert!(
+        decoy.requests().is_empty(),
+        "the workspace's server heard nothing"
+    );
+}

@@ -196,7 +196,7 @@ impl Run {
 
     fn budget_exceeded(&self) -> Option<String> {
         let budget = &self.shared.config.budget;
-        let used = self.prompt_tokens + self.completion_tokens;
+        let used = self.prompt_tokens.saturating_add(self.completion_tokens);
         if let Some(max) = budget.max_total_tokens.filter(|max| used > *max) {
             return Some(format!(
                 "token budget exceeded: {used} tokens used of {max}"

@@ -22,7 +22,7 @@ impl Run {
     ) -> Result<Reply, Result<Stopped, Error>> {
         let stop = self.handle.stop.clone();
         let llm = Arc::clone(&self.shared.ports.llm);
-        let calls_allowed = request.tool_choice != ToolChoice::None;
+        let choice = request.tool_choice.clone();
         let mut stream = tokio::select! {
             r = llm.generate(request) => r.map_err(Err)?,
             _ = stop.cancelled() => return Err(Ok(Stopped)),
@@ -57,9 +57,14 @@ impl Run {
                     return Err(Err(e));
                 }
                 Some(Ok(LlmChunk::Usage(reported))) => {
-                    self.prompt_tokens += reported.prompt_tokens;
-                    self.completion_tokens += reported.generated_tokens;
-                    self.cached_prompt_tokens += reported.cached_prompt_tokens;
+                    // Counts from a server are untrusted: they saturate, never wrap.
+                    self.prompt_tokens = self.prompt_tokens.saturating_add(reported.prompt_tokens);
+                    self.completion_tokens = self
+                        .completion_tokens
+                        .saturating_add(reported.generated_tokens);
+                    self.cached_prompt_tokens = self
+                        .cached_prompt_tokens
+                        .saturating_add(reported.cached_prompt_tokens);
                     usage = Some(reported);
                 }
                 Some(Ok(LlmChunk::Reasoning { text })) => {
@@ -72,7 +77,7 @@ impl Run {
                     }
                 }
                 Some(Ok(LlmChunk::ToolCall(call))) => {
-                    let event = self.native_call(parser, &call, calls_allowed);
+                    let event = self.native_call(parser, &call, &choice);
                     self.handle_parse_events(vec![event], &mut reply, &mut pending, buffer);
                 }
                 Some(Ok(LlmChunk::Text { text })) => {
@@ -113,18 +118,27 @@ impl Run {
     }
 
     /// A call the backend delivered already taken apart: looked up and checked like a
-    /// parsed one, or a diagnostic (never run) when it is broken or no call may happen.
+    /// parsed one, or a diagnostic (never run) when it is broken, when no call may happen,
+    /// or when it calls another tool than the one the request forces.
     fn native_call(
         &self,
         parser: &FunctionCallParser,
         call: &LlmToolCall,
-        calls_allowed: bool,
+        choice: &ToolChoice,
     ) -> ParseEvent {
-        if !calls_allowed {
-            return ParseEvent::Diagnostic(format!(
-                "the model called {} although no tool may be called now; it was not run",
-                call.name.trim()
-            ));
+        let name = call.name.trim();
+        match choice {
+            ToolChoice::None => {
+                return ParseEvent::Diagnostic(format!(
+                    "the model called {name} although no tool may be called now; it was not run"
+                ))
+            }
+            ToolChoice::Tool(forced) if forced != name => {
+                return ParseEvent::Diagnostic(format!(
+                "the model called {name} although only {forced} may be called now; it was not run"
+            ))
+            }
+            _ => {}
         }
         match parser.catalog().native_call(call) {
             Ok(request) => ParseEvent::ToolCall(request),

@@ -277,13 +277,9 @@ fn parser_options(
     built: &ParserOptions,
     native: Option<&core_models::ChatFormat>,
 ) -> ParserOptions {
-    if *built != ParserOptions::default() {
-        return built.clone();
-    }
-    let Some(native) = native else {
-        return built.clone();
-    };
-    if native.call_format == core_models::ChatFormat::NATIVE {
+    // A server that finds the calls itself leaves none in the text, whatever else is
+    // configured: call-like text is text.
+    if let Some(native) = native.filter(|n| n.call_format == core_models::ChatFormat::NATIVE) {
         // The server finds the calls: the text is text (and reasoning in its markers).
         let text = ParserOptions::only([ToolCallFormat::Reasoning]);
         return if native.starts_in_thinking {
@@ -292,6 +288,12 @@ fn parser_options(
             text
         };
     }
+    if *built != ParserOptions::default() {
+        return built.clone();
+    }
+    let Some(native) = native else {
+        return built.clone();
+    };
     match crate::parser::format_by_name(&native.call_format) {
         Some(format) => crate::parser::TemplateProfile {
             format,

@@ -9,6 +9,7 @@
 use super::ValidationError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::fmt;
 
 /// Which kind of backend answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -38,8 +39,9 @@ pub enum ToolMode {
     Text,
 }
 
-/// The `[backend]` section.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The `[backend]` section. Its `Debug` hides the header values (they may carry
+/// credentials).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BackendConfig {
     /// `llama` (default) or `openai`.
@@ -85,8 +87,32 @@ impl Default for BackendConfig {
     }
 }
 
+impl fmt::Debug for BackendConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .keys()
+            .map(|name| (name.as_str(), "<hidden>"))
+            .collect();
+        f.debug_struct("BackendConfig")
+            .field("kind", &self.kind)
+            .field("url", &self.url)
+            .field("model", &self.model)
+            .field("api_key_env", &self.api_key_env)
+            .field("headers", &headers)
+            .field("tool_mode", &self.tool_mode)
+            .field("connect_timeout_ms", &self.connect_timeout_ms)
+            .field("first_token_timeout_ms", &self.first_token_timeout_ms)
+            .field("idle_timeout_ms", &self.idle_timeout_ms)
+            .field("max_retries", &self.max_retries)
+            .finish()
+    }
+}
+
 /// Most retries allowed.
 const MAX_RETRIES: u32 = 10;
+/// The longest time limit: a day.
+const MAX_TIMEOUT_MS: u64 = 86_400_000;
 
 impl BackendConfig {
     /// Every broken rule of the section.
@@ -148,7 +174,11 @@ impl BackendConfig {
             ),
             ("backend.idle_timeout_ms", self.idle_timeout_ms),
         ] {
-            check(ms >= 1, field, format!("must be at least 1 (got {ms})"));
+            check(
+                (1..=MAX_TIMEOUT_MS).contains(&ms),
+                field,
+                format!("must be from 1 to {MAX_TIMEOUT_MS} (a day; got {ms})"),
+            );
         }
         check(
             self.max_retries <= MAX_RETRIES,
