@@ -124,7 +124,6 @@ fn rejects_tools(message: &str) -> bool {
         "function calling is not supported",
         "unrecognized request argument supplied: tools",
         "unsupported parameter: 'tools'",
-        "extra inputs are not permitted",
     ]
     .iter()
     .any(|phrase| m.contains(phrase))

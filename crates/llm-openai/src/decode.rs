@@ -304,14 +304,22 @@ fn unique(id: String, seen: &[String]) -> String {
         .unwrap_or(id)
 }
 
-/// The start of `text`, for error messages (at most 200 characters, control characters
-/// escaped).
+/// The start of `text`, for error messages: at most 200 characters, with control
+/// characters and the invisible ones that reorder or hide text escaped (a server's words
+/// must not rewrite what the terminal shows).
 pub(crate) fn snippet(text: &str) -> String {
-    let mut out: String = text
-        .chars()
-        .take(200)
-        .flat_map(char::escape_debug)
-        .collect();
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2028}' | '\u{2029}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+    };
+    let mut out = String::new();
+    for c in text.chars().take(200) {
+        if hidden(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
     if text.chars().nth(200).is_some() {
         out.push('…');
     }
@@ -541,6 +549,13 @@ mod tests {
         ])
         .unwrap_or_else(|e| panic!("{e}"));
         assert!(matches!(chunks.last(), Some(LlmChunk::Usage(_))));
+    }
+
+    #[test]
+    fn snippets_escape_what_could_rewrite_the_terminal() {
+        assert_eq!(snippet("it's \"fine\""), "it's \"fine\"");
+        assert_eq!(snippet("a\x1b[2Jb\u{202e}c"), "a\\u{1b}[2Jb\\u{202e}c");
+        assert_eq!(snippet(&"x".repeat(300)).chars().count(), 201);
     }
 
     #[test]

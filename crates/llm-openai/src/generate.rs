@@ -38,14 +38,17 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
                 true,
                 grammar.as_deref(),
             );
+            let body = inner.without_refused(body);
             let started = Instant::now();
             let deadline = started + inner.config.first_token_timeout;
             let sent = inner.post_chat(&body, deadline, &context).await;
             let response = match sent {
                 Ok(response) => response,
+                // A server that refuses an optional field (`max_tokens` for
+                // `max_completion_tokens`, `temperature` on a reasoning model) is asked
+                // again without it.
                 Err(Failure { error: Error::Rejected { message, .. }, .. })
-                    if crate::wants_max_completion_tokens(&message)
-                        && !inner.max_completion_tokens.swap(true, Ordering::Relaxed) =>
+                    if inner.learn_refusal(&message) =>
                 {
                     continue 'attempts;
                 }

@@ -45,7 +45,7 @@ use core_models::{ChatFormat, LlmRequest, LlmService, LlmStream, ModelDetails, T
 use http::{Failure, Urls};
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 use wire::{Dialect, Mode};
@@ -67,6 +67,8 @@ struct Inner {
     text_mode: AtomicBool,
     /// The server wants `max_completion_tokens`.
     max_completion_tokens: AtomicBool,
+    /// Optional fields the server refused (left out from then on).
+    refused: Mutex<Vec<&'static str>>,
 }
 
 /// Time allowed for discovery requests.
@@ -117,6 +119,7 @@ impl OpenAiLlm {
             info,
             text_mode: AtomicBool::new(config.tool_mode == ToolMode::Text),
             max_completion_tokens: AtomicBool::new(false),
+            refused: Mutex::new(Vec::new()),
             config,
         };
         if inner.config.tool_mode == ToolMode::Auto {
@@ -222,6 +225,35 @@ impl Inner {
         }
     }
 
+    /// Learn from a refusal what to leave out or rename from now on; `true` when there
+    /// was something new to learn (the request is then worth sending again).
+    fn learn_refusal(&self, message: &str) -> bool {
+        if message.contains("max_completion_tokens") {
+            return !self.max_completion_tokens.swap(true, Ordering::Relaxed);
+        }
+        let Some(field) = refused_field(message) else {
+            return false;
+        };
+        let mut refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
+        if refused.contains(&field) {
+            return false;
+        }
+        tracing::debug!(field, "the server refuses this field: left out from now on");
+        refused.push(field);
+        true
+    }
+
+    /// `body` without the fields the server refused.
+    fn without_refused(&self, mut body: Value) -> Value {
+        let refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(object) = body.as_object_mut() {
+            for field in refused.iter() {
+                object.remove(*field);
+            }
+        }
+        body
+    }
+
     /// `POST {base}/chat/completions` with `body`, its headers awaited until `deadline`.
     async fn post_chat(
         &self,
@@ -251,7 +283,7 @@ impl Inner {
         request.options.temperature = 0.0;
         let mut attempt = 0;
         let mut rounds = 0;
-        while rounds < 2 {
+        while rounds <= REFUSABLE.len() {
             let body = wire::request_body(
                 &self.model,
                 &request,
@@ -262,6 +294,7 @@ impl Inner {
             );
             let deadline = Instant::now() + self.config.first_token_timeout;
             let context = self.context(&request, Mode::Native);
+            let body = self.without_refused(body);
             let sent = self.post_chat(&body, deadline, &context).await;
             match sent {
                 Ok(_) => return Ok(true),
@@ -275,8 +308,7 @@ impl Inner {
                 Err(Failure {
                     error: Error::Rejected { message, .. },
                     ..
-                }) if wants_max_completion_tokens(&message) => {
-                    self.max_completion_tokens.store(true, Ordering::Relaxed);
+                }) if self.learn_refusal(&message) => {
                     rounds += 1;
                 }
                 // A server still loading its model answers 503 for a while.
@@ -319,9 +351,36 @@ impl Inner {
     }
 }
 
-/// Whether a refusal asks for `max_completion_tokens` instead of `max_tokens`.
-fn wants_max_completion_tokens(message: &str) -> bool {
-    message.contains("max_completion_tokens")
+/// Optional request fields a server may refuse, and be asked again without.
+const REFUSABLE: [&str; 8] = [
+    "temperature",
+    "top_p",
+    "seed",
+    "stop",
+    "top_k",
+    "min_p",
+    "repeat_penalty",
+    "stream_options",
+];
+
+/// The optional field a refusal names, as OpenAI and compatible servers word it
+/// ("Unsupported parameter: 'temperature'…", "Unsupported value: 'top_p'…",
+/// "Unrecognized request argument supplied: top_k").
+fn refused_field(message: &str) -> Option<&'static str> {
+    let lower = message.to_ascii_lowercase();
+    let named = [
+        "unsupported parameter",
+        "unsupported value",
+        "unrecognized request argument supplied",
+    ]
+    .iter()
+    .find_map(|phrase| lower.find(phrase).map(|at| &lower[at + phrase.len()..]))?;
+    let first_word: String = named
+        .trim_start_matches([':', ' ', '\'', '"'])
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    REFUSABLE.iter().copied().find(|f| *f == first_word)
 }
 
 /// `GET url` as JSON, retried like a generation (a server still loading its model answers
@@ -357,6 +416,33 @@ async fn get_json(
                 }
                 _ => return Err(failure.error),
             },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::refused_field;
+
+    #[test]
+    fn refused_fields_in_every_wording() {
+        for (message, field) in [
+            (
+                "Unsupported parameter: 'temperature' is not supported with this model.",
+                Some("temperature"),
+            ),
+            (
+                "Unsupported value: 'top_p' does not support 0.9 with this model.",
+                Some("top_p"),
+            ),
+            (
+                "Unrecognized request argument supplied: top_k",
+                Some("top_k"),
+            ),
+            ("Unsupported parameter: 'tools'", None),
+            ("something else about temperature", None),
+        ] {
+            assert_eq!(refused_field(message), field, "{message}");
         }
     }
 }

@@ -569,3 +569,27 @@ async fn llama_server_without_jinja_gets_tools_in_text() {
     assert_eq!(llm.tool_mode(), ToolMode::Text);
     assert_eq!(server.chat_requests().len(), 1, "asked once");
 }
+
+#[tokio::test]
+async fn fields_a_server_refuses_are_left_out_from_then_on() {
+    let server = StubServer::start([
+        StubReply::status(
+            400,
+            r#"{"error":{"message":"Unsupported value: 'temperature' does not support 0.7 with this model. Only the default (1) value is supported.","type":"invalid_request_error","param":"temperature"}}"#,
+        ),
+        StubReply::status(400, r#"{"error":{"message":"Unsupported parameter: 'top_p' is not supported with this model."}}"#),
+        StubReply::text_stream(&["ok"]),
+        StubReply::text_stream(&["again"]),
+    ])
+    .await;
+    let llm = connect(config(&server)).await;
+    let (chunks, error) = collect(&llm, request("hi")).await;
+    assert_eq!((text(&chunks).as_str(), error), ("ok", None));
+    let (chunks, _) = collect(&llm, request("hi")).await;
+    assert_eq!(text(&chunks), "again");
+    let sent = server.chat_requests();
+    assert_eq!(sent.len(), 4, "each refusal costs one request, once");
+    assert!(sent[2].body.get("temperature").is_none() && sent[2].body.get("top_p").is_none());
+    assert!(sent[3].body.get("temperature").is_none(), "remembered");
+    assert!(sent[3].body.get("max_tokens").is_some());
+}
