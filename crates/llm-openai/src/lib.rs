@@ -420,33 +420,6 @@ async fn get_json(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::refused_field;
-
-    #[test]
-    fn refused_fields_in_every_wording() {
-        for (message, field) in [
-            (
-                "Unsupported parameter: 'temperature' is not supported with this model.",
-                Some("temperature"),
-            ),
-            (
-                "Unsupported value: 'top_p' does not support 0.9 with this model.",
-                Some("top_p"),
-            ),
-            (
-                "Unrecognized request argument supplied: top_k",
-                Some("top_k"),
-            ),
-            ("Unsupported parameter: 'tools'", None),
-            ("something else about temperature", None),
-        ] {
-            assert_eq!(refused_field(message), field, "{message}");
-        }
-    }
-}
-
 #[async_trait]
 impl LlmService for OpenAiLlm {
     fn model_name(&self) -> String {
@@ -496,5 +469,32 @@ impl LlmService for OpenAiLlm {
 
     async fn generate(&self, request: LlmRequest) -> Result<LlmStream, core_models::Error> {
         Ok(generate::stream(Arc::clone(&self.inner), request))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::refused_field;
+
+    #[test]
+    fn refused_fields_in_every_wording() {
+        for (message, field) in [
+            (
+                "Unsupported parameter: 'temperature' is not supported with this model.",
+                Some("temperature"),
+            ),
+            (
+                "Unsupported value: 'top_p' does not support 0.9 with this model.",
+                Some("top_p"),
+            ),
+            (
+                "Unrecognized request argument supplied: top_k",
+                Some("top_k"),
+            ),
+            ("Unsupported parameter: 'tools'", None),
+            ("something else about temperature", None),
+        ] {
+            assert_eq!(refused_field(message), field, "{message}");
+        }
     }
 }
