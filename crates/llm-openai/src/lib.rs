@@ -311,13 +311,32 @@ impl Inner {
                 }) if self.learn_refusal(&message) => {
                     rounds += 1;
                 }
-                // A server still loading its model answers 503 for a while.
-                Err(failure) => match generate::retry_wait(&self.config, &failure, attempt) {
+                // A server still loading its model answers 503 for a while; a 500 to a
+                // one-token probe is not worth waiting for.
+                Err(failure) => match generate::retry_wait(&self.config, &failure, attempt)
+                    .filter(|_| !matches!(failure.error, Error::Server { status: 500, .. }))
+                {
                     Some(wait) => {
                         tokio::time::sleep(wait).await;
                         attempt += 1;
                     }
-                    None => return Err(self.explain(failure.error).await),
+                    // What says the server cannot be used at all is said now.
+                    None if matches!(
+                        failure.error,
+                        Error::Connect { .. }
+                            | Error::Unauthorized { .. }
+                            | Error::UnknownModel { .. }
+                            | Error::NotFound { .. }
+                    ) =>
+                    {
+                        return Err(self.explain(failure.error).await)
+                    }
+                    // Anything else (a one-token reply its parser rejects, a 500) says
+                    // nothing against tools: the real requests will tell.
+                    None => {
+                        tracing::debug!(error = %failure.error, "the probe failed; tools are sent natively");
+                        return Ok(true);
+                    }
                 },
             }
         }

@@ -593,3 +593,25 @@ async fn fields_a_server_refuses_are_left_out_from_then_on() {
     assert!(sent[3].body.get("temperature").is_none(), "remembered");
     assert!(sent[3].body.get("max_tokens").is_some());
 }
+
+#[tokio::test]
+async fn a_probe_the_server_fails_is_no_refusal_of_tools() {
+    // llama-server's parser can reject a one-token reply with a 500.
+    let failing = r#"{"error":{"code":500,"message":"The model produced output that does not match the expected peg-native format"}}"#;
+    let server = StubServer::start(vec![StubReply::status(500, failing); 4]).await;
+    let mut c = config(&server);
+    c.tool_mode = ToolMode::Auto;
+    let llm = connect(c).await;
+    assert_eq!(llm.tool_mode(), ToolMode::Native);
+    // A refused key is said at once.
+    let server =
+        StubServer::start([StubReply::status(401, r#"{"error":{"message":"bad key"}}"#)]).await;
+    let mut c = config(&server);
+    c.tool_mode = ToolMode::Auto;
+    let error = OpenAiLlm::connect(c)
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(error.contains("refused"), "{error}");
+}
