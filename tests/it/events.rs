@@ -451,6 +451,7 @@ fn event_kind_links_structs_and_variants() {
             "state_changed",
             "git_commits_detected",
             "autoformat",
+            "session_started",
         ]
     );
 }

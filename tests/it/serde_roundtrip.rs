@@ -95,6 +95,7 @@ fn all_events() -> Vec<AgentEvent> {
         )
         .into(),
         AutoformatEvent::create(id, "rustfmt", vec!["a.rs".into()], vec![], 1).into(),
+        SessionStartedEvent::create(id, Uuid::new_v4(), true, 6).into(),
     ]
 }
 

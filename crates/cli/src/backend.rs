@@ -37,6 +37,23 @@ pub(crate) enum Choice {
     Script(PathBuf),
 }
 
+impl Choice {
+    /// The backend as the flags name it (saved with a session, to resume with it).
+    pub(crate) fn name(&self) -> String {
+        match self {
+            Choice::Embedded => "embedded".into(),
+            Choice::Llama(path) => format!("llama:{}", absolute(path).display()),
+            Choice::OpenAi(config) => format!("openai:{}", config.base_url),
+            Choice::Script(path) => format!("script:{}", absolute(path).display()),
+        }
+    }
+}
+
+/// `path` made absolute (a session resumed elsewhere still finds its model).
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
 /// A backend ready to answer.
 pub(crate) struct Opened {
     pub(crate) llm: Arc<dyn LlmService>,

@@ -2,7 +2,7 @@
 //!
 //! Commands: `run` and `exec` (one request to the agent), `chat` (a conversation),
 //! `permissions` (the saved "always" decisions), `config` (the effective configuration),
-//! `models` (what a backend offers), `parse` (the tool-call parser over stdin),
+//! `sessions` (the saved conversations), `models` (what a backend offers), `parse` (the tool-call parser over stdin),
 //! `template` (chat templates) and `bench llm` (the inference layer's speed).
 
 mod backend;
@@ -13,6 +13,8 @@ mod parse;
 mod permissions;
 mod run;
 mod session;
+mod sessions;
+mod sessions_cmd;
 mod settings;
 mod signals;
 mod template;
@@ -48,6 +50,11 @@ enum Command {
     Chat(run::ChatArgs),
     /// List the models a backend offers (a server's, or the GGUF file a session loads).
     Models(models::ModelsArgs),
+    /// The saved sessions: list, show or delete them (resume one with --resume).
+    Sessions {
+        #[command(subcommand)]
+        action: sessions_cmd::SessionsAction,
+    },
     /// Manage the saved permissions ("always allow" / "always deny" per tool).
     Permissions {
         #[command(subcommand)]
@@ -176,6 +183,10 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Permissions { action } => {
             drop(out);
             runtime(1)?.block_on(permissions::run(action))
+        }
+        Command::Sessions { action } => {
+            drop(out);
+            sessions_cmd::run(action)
         }
         Command::Models(args) => {
             drop(out);

@@ -76,6 +76,16 @@ pub(crate) struct SessionArgs {
     /// or any under a billion parameters), which answers best greedy; 0.7 otherwise.
     #[arg(long, value_name = "T", value_parser = temperature)]
     temperature: Option<f32>,
+    /// Continue a saved session (its id, or enough of it to name it alone; without one,
+    /// the most recent), in its workspace and with its model unless given.
+    #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = None)]
+    resume: Option<Option<String>>,
+    /// With --resume (or alone): the most recently updated session.
+    #[arg(long)]
+    last: bool,
+    /// Do not save this session.
+    #[arg(long)]
+    no_save: bool,
     /// Most tokens per reply. Default: 512 with a small model, 4096 otherwise.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_tokens: Option<u32>,
@@ -102,6 +112,22 @@ impl SessionArgs {
             model: self.model.as_deref(),
             api_key_env: self.api_key_env.as_deref(),
         }
+    }
+
+    /// These options for resuming the session `header` describes: its backend and model
+    /// unless given.
+    fn resuming(mut self, header: &crate::sessions::Header) -> Self {
+        if self.backend.is_none() && self.model.is_none() {
+            match header.backend.as_str() {
+                "embedded" => {}
+                spec if spec.starts_with("openai:") => {
+                    self.backend = Some(spec.to_string());
+                    self.model = Some(header.model.clone());
+                }
+                spec => self.backend = Some(spec.to_string()),
+            }
+        }
+        self
     }
 }
 
@@ -132,7 +158,8 @@ pub(crate) struct Session {
     /// A small model: greedy, short replies (and the compact tool prompt).
     small: bool,
     workspace: PathBuf,
-    conversation_id: uuid::Uuid,
+    /// The saved side: the session's id (the conversation's), history and file.
+    saved: crate::sessions::Persisted,
     launcher: Arc<sandbox::Launcher>,
 }
 
@@ -201,7 +228,16 @@ impl Session {
         terminal: &mut Terminal,
         interrupts: &mut Interrupts,
     ) -> Result<Self, String> {
-        let workspace = workspace(args.workspace.clone())?;
+        let resume = crate::sessions::resume_target(args.resume.as_ref(), args.last)?;
+        // A resumed session continues in its workspace, with its model, unless told else.
+        let args = match &resume {
+            Some(saved) => args.resuming(&saved.header),
+            None => args,
+        };
+        let workspace = match (&resume, &args.workspace) {
+            (Some(saved), None) => workspace(Some(saved.header.workspace.clone()))?,
+            _ => workspace(args.workspace.clone())?,
+        };
         let adjust = |config: &mut services_ai::AgentConfig| {
             if let Some(secs) = args.timeout {
                 config.agent_request_timeout_ms = secs.saturating_mul(1000);
@@ -218,6 +254,7 @@ impl Session {
         // Chosen first: the variable holding the server's key, however it was named, is
         // kept from every command the tools start.
         let choice = backend::choose(args.backend_flags(), &config.backend)?;
+        let backend_name = choice.name();
         let mut sandbox_settings = settings::sandbox_settings(&config);
         sandbox_settings.secret_env.extend(args.api_key_env.clone());
         let launcher = Arc::new(sandbox::Launcher::new(sandbox_settings));
@@ -260,15 +297,39 @@ impl Session {
             config
         };
         let (llm, small) = (opened.llm, opened.small);
-        let permissions = match settings::permissions_file() {
-            Ok(file) => DefaultPermissionManager::new(Arc::new(FilePermissionStore::new(file))),
-            Err(e) => {
-                terminal.note(&format!("{e}; \"always\" decisions last only this session"));
-                DefaultPermissionManager::in_memory()
-            }
+        let permissions: Arc<dyn core_models::PermissionManager> =
+            match settings::permissions_file() {
+                Ok(file) => Arc::new(DefaultPermissionManager::new(Arc::new(
+                    FilePermissionStore::new(file),
+                ))),
+                Err(e) => {
+                    terminal.note(&format!("{e}; \"always\" decisions last only this session"));
+                    Arc::new(DefaultPermissionManager::in_memory())
+                }
+            };
+        let header = crate::sessions::Header {
+            id: resume
+                .as_ref()
+                .map_or_else(uuid::Uuid::new_v4, |s| s.header.id),
+            created: chrono::Utc::now(),
+            workspace: workspace.clone(),
+            backend: backend_name,
+            model: llm.model_name(),
+            version: 1,
         };
+        let mut notes = Vec::new();
+        let start = crate::sessions::Start {
+            saved: resume,
+            header,
+            save: !args.no_save,
+        };
+        let saved =
+            crate::sessions::Persisted::start(start, permissions.as_ref(), &mut notes).await;
+        for note in notes {
+            terminal.note(&note);
+        }
         let mut builder = AgentService::builder(llm, registry)
-            .permissions(Arc::new(permissions))
+            .permissions(permissions)
             .git_inspector(Arc::new(tools::GitCommandInspector::new(Arc::clone(
                 &launcher,
             ))));
@@ -284,7 +345,7 @@ impl Session {
             args,
             small,
             workspace,
-            conversation_id: uuid::Uuid::new_v4(),
+            saved,
             launcher,
         })
     }
@@ -293,8 +354,8 @@ impl Session {
     pub(crate) fn request(&self, message: String) -> AgentRequest {
         let mut request = AgentRequest::new(message)
             .with_tool_context(ToolAvailabilityContext::for_workspace(&self.workspace));
-        request.conversation_id = self.conversation_id;
-        request.history = self.agent.conversation();
+        request.conversation_id = self.saved.id;
+        request.history = self.saved.history();
         request.max_iterations = self.args.max_iterations;
         let small = self.small;
         let defaults = core_models::InferenceOptions::default();
@@ -330,10 +391,19 @@ impl Session {
         interrupts: &mut Interrupts,
         json: bool,
     ) -> Result<Driven, String> {
+        // The stream of events starts with the session's.
+        if let Some(started) = self.saved.announce(request.request_id) {
+            terminal.event(&started);
+        }
+        let history = request.history.clone();
+        let request_message = request.message.clone();
+        self.saved
+            .asked(&core_models::ChatMessage::user(request.message.clone()));
         let mut events = self
             .agent
             .process_message(request)
             .map_err(|e| e.to_string())?;
+        let mut usage = None;
         let mut pending: Vec<ApprovalRequestEvent> = Vec::new();
         let mut unsent = Vec::new();
         let mut state = core_models::AgentState::Initializing;
@@ -354,6 +424,9 @@ impl Session {
                         if e.is_fatal {
                             ok = false;
                         }
+                    }
+                    if let AgentEvent::AgentComplete(c) = &event {
+                        usage = Some((c.prompt_tokens, c.completion_tokens, c.cached_prompt_tokens));
                     }
                     if let AgentEvent::ApprovalRequest(a) = event {
                         match self.args.approve {
@@ -379,9 +452,11 @@ impl Session {
                         continue;
                     }
                     if json {
-                        self.json_command(&line);
+                        self.json_command(&line, &pending);
                     } else if let Some(a) = pending.pop() {
-                        answer_typed(&a, &line, terminal);
+                        if let Some(decision) = answer_typed(&a, &line, terminal) {
+                            self.saved.remembered(&a.request, &decision);
+                        }
                     } else if !takes_messages(state) {
                         // The model is writing its reply: the line is the next request.
                         unsent.push(line);
@@ -398,10 +473,21 @@ impl Session {
             }
         }
         terminal.done();
+        // A request that failed before the agent took it leaves the conversation as it was,
+        // with the question.
+        let mut now = self.agent.conversation();
+        if now.len() <= history.len() {
+            now = history;
+            now.push(core_models::ChatMessage::user(request_message));
+        }
+        if let Err(e) = self.saved.ended(now, usage) {
+            terminal.note(&format!("the session was not saved: {e}"));
+        }
         Ok(Driven { ok, unsent })
     }
 
-    fn json_command(&self, line: &str) {
+    /// One JSON command from stdin; `pending` are the approvals still open.
+    fn json_command(&self, line: &str, pending: &[ApprovalRequestEvent]) {
         let command: StdinCommand = match serde_json::from_str(line) {
             Ok(c) => c,
             Err(e) => {
@@ -410,9 +496,16 @@ impl Session {
             }
         };
         let result = match command {
-            StdinCommand::Approve { call_id, remember } => self
-                .agent
-                .provide_approval(call_id, ApprovalDecision::approve().remember(remember)),
+            StdinCommand::Approve { call_id, remember } => {
+                let decision = ApprovalDecision::approve().remember(remember);
+                let answered = self.agent.provide_approval(call_id, decision.clone());
+                if answered.is_ok() && remember == RememberScope::Session {
+                    if let Some(a) = pending.iter().find(|a| a.request.id == call_id) {
+                        self.saved.remembered(&a.request, &decision);
+                    }
+                }
+                answered
+            }
             StdinCommand::Deny { call_id, reason } => self
                 .agent
                 .provide_approval(call_id, ApprovalDecision::deny(reason)),
@@ -527,10 +620,19 @@ fn answer_by_mode(
     }
 }
 
-fn answer_typed(a: &ApprovalRequestEvent, line: &str, terminal: &mut Terminal) {
+/// Answer `a` with what was typed; the decision when it is remembered for the session.
+fn answer_typed(
+    a: &ApprovalRequestEvent,
+    line: &str,
+    terminal: &mut Terminal,
+) -> Option<ApprovalDecision> {
+    let mut remembered = None;
     let result = match line.trim().to_ascii_lowercase().as_str() {
         "y" | "yes" => a.approve(),
-        "s" | "session" => a.approve_with(RememberScope::Session, None),
+        "s" | "session" => {
+            remembered = Some(ApprovalDecision::approve().remember(RememberScope::Session));
+            a.approve_with(RememberScope::Session, None)
+        }
         "t" | "tool" => {
             terminal.note(&format!(
                 "{} is allowed from now on, in every workspace (undo with: aintern permissions reset {})",
@@ -540,7 +642,11 @@ fn answer_typed(a: &ApprovalRequestEvent, line: &str, terminal: &mut Terminal) {
         }
         _ => a.deny(Some("denied at the prompt".into())),
     };
-    if let Err(e) = result {
-        terminal.note(&e.to_string());
+    match result {
+        Ok(()) => remembered,
+        Err(e) => {
+            terminal.note(&e.to_string());
+            None
+        }
     }
 }

@@ -225,6 +225,12 @@ impl Terminal {
                 .into_owned();
                 self.note(&text);
             }
+            AgentEvent::SessionStarted(s) if s.resumed => {
+                self.note(&format!(
+                    "resumed session {} ({} messages)",
+                    s.session_id, s.messages
+                ));
+            }
             AgentEvent::AgentError(e) => {
                 let text = self.paint(
                     Style::new().fg_color(Some(AnsiColor::Red.into())),

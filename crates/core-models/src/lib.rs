@@ -69,8 +69,9 @@ pub use events::{
     AgentCompleteEvent, AgentErrorCategory, AgentErrorEvent, AgentEvent, AgentIterationEvent,
     ApprovalAnswer, ApprovalReceiver, ApprovalRequestEvent, ApprovalResponder, AutoformatEvent,
     CompletionReason, ErrorSource, EventHeader, EventKind, GitCommit, GitCommitsDetectedEvent,
-    MachineTransition, StateChangedEvent, TextGenerationEvent, ToolCallRequestEvent,
-    ToolExecutionEvent, ToolExecutionStatus, ToolResultEvent, ToolUsageSummary, TransitionRecord,
+    MachineTransition, SessionStartedEvent, StateChangedEvent, TextGenerationEvent,
+    ToolCallRequestEvent, ToolExecutionEvent, ToolExecutionStatus, ToolResultEvent,
+    ToolUsageSummary, TransitionRecord,
 };
 pub use llm::{LlmChunk, LlmRequest, LlmStream, LlmToolCall, LlmUsage, ModelDetails};
 pub use permission::{

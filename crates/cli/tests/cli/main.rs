@@ -13,6 +13,7 @@ mod permissions;
 mod run;
 mod security;
 mod server;
+mod sessions;
 mod template;
 
 use core_models::AgentEvent;
@@ -20,13 +21,14 @@ use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Output, Stdio};
 
-/// The binary, with the user's config folder in `home` (never the real one).
+/// The binary, with the user's config and data folders in `home` (never the real ones).
 fn bin(home: &std::path::Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_aintern"));
     command
         .env_remove("RUST_LOG")
         .env_remove("NO_COLOR")
-        .env("XDG_CONFIG_HOME", home);
+        .env("XDG_CONFIG_HOME", home)
+        .env("XDG_DATA_HOME", home.join("data"));
     command
 }
 

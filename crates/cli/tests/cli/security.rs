@@ -211,9 +211,12 @@ fn sigint_to_exec_is_never_lost() {
             .spawn()
             .unwrap();
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        // Wait until the request runs, then interrupt it at a varying moment.
+        // Wait until the request runs (after the session's first event), then interrupt it
+        // at a varying moment.
         let first = lines.next().unwrap().unwrap();
-        assert!(first.contains("state_changed"), "{first}");
+        assert!(first.contains("session_started"), "{first}");
+        let running = lines.next().unwrap().unwrap();
+        assert!(running.contains("state_changed"), "{running}");
         std::thread::sleep(Duration::from_millis(round * 7));
         signal(&child, "INT");
         let started = Instant::now();

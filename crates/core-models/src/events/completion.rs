@@ -116,6 +116,9 @@ pub struct AgentCompleteEvent {
     /// budget); `None` when it finished normally.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_message: Option<String>,
+    /// The session (conversation) the request belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<Uuid>,
 }
 
 impl AgentCompleteEvent {
@@ -143,6 +146,7 @@ impl AgentCompleteEvent {
             cached_prompt_tokens: 0,
             tool_usage: usage,
             stop_message: None,
+            session_id: None,
         }
     }
 
@@ -198,6 +202,12 @@ impl AgentCompleteEvent {
     /// Set the per-tool statistics.
     pub fn with_tool_usage(mut self, usage: Vec<ToolUsageSummary>) -> Self {
         self.tool_usage = usage;
+        self
+    }
+
+    /// Set the session the request belongs to.
+    pub fn with_session_id(mut self, session_id: Uuid) -> Self {
+        self.session_id = Some(session_id);
         self
     }
 

@@ -8,6 +8,7 @@
 mod approval;
 mod completion;
 mod errors;
+mod session;
 mod state_changed;
 mod text;
 mod tool_calls;
@@ -16,6 +17,7 @@ mod workspace;
 pub use approval::{ApprovalAnswer, ApprovalReceiver, ApprovalRequestEvent, ApprovalResponder};
 pub use completion::{AgentCompleteEvent, CompletionReason, ToolUsageSummary};
 pub use errors::{AgentErrorCategory, AgentErrorEvent, ErrorSource};
+pub use session::SessionStartedEvent;
 pub use state_changed::{MachineTransition, StateChangedEvent, TransitionRecord};
 pub use text::{AgentIterationEvent, TextGenerationEvent};
 pub use tool_calls::{
@@ -80,6 +82,8 @@ pub enum AgentEvent {
     GitCommitsDetected(GitCommitsDetectedEvent),
     /// Autoformatters ran on changed files (`"autoformat"`).
     Autoformat(AutoformatEvent),
+    /// A session began or resumed (`"session_started"`): an application's first event.
+    SessionStarted(SessionStartedEvent),
 }
 
 /// Implemented by each event struct: the link between it and its [`AgentEvent`] variant.
@@ -158,6 +162,7 @@ event_kinds! {
     StateChanged(StateChangedEvent) = "state_changed",
     GitCommitsDetected(GitCommitsDetectedEvent) = "git_commits_detected",
     Autoformat(AutoformatEvent) = "autoformat",
+    SessionStarted(SessionStartedEvent) = "session_started",
 }
 
 impl AgentEvent {

@@ -1,0 +1,572 @@
+//! Saved sessions: every `run`, `exec` and `chat` as an append-only JSON-lines file under
+//! the user's data folder (`$XDG_DATA_HOME/aintern/sessions/ID.jsonl`).
+//!
+//! A file is a header record, then one record per new message (structured tool calls and
+//! results included), per request's usage, and per decision remembered "for this
+//! session". Each record is one line written whole with one write, so a process killed at
+//! any moment leaves a file that reads up to its last complete record (a cut last line is
+//! skipped). Files and folder are private to the user (0600 / 0700), and the folder is
+//! one of the sandbox's secret locations: commands cannot read past conversations.
+
+use chrono::{DateTime, Utc};
+use core_models::{ApprovalDecision, ChatMessage, MessageRole, ToolCallRequest};
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use uuid::Uuid;
+
+/// The folder of saved sessions, when there is a home.
+pub(crate) fn sessions_dir() -> Option<PathBuf> {
+    dirs::data_dir().map(|d| d.join("aintern").join("sessions"))
+}
+
+/// One line of a session file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum Record {
+    /// The first line.
+    Session(Header),
+    /// A message added to the conversation.
+    Message {
+        at: DateTime<Utc>,
+        message: ChatMessage,
+    },
+    /// One request's token counts.
+    Usage {
+        at: DateTime<Utc>,
+        prompt_tokens: u64,
+        completion_tokens: u64,
+        cached_prompt_tokens: u64,
+    },
+    /// A decision remembered for the rest of the session.
+    Remembered {
+        at: DateTime<Utc>,
+        request: Box<ToolCallRequest>,
+        decision: ApprovalDecision,
+    },
+}
+
+/// What a session is about.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Header {
+    pub(crate) id: Uuid,
+    pub(crate) created: DateTime<Utc>,
+    pub(crate) workspace: PathBuf,
+    /// The backend as the flags would name it (`embedded`, `llama:FILE`, `openai:URL`).
+    pub(crate) backend: String,
+    /// The model's name.
+    pub(crate) model: String,
+    /// The file format's version.
+    pub(crate) version: u32,
+}
+
+/// A session read back.
+#[derive(Debug, Clone)]
+pub(crate) struct Saved {
+    pub(crate) header: Header,
+    pub(crate) messages: Vec<ChatMessage>,
+    pub(crate) remembered: Vec<(ToolCallRequest, ApprovalDecision)>,
+    pub(crate) updated: DateTime<Utc>,
+    pub(crate) usage: (u64, u64, u64),
+}
+
+impl Saved {
+    /// Requests made (user messages).
+    pub(crate) fn turns(&self) -> usize {
+        self.messages
+            .iter()
+            .filter(|m| m.role == MessageRole::User && m.name.is_none())
+            .count()
+    }
+
+    /// The first request, shortened: what the session is about.
+    pub(crate) fn title(&self) -> String {
+        let first = self
+            .messages
+            .iter()
+            .find(|m| m.role == MessageRole::User)
+            .map(|m| m.content.split_whitespace().collect::<Vec<_>>().join(" "))
+            .unwrap_or_default();
+        if first.chars().count() > 60 {
+            format!("{}…", first.chars().take(59).collect::<String>())
+        } else {
+            first
+        }
+    }
+
+    /// The row `sessions list --json` prints.
+    pub(crate) fn summary(&self) -> serde_json::Value {
+        serde_json::json!({
+            "id": self.header.id,
+            "created": self.header.created,
+            "updated": self.updated,
+            "workspace": self.header.workspace,
+            "backend": self.header.backend,
+            "model": self.header.model,
+            "turns": self.turns(),
+            "title": self.title(),
+        })
+    }
+}
+
+/// Why a session could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StoreError {
+    /// No home folder to keep sessions in.
+    #[error("cannot find the user's data folder (is HOME set?)")]
+    NoHome,
+    /// The file system refused.
+    #[error("session file {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// No session has this id (or prefix).
+    #[error("no saved session {0} (aintern sessions list shows them)")]
+    NotFound(String),
+    /// A prefix names several sessions.
+    #[error("{0} names more than one session: give more of its id")]
+    Ambiguous(String),
+    /// The file holds no session header.
+    #[error("{} is not a session file", .0.display())]
+    NotASession(PathBuf),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The sessions folder.
+#[derive(Debug, Clone)]
+pub(crate) struct Store {
+    dir: PathBuf,
+}
+
+impl Store {
+    /// The user's sessions folder.
+    pub(crate) fn user() -> Result<Self, StoreError> {
+        sessions_dir()
+            .map(|dir| Store { dir })
+            .ok_or(StoreError::NoHome)
+    }
+
+    fn path(&self, id: Uuid) -> PathBuf {
+        self.dir.join(format!("{id}.jsonl"))
+    }
+
+    /// Start a session file with `header`.
+    pub(crate) fn create(&self, header: &Header) -> Result<Writer, StoreError> {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)
+            .map_err(io(&self.dir))?;
+        let path = self.path(header.id);
+        let file = std::fs::OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(io(&path))?;
+        let mut writer = Writer { file, path };
+        writer.append(&Record::Session(header.clone()))?;
+        Ok(writer)
+    }
+
+    /// Append to the session file of `id`.
+    pub(crate) fn open(&self, id: Uuid) -> Result<Writer, StoreError> {
+        let path = self.path(id);
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .map_err(io(&path))?;
+        Ok(Writer { file, path })
+    }
+
+    /// Every session, newest first (files that are not sessions are left out).
+    pub(crate) fn list(&self) -> Result<Vec<Saved>, StoreError> {
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io(&self.dir)(e)),
+        };
+        let mut sessions: Vec<Saved> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .filter_map(|p| read(&p).ok())
+            .collect();
+        sessions.sort_by_key(|s| std::cmp::Reverse(s.updated));
+        Ok(sessions)
+    }
+
+    /// The session `id` names: a whole id, or a prefix of one that names it alone.
+    pub(crate) fn find(&self, id: &str) -> Result<Saved, StoreError> {
+        let id = id.trim();
+        if let Ok(exact) = Uuid::parse_str(id) {
+            let path = self.path(exact);
+            if path.is_file() {
+                return read(&path);
+            }
+            return Err(StoreError::NotFound(id.to_string()));
+        }
+        if id.len() < 4 || !id.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            return Err(StoreError::NotFound(id.to_string()));
+        }
+        let mut matching: Vec<Saved> = self
+            .list()?
+            .into_iter()
+            .filter(|s| {
+                s.header
+                    .id
+                    .to_string()
+                    .starts_with(&id.to_ascii_lowercase())
+            })
+            .collect();
+        match matching.len() {
+            0 => Err(StoreError::NotFound(id.to_string())),
+            1 => Ok(matching.remove(0)),
+            _ => Err(StoreError::Ambiguous(id.to_string())),
+        }
+    }
+
+    /// The most recently updated session.
+    pub(crate) fn last(&self) -> Result<Saved, StoreError> {
+        self.list()?
+            .into_iter()
+            .next()
+            .ok_or_else(|| StoreError::NotFound("(none saved yet)".into()))
+    }
+
+    /// Delete a session's file.
+    pub(crate) fn remove(&self, id: Uuid) -> Result<(), StoreError> {
+        let path = self.path(id);
+        std::fs::remove_file(&path).map_err(io(&path))
+    }
+}
+
+/// Read a session file up to its last complete record.
+pub(crate) fn read(path: &Path) -> Result<Saved, StoreError> {
+    let file = std::fs::File::open(path).map_err(io(path))?;
+    let modified = file
+        .metadata()
+        .and_then(|m| m.modified())
+        .map(DateTime::<Utc>::from)
+        .ok();
+    let mut header: Option<Header> = None;
+    let mut messages = Vec::new();
+    let mut remembered = Vec::new();
+    let mut usage = (0u64, 0u64, 0u64);
+    let mut updated: Option<DateTime<Utc>> = None;
+    let mut reader = std::io::BufReader::new(file);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = reader.read_until(b'\n', &mut line).map_err(io(path))?;
+        if n == 0 {
+            break;
+        }
+        // A line without its end was cut by a crash: it and nothing after it counts.
+        if line.last() != Some(&b'\n') {
+            break;
+        }
+        let Ok(record) = serde_json::from_slice::<Record>(&line) else {
+            tracing::warn!(file = %path.display(), "skipped a session record that does not read");
+            continue;
+        };
+        match record {
+            Record::Session(h) if header.is_none() => {
+                updated = Some(h.created);
+                header = Some(h);
+            }
+            Record::Session(_) => {}
+            Record::Message { at, message } => {
+                updated = Some(at);
+                messages.push(message);
+            }
+            Record::Usage {
+                at,
+                prompt_tokens,
+                completion_tokens,
+                cached_prompt_tokens,
+            } => {
+                updated = Some(at);
+                usage.0 = usage.0.saturating_add(prompt_tokens);
+                usage.1 = usage.1.saturating_add(completion_tokens);
+                usage.2 = usage.2.saturating_add(cached_prompt_tokens);
+            }
+            Record::Remembered {
+                at,
+                request,
+                decision,
+            } => {
+                updated = Some(at);
+                remembered.push((*request, decision));
+            }
+        }
+    }
+    let header = header.ok_or_else(|| StoreError::NotASession(path.to_path_buf()))?;
+    let updated = updated.or(modified).unwrap_or(header.created);
+    Ok(Saved {
+        header,
+        messages,
+        remembered,
+        updated,
+        usage,
+    })
+}
+
+/// Appends records to one session file.
+#[derive(Debug)]
+pub(crate) struct Writer {
+    file: std::fs::File,
+    path: PathBuf,
+}
+
+impl Writer {
+    /// Append one record as one line, in one write.
+    pub(crate) fn append(&mut self, record: &Record) -> Result<(), StoreError> {
+        let mut line = serde_json::to_vec(record).map_err(|e| StoreError::Io {
+            path: self.path.clone(),
+            source: std::io::Error::other(e),
+        })?;
+        line.push(b'\n');
+        self.file.write_all(&line).map_err(io(&self.path))
+    }
+
+    /// Append messages added to the conversation.
+    pub(crate) fn messages(&mut self, messages: &[ChatMessage]) -> Result<(), StoreError> {
+        for message in messages {
+            self.append(&Record::Message {
+                at: Utc::now(),
+                message: message.clone(),
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The file.
+    #[cfg(test)]
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// The saved side of a running session: its id, the conversation so far, and the file new
+/// records go to (none with `--no-save`, or when it cannot be written).
+pub(crate) struct Persisted {
+    /// The session's (and the conversation's) id.
+    pub(crate) id: Uuid,
+    /// Whether it was resumed.
+    pub(crate) resumed: bool,
+    history: std::sync::Mutex<Vec<ChatMessage>>,
+    writer: std::sync::Mutex<Option<Writer>>,
+    announced: std::sync::atomic::AtomicBool,
+}
+
+/// How a session is started: resumed from `saved`, or new with `header`'s details.
+pub(crate) struct Start {
+    pub(crate) saved: Option<Saved>,
+    pub(crate) header: Header,
+    pub(crate) save: bool,
+}
+
+impl Persisted {
+    /// Open (or create) the session's file and restore what it remembered: the history,
+    /// and the decisions remembered for the session (replayed into `permissions`).
+    /// Problems with the file are notes in `notes`, never failures.
+    pub(crate) async fn start(
+        start: Start,
+        permissions: &dyn core_models::PermissionManager,
+        notes: &mut Vec<String>,
+    ) -> Persisted {
+        let id = start.header.id;
+        let store = Store::user();
+        let writer = match (&store, start.save, &start.saved) {
+            (_, false, _) => None,
+            (Ok(store), true, Some(_)) => store
+                .open(id)
+                .map_err(|e| notes.push(format!("this session will not be saved: {e}")))
+                .ok(),
+            (Ok(store), true, None) => store
+                .create(&start.header)
+                .map_err(|e| notes.push(format!("this session will not be saved: {e}")))
+                .ok(),
+            (Err(e), true, _) => {
+                notes.push(format!("this session will not be saved: {e}"));
+                None
+            }
+        };
+        let (resumed, history) = match start.saved {
+            Some(saved) => {
+                for (request, decision) in &saved.remembered {
+                    if let Err(e) = permissions.remember_decision(id, request, decision).await {
+                        notes.push(format!(
+                            "a decision remembered for this session is lost: {e}"
+                        ));
+                    }
+                }
+                (true, saved.messages)
+            }
+            None => (false, Vec::new()),
+        };
+        Persisted {
+            id,
+            resumed,
+            history: std::sync::Mutex::new(history),
+            writer: std::sync::Mutex::new(writer),
+            announced: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// The conversation so far.
+    pub(crate) fn history(&self) -> Vec<ChatMessage> {
+        self.history
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The `session_started` event, the first time it is asked for.
+    pub(crate) fn announce(&self, request_id: Uuid) -> Option<core_models::AgentEvent> {
+        if self
+            .announced
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            return None;
+        }
+        let messages = u32::try_from(self.history.lock().unwrap_or_else(|e| e.into_inner()).len())
+            .unwrap_or(u32::MAX);
+        Some(
+            core_models::SessionStartedEvent::create(request_id, self.id, self.resumed, messages)
+                .into(),
+        )
+    }
+
+    /// A request starts with the user's `message`: saved at once, so that a crash in the
+    /// middle of the request keeps the question.
+    pub(crate) fn asked(&self, message: &ChatMessage) {
+        self.history
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(message.clone());
+        let mut writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(writer) = writer.as_mut() {
+            if let Err(e) = writer.messages(std::slice::from_ref(message)) {
+                tracing::warn!(error = %e, "the request was not saved");
+            }
+        }
+    }
+
+    /// A request ended with the conversation `now` and `usage` (prompt, completion,
+    /// cached tokens): the new messages and the usage are saved.
+    pub(crate) fn ended(
+        &self,
+        now: Vec<ChatMessage>,
+        usage: Option<(u64, u64, u64)>,
+    ) -> Result<(), StoreError> {
+        let mut history = self.history.lock().unwrap_or_else(|e| e.into_inner());
+        // The conversation grows by appending; anything else (a shorter one) is saved whole
+        // from where it differs.
+        let same = history.iter().zip(&now).take_while(|(a, b)| a == b).count();
+        let added = now[same..].to_vec();
+        *history = now;
+        drop(history);
+        let mut writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(writer) = writer.as_mut() else {
+            return Ok(());
+        };
+        writer.messages(&added)?;
+        if let Some((prompt_tokens, completion_tokens, cached_prompt_tokens)) = usage {
+            writer.append(&Record::Usage {
+                at: Utc::now(),
+                prompt_tokens,
+                completion_tokens,
+                cached_prompt_tokens,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// A decision on `request` remembered for the rest of the session: saved with it.
+    pub(crate) fn remembered(&self, request: &ToolCallRequest, decision: &ApprovalDecision) {
+        let mut writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(writer) = writer.as_mut() {
+            let record = Record::Remembered {
+                at: Utc::now(),
+                request: Box::new(request.clone()),
+                decision: decision.clone(),
+            };
+            if let Err(e) = writer.append(&record) {
+                tracing::warn!(error = %e, "a remembered decision was not saved");
+            }
+        }
+    }
+}
+
+/// The saved session `--resume [ID]` / `--last` name, if any.
+pub(crate) fn resume_target(
+    resume: Option<&Option<String>>,
+    last: bool,
+) -> Result<Option<Saved>, String> {
+    let store = || Store::user().map_err(|e| e.to_string());
+    match (resume, last) {
+        (Some(Some(id)), _) => store()?.find(id).map(Some).map_err(|e| e.to_string()),
+        (Some(None), _) | (None, true) => store()?.last().map(Some).map_err(|e| e.to_string()),
+        (None, false) => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(id: Uuid) -> Header {
+        Header {
+            id,
+            created: Utc::now(),
+            workspace: PathBuf::from("/w"),
+            backend: "embedded".into(),
+            model: "m".into(),
+            version: 1,
+        }
+    }
+
+    #[test]
+    fn a_session_reads_back_up_to_its_last_whole_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store {
+            dir: dir.path().join("sessions"),
+        };
+        let id = Uuid::new_v4();
+        let mut w = store.create(&header(id)).unwrap();
+        w.messages(&[
+            ChatMessage::user("hello there"),
+            ChatMessage::assistant("hi"),
+        ])
+        .unwrap();
+        // A crash in the middle of a record.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(w.path())
+            .unwrap()
+            .write_all(b"{\"type\":\"message\",\"at\":\"2026")
+            .unwrap();
+        let saved = store.find(&id.to_string()[..8]).unwrap();
+        assert_eq!(saved.messages.len(), 2);
+        assert_eq!(saved.turns(), 1);
+        assert_eq!(saved.title(), "hello there");
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(w.path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert!(matches!(store.find("zzzz"), Err(StoreError::NotFound(_))));
+        assert!(matches!(store.find("ab"), Err(StoreError::NotFound(_))));
+        store.remove(id).unwrap();
+        assert!(store.list().unwrap().is_empty());
+    }
+}

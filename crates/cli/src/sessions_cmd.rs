@@ -1,0 +1,115 @@
+//! `aintern sessions list|show|rm`: the saved sessions.
+
+use crate::sessions::Store;
+use crate::terminal::shown;
+use core_models::MessageRole;
+use std::io::Write;
+
+/// What to do with the saved sessions.
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum SessionsAction {
+    /// List the saved sessions, newest first.
+    List {
+        /// Print a JSON array of {id, created, updated, workspace, backend, model, turns,
+        /// title}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a session's conversation.
+    Show {
+        /// The session's id (or enough of it to name it alone).
+        id: String,
+        /// Print the messages as a JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete saved sessions.
+    Rm {
+        /// The sessions' ids (or enough of each to name it alone).
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
+}
+
+/// Run one action.
+pub(crate) fn run(action: SessionsAction) -> Result<(), String> {
+    let store = Store::user().map_err(|e| e.to_string())?;
+    let mut out = std::io::stdout().lock();
+    let text = match action {
+        SessionsAction::List { json } => {
+            let sessions = store.list().map_err(|e| e.to_string())?;
+            if json {
+                let rows: Vec<serde_json::Value> = sessions.iter().map(|s| s.summary()).collect();
+                serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?
+            } else if sessions.is_empty() {
+                "no saved sessions".to_string()
+            } else {
+                sessions
+                    .iter()
+                    .map(|s| {
+                        format!(
+                            "{}  {}  {:>3} turn{}  {}  {}",
+                            &s.header.id.to_string()[..8],
+                            s.updated.format("%Y-%m-%d %H:%M"),
+                            s.turns(),
+                            if s.turns() == 1 { " " } else { "s" },
+                            shown(&s.header.workspace.display().to_string(), false),
+                            shown(&s.title(), false)
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }
+        }
+        SessionsAction::Show { id, json } => {
+            let saved = store.find(&id).map_err(|e| e.to_string())?;
+            if json {
+                serde_json::to_string_pretty(&saved.messages).map_err(|e| e.to_string())?
+            } else {
+                transcript(&saved)
+            }
+        }
+        SessionsAction::Rm { ids } => {
+            let mut removed = Vec::new();
+            for id in ids {
+                let saved = store.find(&id).map_err(|e| e.to_string())?;
+                store.remove(saved.header.id).map_err(|e| e.to_string())?;
+                removed.push(saved.header.id.to_string());
+            }
+            format!("removed {}", removed.join(", "))
+        }
+    };
+    writeln!(out, "{text}").map_err(|e| e.to_string())
+}
+
+/// A session as text: its details, then each message.
+fn transcript(saved: &crate::sessions::Saved) -> String {
+    let h = &saved.header;
+    let (prompt, completion, cached) = saved.usage;
+    let mut out = format!(
+        "session {}\ncreated {} · updated {}\nworkspace {}\nmodel {} ({})\ntokens: {prompt} prompt ({cached} cached), {completion} generated\n",
+        h.id,
+        h.created.format("%Y-%m-%d %H:%M:%S"),
+        saved.updated.format("%Y-%m-%d %H:%M:%S"),
+        shown(&h.workspace.display().to_string(), false),
+        shown(&h.model, false),
+        shown(&h.backend, false),
+    );
+    for m in &saved.messages {
+        let who = match m.role {
+            MessageRole::System => "system".to_string(),
+            MessageRole::User => "you".to_string(),
+            MessageRole::Assistant => "assistant".to_string(),
+            MessageRole::Tool => format!("tool {}", m.name.as_deref().unwrap_or_default()),
+        };
+        out.push_str(&format!("\n— {who}\n{}\n", shown(m.content.trim(), true)));
+        for call in &m.tool_calls {
+            out.push_str(&format!(
+                "→ {} {}\n",
+                shown(&call.name, false),
+                shown(&call.arguments.to_string(), false)
+            ));
+        }
+    }
+    out.trim_end().to_string()
+}
