@@ -452,6 +452,8 @@ fn event_kind_links_structs_and_variants() {
             "git_commits_detected",
             "autoformat",
             "session_started",
+            "context_compacted",
+            "repetition_detected",
         ]
     );
 }

@@ -96,6 +96,8 @@ fn all_events() -> Vec<AgentEvent> {
         .into(),
         AutoformatEvent::create(id, "rustfmt", vec!["a.rs".into()], vec![], 1).into(),
         SessionStartedEvent::create(id, Uuid::new_v4(), true, 6).into(),
+        ContextCompactedEvent::create(id, 2100, 900, "summary", 3).into(),
+        RepetitionDetectedEvent::create(id, "again ", 40, 234, 1).into(),
     ]
 }
 
@@ -293,6 +295,7 @@ fn every_model_roundtrips() {
         time_to_first_token: Duration::from_millis(20),
         prompt_time: Duration::from_millis(15),
         generation_time: Duration::from_millis(40),
+        hit_token_limit: true,
     };
     let u = roundtrip(&LlmChunk::Usage(usage));
     assert_eq!(u["type"], "usage");

@@ -190,8 +190,12 @@ fn expand_home(path: &str) -> PathBuf {
 pub(crate) async fn open(
     choice: Choice,
     chat_template: Option<&Path>,
+    context_size: Option<u32>,
     terminal: &mut Terminal,
 ) -> Result<Opened, String> {
+    if context_size.is_some() && matches!(choice, Choice::OpenAi(_) | Choice::Script(_)) {
+        return Err("--context-size applies to llama models only (a server sets its own: llama-server -c N)".into());
+    }
     let template = match (chat_template, &choice) {
         (None, _) => None,
         (Some(_), Choice::OpenAi(_) | Choice::Script(_)) => {
@@ -211,11 +215,11 @@ pub(crate) async fn open(
                     path.display()
                 ));
             }
-            let llm = load_llama(path, template, terminal).await?;
+            let llm = load_llama(path, template, context_size, terminal).await?;
             Ok(Opened { llm, small: true })
         }
         Choice::Llama(path) => {
-            let llm = load_llama(path, template, terminal).await?;
+            let llm = load_llama(path, template, context_size, terminal).await?;
             let small = llm.model_details().is_small();
             Ok(Opened { llm, small })
         }
@@ -270,15 +274,18 @@ pub(crate) async fn open(
 async fn load_llama(
     path: PathBuf,
     chat_template: Option<String>,
+    context_size: Option<u32>,
     terminal: &mut Terminal,
 ) -> Result<Arc<dyn LlmService>, String> {
     let name = path.file_name().map_or_else(
         || path.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
+    let defaults = llm_llama::LlamaConfig::new(path);
     let config = llm_llama::LlamaConfig {
         chat_template,
-        ..llm_llama::LlamaConfig::new(path)
+        context_size: context_size.unwrap_or(defaults.context_size),
+        ..defaults
     };
     let task = tokio::task::spawn_blocking(move || llm_llama::LlamaLlm::load(config));
     let started = Instant::now();

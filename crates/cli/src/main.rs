@@ -5,12 +5,18 @@
 //! `sessions` (the saved conversations), `models` (what a backend offers), `parse` (the tool-call parser over stdin),
 //! `template` (chat templates) and `bench llm` (the inference layer's speed).
 
+mod approve;
 mod backend;
 mod bench;
 mod bench_openai;
+mod chat;
+mod console;
+mod context_cmd;
+mod input;
 mod models;
 mod parse;
 mod permissions;
+mod render;
 mod run;
 mod session;
 mod sessions;
@@ -47,7 +53,10 @@ enum Command {
     /// `run --json`: one request, every event as a JSON line, commands read from stdin.
     Exec(run::RunArgs),
     /// A conversation with the agent: each line typed is a request that continues it.
-    Chat(run::ChatArgs),
+    Chat(chat::ChatArgs),
+    /// Where a request's prompt tokens go (system prompt, tools, history, request) against
+    /// the model's context window.
+    Context(context_cmd::ContextArgs),
     /// List the models a backend offers (a server's, or the GGUF file a session loads).
     Models(models::ModelsArgs),
     /// The saved sessions: list, show or delete them (resume one with --resume).
@@ -176,7 +185,7 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Chat(args) => {
             drop(out);
             let runtime = runtime(2)?;
-            let result = runtime.block_on(run::chat(args));
+            let result = runtime.block_on(chat::chat(args));
             runtime.shutdown_background();
             result
         }
@@ -187,6 +196,13 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Sessions { action } => {
             drop(out);
             sessions_cmd::run(action)
+        }
+        Command::Context(args) => {
+            drop(out);
+            let runtime = runtime(2)?;
+            let result = runtime.block_on(context_cmd::run(args));
+            runtime.shutdown_background();
+            result
         }
         Command::Models(args) => {
             drop(out);

@@ -1,13 +1,16 @@
 //! What `run`, `exec` and `chat` share: the options, the agent built from them, and the
 //! loop that drives one request while reading the person's input.
 
+use crate::approve::{answer_by_mode, no_one_answers, settle, Answer};
 use crate::backend;
+use crate::console::Key;
+use crate::input::{next_key, Input};
 use crate::settings;
 use crate::signals::Interrupts;
 use crate::terminal::Terminal;
 use core_models::{
     AgentEvent, AgentRequest, AgentService as _, ApprovalDecision, ApprovalRequestEvent,
-    RememberScope, RiskLevel, ToolAvailabilityContext, ToolChoice, ToolRegistry,
+    RememberScope, ToolAvailabilityContext, ToolChoice, ToolRegistry,
 };
 use futures::StreamExt;
 use serde::Deserialize;
@@ -17,19 +20,6 @@ use services_ai::{
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt};
-use tokio::sync::mpsc::UnboundedReceiver;
-
-/// How approvals are answered without asking.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum ApproveMode {
-    /// Approve every call.
-    All,
-    /// Approve safe-risk calls, deny the rest.
-    Safe,
-    /// Deny every call that needs approval.
-    None,
-}
 
 /// The options of a session with the agent (`run`, `exec` and `chat`).
 #[derive(Debug, Clone, clap::Args)]
@@ -58,7 +48,7 @@ pub(crate) struct SessionArgs {
     /// Answer approvals without asking: all, safe or none. Permissions saved with
     /// `aintern permissions` still apply first.
     #[arg(long, value_enum)]
-    pub(crate) approve: Option<ApproveMode>,
+    pub(crate) approve: Option<crate::approve::ApproveMode>,
     /// Whether the model must call a tool: auto, required, none, or a tool id.
     #[arg(long, value_name = "CHOICE")]
     tool_choice: Option<ToolChoice>,
@@ -86,6 +76,13 @@ pub(crate) struct SessionArgs {
     /// Do not save this session.
     #[arg(long)]
     no_save: bool,
+    /// The model's context window in tokens (llama models; default 4096). A conversation
+    /// that outgrows it is compacted.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(256..))]
+    context_size: Option<u32>,
+    /// Show tools' outputs whole (command output, matches…) instead of a short preview.
+    #[arg(long)]
+    pub(crate) full_output: bool,
     /// Most tokens per reply. Default: 512 with a small model, 4096 otherwise.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_tokens: Option<u32>,
@@ -112,6 +109,12 @@ impl SessionArgs {
             model: self.model.as_deref(),
             api_key_env: self.api_key_env.as_deref(),
         }
+    }
+
+    /// The same options, saving nothing.
+    pub(crate) fn without_saving(mut self) -> Self {
+        self.no_save = true;
+        self
     }
 
     /// These options for resuming the session `header` describes: its backend and model
@@ -154,6 +157,7 @@ enum StdinCommand {
 /// The agent and what every request of the session shares.
 pub(crate) struct Session {
     pub(crate) agent: AgentService,
+    llm: Arc<dyn core_models::LlmService>,
     args: SessionArgs,
     /// A small model: greedy, short replies (and the compact tool prompt).
     small: bool,
@@ -161,63 +165,12 @@ pub(crate) struct Session {
     /// The saved side: the session's id (the conversation's), history and file.
     saved: crate::sessions::Persisted,
     launcher: Arc<sandbox::Launcher>,
-}
-
-/// Longest stdin line taken (a longer one is reported and skipped).
-const STDIN_LINE_CAP: usize = 16 * 1024 * 1024;
-
-/// Lines read from stdin, as they come; `None` once stdin ends. A line that is not UTF-8,
-/// or longer than [`STDIN_LINE_CAP`], is reported on stderr and skipped; the lines after it
-/// still come.
-pub(crate) fn stdin_lines() -> UnboundedReceiver<String> {
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-    tokio::spawn(async move {
-        let mut input = tokio::io::BufReader::new(tokio::io::stdin());
-        let mut number = 0u64;
-        loop {
-            let mut bytes = Vec::new();
-            let read = (&mut input)
-                .take(STDIN_LINE_CAP as u64 + 1)
-                .read_until(b'\n', &mut bytes)
-                .await;
-            match read {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-            number += 1;
-            if bytes.len() > STDIN_LINE_CAP && !bytes.ends_with(b"\n") {
-                // Skip the rest of the over-long line.
-                let mut rest = Vec::new();
-                while !rest.ends_with(b"\n") {
-                    rest.clear();
-                    match (&mut input)
-                        .take(64 * 1024)
-                        .read_until(b'\n', &mut rest)
-                        .await
-                    {
-                        Ok(0) | Err(_) => break,
-                        Ok(_) => {}
-                    }
-                }
-                eprintln!(
-                    "aintern: stdin line {number} is longer than {STDIN_LINE_CAP} bytes; ignored"
-                );
-                continue;
-            }
-            while bytes.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
-                bytes.pop();
-            }
-            match String::from_utf8(bytes) {
-                Ok(line) => {
-                    if tx.send(line).is_err() {
-                        break;
-                    }
-                }
-                Err(_) => eprintln!("aintern: stdin line {number} is not UTF-8 text; ignored"),
-            }
-        }
-    });
-    rx
+    /// How approvals are answered: `None` asks.
+    pub(crate) approve: Option<crate::approve::ApproveMode>,
+    permissions: Arc<dyn core_models::PermissionManager>,
+    registry: Arc<dyn ToolRegistry>,
+    /// The backend as saved with the session.
+    backend_name: String,
 }
 
 impl Session {
@@ -281,7 +234,7 @@ impl Session {
             terminal.note(&note);
         }
         let opened = tokio::select! {
-            opened = backend::open(choice, args.chat_template.as_deref(), terminal) => opened?,
+            opened = backend::open(choice, args.chat_template.as_deref(), args.context_size, terminal) => opened?,
             () = interrupts.next() => crate::signals::leave(130),
         };
         // A small model follows the compact tool prompt (unless configured otherwise).
@@ -313,7 +266,7 @@ impl Session {
                 .map_or_else(uuid::Uuid::new_v4, |s| s.header.id),
             created: chrono::Utc::now(),
             workspace: workspace.clone(),
-            backend: backend_name,
+            backend: backend_name.clone(),
             model: llm.model_name(),
             version: 1,
         };
@@ -328,8 +281,8 @@ impl Session {
         for note in notes {
             terminal.note(&note);
         }
-        let mut builder = AgentService::builder(llm, registry)
-            .permissions(permissions)
+        let mut builder = AgentService::builder(Arc::clone(&llm), Arc::clone(&registry))
+            .permissions(Arc::clone(&permissions))
             .git_inspector(Arc::new(tools::GitCommandInspector::new(Arc::clone(
                 &launcher,
             ))));
@@ -342,12 +295,97 @@ impl Session {
         let agent = builder.config(config).build();
         Ok(Session {
             agent,
+            llm,
+            approve: args.approve,
             args,
             small,
             workspace,
             saved,
             launcher,
+            permissions,
+            registry,
+            backend_name,
         })
+    }
+
+    /// The model's backend.
+    pub(crate) fn llm(&self) -> Arc<dyn core_models::LlmService> {
+        Arc::clone(&self.llm)
+    }
+
+    /// The workspace the tools work in.
+    pub(crate) fn workspace(&self) -> &std::path::Path {
+        &self.workspace
+    }
+
+    /// The session's id.
+    pub(crate) fn id(&self) -> uuid::Uuid {
+        self.saved.id
+    }
+
+    /// Go on with another conversation: `saved` resumed (its decisions remembered for the
+    /// session restored), or a new one. Notes for the person.
+    pub(crate) async fn switch(&mut self, saved: Option<crate::sessions::Saved>) -> Vec<String> {
+        let header = crate::sessions::Header {
+            id: saved
+                .as_ref()
+                .map_or_else(uuid::Uuid::new_v4, |s| s.header.id),
+            created: chrono::Utc::now(),
+            workspace: self.workspace.clone(),
+            backend: self.backend_name.clone(),
+            model: self.llm.model_name(),
+            version: 1,
+        };
+        let start = crate::sessions::Start {
+            saved,
+            header,
+            save: !self.args.no_save,
+        };
+        let mut notes = Vec::new();
+        self.saved =
+            crate::sessions::Persisted::start(start, self.permissions.as_ref(), &mut notes).await;
+        notes
+    }
+
+    /// The model, its backend, window and reply allowance, in words.
+    pub(crate) fn model_text(&self) -> String {
+        let details = self.llm.model_details();
+        let request = self.request(String::new());
+        let allowance = request.inference_options.map_or(0, |o| o.max_tokens);
+        format!(
+            "{} via {} · context window {} · up to {allowance} tokens a reply{}",
+            crate::terminal::shown(&self.llm.model_name(), false),
+            crate::terminal::shown(&self.backend_name, false),
+            details
+                .context_length
+                .map_or_else(|| "unknown".to_string(), |n| format!("{n} tokens")),
+            if self.small {
+                " · small-model settings"
+            } else {
+                ""
+            }
+        )
+    }
+
+    /// The tools the model may call, with their risk, one a line.
+    pub(crate) fn tools_text(&self) -> String {
+        let context = ToolAvailabilityContext::for_workspace(&self.workspace);
+        let mut tools: Vec<_> = self
+            .registry
+            .available_tools(Some(&context))
+            .iter()
+            .map(|t| {
+                let d = t.definition();
+                format!(
+                    "{:<14} {:<8} {}",
+                    d.id,
+                    d.default_risk_level.to_string(),
+                    crate::terminal::shown(&d.description, false)
+                )
+            })
+            .collect();
+        tools.sort();
+        tools.join("\n")
     }
 
     /// A request for `message`, continuing the session's conversation.
@@ -379,15 +417,15 @@ impl Session {
     }
 
     /// Run one request to its end, showing its events on `terminal` and taking input
-    /// from `input`: JSON commands with `json`, otherwise answers to approval prompts
-    /// and, while no prompt is open, messages for the running request. Ctrl-C cancels
-    /// the request. `input` is `None` once stdin ended; approvals nobody can answer then
-    /// are denied.
+    /// from `input`: JSON commands with `json`; otherwise answers to approval prompts
+    /// and, while no prompt is open, messages for the running request (single keys at a
+    /// terminal, gathered out of sight until Enter). Ctrl-C cancels the request.
+    /// Approvals nobody can answer are denied.
     pub(crate) async fn drive(
         &self,
         request: AgentRequest,
         terminal: &mut Terminal,
-        input: &mut Option<UnboundedReceiver<String>>,
+        input: &mut Input,
         interrupts: &mut Interrupts,
         json: bool,
     ) -> Result<Driven, String> {
@@ -395,19 +433,21 @@ impl Session {
         if let Some(started) = self.saved.announce(request.request_id) {
             terminal.event(&started);
         }
-        let history = request.history.clone();
-        let request_message = request.message.clone();
         self.saved
             .asked(&core_models::ChatMessage::user(request.message.clone()));
         let mut events = self
             .agent
             .process_message(request)
             .map_err(|e| e.to_string())?;
-        let mut usage = None;
-        let mut pending: Vec<ApprovalRequestEvent> = Vec::new();
-        let mut unsent = Vec::new();
-        let mut state = core_models::AgentState::Initializing;
-        let mut ok = true;
+        let mut d = Driving {
+            usage: None,
+            pending: Vec::new(),
+            unsent: Vec::new(),
+            typing: String::new(),
+            state: core_models::AgentState::Initializing,
+            ok: true,
+        };
+        let mut keys = input.keys();
         let mut ticks = tokio::time::interval(Duration::from_millis(100));
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
@@ -415,56 +455,42 @@ impl Session {
                 event = events.next() => {
                     let Some(event) = event else { break };
                     terminal.event(&event);
-                    if let AgentEvent::StateChanged(s) = &event {
-                        if let core_models::MachineTransition::Agent(r) = &s.change {
-                            state = r.current_state;
-                        }
-                    }
-                    if let AgentEvent::AgentError(e) = &event {
-                        if e.is_fatal {
-                            ok = false;
-                        }
-                    }
-                    if let AgentEvent::AgentComplete(c) = &event {
-                        usage = Some((c.prompt_tokens, c.completion_tokens, c.cached_prompt_tokens));
-                    }
+                    d.observe(&event);
                     if let AgentEvent::ApprovalRequest(a) = event {
-                        match self.args.approve {
+                        match self.approve {
                             Some(mode) => answer_by_mode(&a, mode, self.launcher.settings()),
-                            None if input.is_none() => no_one_answers(&a),
+                            None if !input.can_answer() => no_one_answers(&a),
                             None => {
                                 if !json {
-                                    terminal.ask(&a);
+                                    terminal.ask(&a, keys.is_some());
                                 }
-                                pending.push(a);
+                                d.pending.push(a);
                             }
                         }
                     }
                 }
-                line = next_line(input) => {
+                line = input.next_line() => {
                     let Some(line) = line else {
                         // Stdin ended: nobody is left to answer what is still open.
-                        *input = None;
-                        pending.drain(..).for_each(|a| no_one_answers(&a));
+                        input.ended();
+                        d.pending.drain(..).for_each(|a| no_one_answers(&a));
                         continue;
                     };
                     if line.trim().is_empty() {
                         continue;
                     }
                     if json {
-                        self.json_command(&line, &pending);
-                    } else if let Some(a) = pending.pop() {
-                        if let Some(decision) = answer_typed(&a, &line, terminal) {
-                            self.saved.remembered(&a.request, &decision);
-                        }
-                    } else if !takes_messages(state) {
-                        // The model is writing its reply: the line is the next request.
-                        unsent.push(line);
-                    } else if let Err(e) = self.agent.send_user_message(line.clone()) {
-                        tracing::debug!(error = %e, "kept a line for after the request");
-                        unsent.push(line);
+                        self.json_command(&line, &d.pending);
+                    } else if let Some(a) = d.pending.pop() {
+                        self.answer(a, &line, terminal, &mut d.pending);
+                    } else {
+                        self.typed_line(line, &mut d);
                     }
                 }
+                key = next_key(&mut keys) => match key {
+                    Some(key) => self.key(key, terminal, &mut d),
+                    None => keys = None,
+                },
                 () = interrupts.next() => {
                     terminal.note("cancelling (Ctrl-C)");
                     self.agent.cancel();
@@ -472,18 +498,103 @@ impl Session {
                 _ = ticks.tick() => terminal.tick(),
             }
         }
-        terminal.done();
-        // A request that failed before the agent took it leaves the conversation as it was,
-        // with the question.
-        let mut now = self.agent.conversation();
-        if now.len() <= history.len() {
-            now = history;
-            now.push(core_models::ChatMessage::user(request_message));
+        if let Some(keys) = keys {
+            keys.finish().await;
         }
-        if let Err(e) = self.saved.ended(now, usage) {
+        terminal.done();
+        // The agent keeps the conversation as the request left it (compacted, if it was).
+        if let Err(e) = self.saved.ended(self.agent.conversation(), d.usage) {
             terminal.note(&format!("the session was not saved: {e}"));
         }
-        Ok(Driven { ok, unsent })
+        Ok(Driven {
+            ok: d.ok,
+            unsent: d.unsent,
+            typing: d.typing,
+        })
+    }
+
+    /// A line typed (or entered at the keys) while no approval is open: a message for the
+    /// running request, or the next request when it comes too late for this one.
+    fn typed_line(&self, line: String, d: &mut Driving) {
+        if !takes_messages(d.state) {
+            // The model is writing its reply: the line is the next request.
+            d.unsent.push(line);
+        } else if let Err(e) = self.agent.send_user_message(line.clone()) {
+            tracing::debug!(error = %e, "kept a line for after the request");
+            d.unsent.push(line);
+        }
+    }
+
+    /// A line typed at an approval prompt: an answer, or the question asked again.
+    fn answer(
+        &self,
+        a: ApprovalRequestEvent,
+        line: &str,
+        terminal: &mut Terminal,
+        pending: &mut Vec<ApprovalRequestEvent>,
+    ) {
+        match Answer::parse(line) {
+            Some(Answer::Diff) => {
+                terminal.whole_diff(&a);
+                terminal.ask_again(&a, false);
+                pending.push(a);
+            }
+            Some(answer) => {
+                if let Some(decision) = settle(&a, answer, terminal) {
+                    self.saved.remembered(&a.request, &decision);
+                }
+            }
+            None => {
+                terminal.note(&format!(
+                    "'{}' is not an answer: type y, n, s or t",
+                    crate::terminal::shown(line.trim(), false)
+                ));
+                terminal.ask_again(&a, false);
+                pending.push(a);
+            }
+        }
+    }
+
+    /// A key typed at a terminal while the request runs.
+    fn key(&self, key: Key, terminal: &mut Terminal, d: &mut Driving) {
+        if let Some(a) = d.pending.pop() {
+            match key {
+                Key::Char(c) => match Answer::parse(&c.to_string()) {
+                    Some(Answer::Diff) => {
+                        terminal.whole_diff(&a);
+                        terminal.ask_again(&a, true);
+                        d.pending.push(a);
+                    }
+                    Some(answer) => {
+                        terminal.answered(answer);
+                        if let Some(decision) = settle(&a, answer, terminal) {
+                            self.saved.remembered(&a.request, &decision);
+                        }
+                    }
+                    None => {
+                        terminal.note("press y (yes), n (no), s (this session), t (this tool, everywhere) or d (whole diff)");
+                        terminal.ask_again(&a, true);
+                        d.pending.push(a);
+                    }
+                },
+                // Enter after an answer, arrows: nothing to answer with.
+                _ => d.pending.push(a),
+            }
+            return;
+        }
+        match key {
+            Key::Char(c) => d.typing.push(c),
+            Key::Backspace => {
+                d.typing.pop();
+            }
+            Key::Enter if !d.typing.trim().is_empty() => {
+                let line = std::mem::take(&mut d.typing);
+                terminal.note(&format!("› {}", crate::terminal::shown(&line, false)));
+                self.typed_line(line, d);
+            }
+            Key::Enter | Key::EndOfInput | Key::Other => {}
+        }
+        terminal.typing(&d.typing);
     }
 
     /// One JSON command from stdin; `pending` are the approvals still open.
@@ -528,6 +639,37 @@ pub(crate) struct Driven {
     pub(crate) ok: bool,
     /// Lines typed as the request was ending, too late for it: in order.
     pub(crate) unsent: Vec<String>,
+    /// Keys typed at the terminal but not yet entered: the start of the next line.
+    pub(crate) typing: String,
+}
+
+/// What [`Session::drive`] keeps track of.
+struct Driving {
+    usage: Option<(u64, u64, u64)>,
+    /// Approvals asked and not answered yet.
+    pending: Vec<ApprovalRequestEvent>,
+    unsent: Vec<String>,
+    typing: String,
+    state: core_models::AgentState,
+    ok: bool,
+}
+
+impl Driving {
+    /// Follow the request's state, failure and usage.
+    fn observe(&mut self, event: &AgentEvent) {
+        match event {
+            AgentEvent::StateChanged(s) => {
+                if let core_models::MachineTransition::Agent(r) = &s.change {
+                    self.state = r.current_state;
+                }
+            }
+            AgentEvent::AgentError(e) if e.is_fatal => self.ok = false,
+            AgentEvent::AgentComplete(c) => {
+                self.usage = Some((c.prompt_tokens, c.completion_tokens, c.cached_prompt_tokens));
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Whether a message sent in `state` reaches the running request: while tools are
@@ -539,20 +681,6 @@ fn takes_messages(state: core_models::AgentState) -> bool {
         state,
         A::ParsingToolCall | A::WaitingForApproval | A::ExecutingTool | A::ProcessingResult
     )
-}
-
-fn no_one_answers(a: &ApprovalRequestEvent) {
-    if let Err(e) = a.deny(Some("no one is left to answer (stdin ended)".into())) {
-        tracing::debug!(error = %e, "approval already settled");
-    }
-}
-
-/// The next stdin line; never resolves once stdin has ended.
-pub(crate) async fn next_line(input: &mut Option<UnboundedReceiver<String>>) -> Option<String> {
-    match input {
-        Some(rx) => rx.recv().await,
-        None => std::future::pending().await,
-    }
 }
 
 /// What to tell the person, once, when the kernel cannot sandbox commands.
@@ -588,65 +716,4 @@ pub(crate) fn workspace(dir: Option<PathBuf>) -> Result<PathBuf, String> {
     tools::Workspace::new(&dir)
         .map(|w| w.root().to_path_buf())
         .map_err(|e| e.to_string())
-}
-
-/// Whether the call asks for more than the configured sandbox: the network when it is
-/// closed, or no sandbox when there is one. Only a person (or a JSON client) may grant
-/// that, never `--approve`.
-fn escalates(a: &ApprovalRequestEvent, settings: &sandbox::SandboxSettings) -> bool {
-    a.sandbox.as_ref().is_some_and(|s| {
-        (s.network && !settings.network)
-            || (s.mode == core_models::SandboxMode::FullAccess
-                && settings.mode != core_models::SandboxMode::FullAccess)
-    })
-}
-
-fn answer_by_mode(
-    a: &ApprovalRequestEvent,
-    mode: ApproveMode,
-    settings: &sandbox::SandboxSettings,
-) {
-    let result = match mode {
-        ApproveMode::All if escalates(a, settings) => a.deny(Some(
-            "--approve all does not lift the sandbox; approve this call yourself".into(),
-        )),
-        ApproveMode::All => a.approve(),
-        ApproveMode::Safe if a.risk_level == RiskLevel::Safe => a.approve(),
-        ApproveMode::Safe => a.deny(Some(format!("--approve safe: {} risk", a.risk_level))),
-        ApproveMode::None => a.deny(Some("--approve none".into())),
-    };
-    if let Err(e) = result {
-        tracing::debug!(error = %e, "approval already settled");
-    }
-}
-
-/// Answer `a` with what was typed; the decision when it is remembered for the session.
-fn answer_typed(
-    a: &ApprovalRequestEvent,
-    line: &str,
-    terminal: &mut Terminal,
-) -> Option<ApprovalDecision> {
-    let mut remembered = None;
-    let result = match line.trim().to_ascii_lowercase().as_str() {
-        "y" | "yes" => a.approve(),
-        "s" | "session" => {
-            remembered = Some(ApprovalDecision::approve().remember(RememberScope::Session));
-            a.approve_with(RememberScope::Session, None)
-        }
-        "t" | "tool" => {
-            terminal.note(&format!(
-                "{} is allowed from now on, in every workspace (undo with: aintern permissions reset {})",
-                a.request.tool_id, a.request.tool_id
-            ));
-            a.approve_with(RememberScope::Tool, None)
-        }
-        _ => a.deny(Some("denied at the prompt".into())),
-    };
-    match result {
-        Ok(()) => remembered,
-        Err(e) => {
-            terminal.note(&e.to_string());
-            None
-        }
-    }
 }

@@ -39,6 +39,12 @@ pub(crate) enum Record {
         completion_tokens: u64,
         cached_prompt_tokens: u64,
     },
+    /// The conversation from here on, whole: it was compacted (earlier turns summarized,
+    /// old results cut) to fit the model's context window.
+    History {
+        at: DateTime<Utc>,
+        messages: Vec<ChatMessage>,
+    },
     /// A decision remembered for the rest of the session.
     Remembered {
         at: DateTime<Utc>,
@@ -69,25 +75,25 @@ pub(crate) struct Saved {
     pub(crate) remembered: Vec<(ToolCallRequest, ApprovalDecision)>,
     pub(crate) updated: DateTime<Utc>,
     pub(crate) usage: (u64, u64, u64),
+    /// Requests asked in the session (compaction does not make them fewer).
+    asked: usize,
+    /// The first request asked.
+    first_request: String,
 }
 
 impl Saved {
     /// Requests made (user messages).
     pub(crate) fn turns(&self) -> usize {
-        self.messages
-            .iter()
-            .filter(|m| m.role == MessageRole::User && m.name.is_none())
-            .count()
+        self.asked
     }
 
     /// The first request, shortened: what the session is about.
     pub(crate) fn title(&self) -> String {
         let first = self
-            .messages
-            .iter()
-            .find(|m| m.role == MessageRole::User)
-            .map(|m| m.content.split_whitespace().collect::<Vec<_>>().join(" "))
-            .unwrap_or_default();
+            .first_request
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
         if first.chars().count() > 60 {
             format!("{}…", first.chars().take(59).collect::<String>())
         } else {
@@ -262,6 +268,8 @@ pub(crate) fn read(path: &Path) -> Result<Saved, StoreError> {
     let mut messages = Vec::new();
     let mut remembered = Vec::new();
     let mut usage = (0u64, 0u64, 0u64);
+    let mut asked = 0;
+    let mut title: Option<String> = None;
     let mut updated: Option<DateTime<Utc>> = None;
     let mut reader = std::io::BufReader::new(file);
     let mut line = Vec::new();
@@ -287,7 +295,15 @@ pub(crate) fn read(path: &Path) -> Result<Saved, StoreError> {
             Record::Session(_) => {}
             Record::Message { at, message } => {
                 updated = Some(at);
+                if message.role == MessageRole::User {
+                    asked += 1;
+                    title.get_or_insert_with(|| message.content.to_string());
+                }
                 messages.push(message);
+            }
+            Record::History { at, messages: now } => {
+                updated = Some(at);
+                messages = now;
             }
             Record::Usage {
                 at,
@@ -318,6 +334,8 @@ pub(crate) fn read(path: &Path) -> Result<Saved, StoreError> {
         remembered,
         updated,
         usage,
+        asked,
+        first_request: title.unwrap_or_default(),
     })
 }
 
@@ -474,14 +492,23 @@ impl Persisted {
         // The conversation grows by appending; anything else (a shorter one) is saved whole
         // from where it differs.
         let same = history.iter().zip(&now).take_while(|(a, b)| a == b).count();
+        let extended = same == history.len();
         let added = now[same..].to_vec();
-        *history = now;
+        *history = now.clone();
         drop(history);
         let mut writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let Some(writer) = writer.as_mut() else {
             return Ok(());
         };
-        writer.messages(&added)?;
+        if extended {
+            writer.messages(&added)?;
+        } else {
+            // Compacted: the conversation is saved whole from here on.
+            writer.append(&Record::History {
+                at: Utc::now(),
+                messages: now,
+            })?;
+        }
         if let Some((prompt_tokens, completion_tokens, cached_prompt_tokens)) = usage {
             writer.append(&Record::Usage {
                 at: Utc::now(),

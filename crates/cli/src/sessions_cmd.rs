@@ -32,6 +32,28 @@ pub(crate) enum SessionsAction {
 }
 
 /// Run one action.
+/// Saved sessions, one line each (newest first, as given).
+pub(crate) fn list_text(sessions: &[crate::sessions::Saved]) -> String {
+    if sessions.is_empty() {
+        return "no saved sessions".to_string();
+    }
+    sessions
+        .iter()
+        .map(|s| {
+            format!(
+                "{}  {}  {:>3} turn{}  {}  {}",
+                &s.header.id.to_string()[..8],
+                s.updated.format("%Y-%m-%d %H:%M"),
+                s.turns(),
+                if s.turns() == 1 { " " } else { "s" },
+                shown(&s.header.workspace.display().to_string(), false),
+                shown(&s.title(), false)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 pub(crate) fn run(action: SessionsAction) -> Result<(), String> {
     let store = Store::user().map_err(|e| e.to_string())?;
     let mut out = std::io::stdout().lock();
@@ -41,24 +63,8 @@ pub(crate) fn run(action: SessionsAction) -> Result<(), String> {
             if json {
                 let rows: Vec<serde_json::Value> = sessions.iter().map(|s| s.summary()).collect();
                 serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?
-            } else if sessions.is_empty() {
-                "no saved sessions".to_string()
             } else {
-                sessions
-                    .iter()
-                    .map(|s| {
-                        format!(
-                            "{}  {}  {:>3} turn{}  {}  {}",
-                            &s.header.id.to_string()[..8],
-                            s.updated.format("%Y-%m-%d %H:%M"),
-                            s.turns(),
-                            if s.turns() == 1 { " " } else { "s" },
-                            shown(&s.header.workspace.display().to_string(), false),
-                            shown(&s.title(), false)
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n")
+                list_text(&sessions)
             }
         }
         SessionsAction::Show { id, json } => {

@@ -130,15 +130,15 @@ fn read_workspace_file(file: &Path) -> Result<Option<String>, String> {
 
 /// The sandbox settings of the configuration, for the tools.
 ///
-/// aintern's own config folder (its `permissions.json` and `aintern.toml`) and its saved
-/// sessions are protected like secrets: no command or tool may read or change them, even
-/// with the home folder as the workspace.
+/// aintern's own config folder (its `permissions.json` and `aintern.toml`) and its data
+/// folder (saved sessions, the chat's history) are protected like secrets: no command or
+/// tool may read or change them, even with the home folder as the workspace.
 pub(crate) fn sandbox_settings(config: &AgentConfig) -> sandbox::SandboxSettings {
     let s = &config.sandbox;
     let mut deny_read: Vec<PathBuf> = s.deny_read.iter().map(PathBuf::from).collect();
     deny_read.extend(config_dir());
-    // Saved conversations are the user's, not the commands'.
-    deny_read.extend(crate::sessions::sessions_dir());
+    // Saved conversations and the chat's history are the user's, not the commands'.
+    deny_read.extend(dirs::data_dir().map(|d| d.join("aintern")));
     sandbox::SandboxSettings {
         mode: s.mode,
         network: s.network,

@@ -85,6 +85,7 @@ impl Interrupts {
 /// End every command still running, then the program, with `code`.
 pub(crate) fn leave(code: i32) -> ! {
     sandbox::end_all();
+    crate::console::restore_terminal();
     eprintln!();
     std::process::exit(code)
 }

@@ -6,6 +6,7 @@
 //! not set; the status line is drawn on stderr and only between lines of text, and is
 //! always erased before anything else is written.
 
+use crate::render;
 use anstyle::{AnsiColor, Style};
 use core_models::{
     AgentEvent, AgentState, ApprovalRequestEvent, CompletionReason, MachineTransition, RiskLevel,
@@ -32,6 +33,16 @@ pub(crate) struct Terminal {
     status: Option<AgentState>,
     status_shown: bool,
     frame: usize,
+    /// Keys typed while a request runs, not yet entered (shown on the status line).
+    typed: String,
+    /// Show tools' outputs whole instead of a preview.
+    pub(crate) full_output: bool,
+    /// The last tool's whole output (for `/output`).
+    pub(crate) last_output: Option<(String, String)>,
+    /// Files changed by the running request, in order, and how.
+    changed: Vec<(String, &'static str)>,
+    /// Files changed since the session started.
+    pub(crate) changed_in_session: Vec<(String, &'static str)>,
 }
 
 impl Terminal {
@@ -47,15 +58,16 @@ impl Terminal {
             status: None,
             status_shown: false,
             frame: 0,
+            typed: String::new(),
+            full_output: false,
+            last_output: None,
+            changed: Vec::new(),
+            changed_in_session: Vec::new(),
         }
     }
 
     fn paint(&self, style: Style, text: &str) -> String {
-        if self.colour {
-            format!("{style}{text}{style:#}")
-        } else {
-            text.to_string()
-        }
+        render::paint(self.colour, style, text)
     }
 
     fn risk(&self, risk: RiskLevel) -> String {
@@ -134,11 +146,18 @@ impl Terminal {
         if !self.live || !self.at_line_start {
             return;
         }
-        self.draw_status(&format!(
-            "{} {}",
-            state.to_icon(),
-            state.to_display_string()
-        ));
+        let mut text = format!("{} {}", state.to_icon(), state.to_display_string());
+        if !self.typed.is_empty() {
+            // What is typed meanwhile shows here, never in the model's output.
+            text.push_str(&format!(" · › {}", shown(&self.typed, false)));
+        }
+        self.draw_status(&text);
+    }
+
+    /// Keys typed so far while the request runs (shown on the status line).
+    pub(crate) fn typing(&mut self, typed: &str) {
+        self.typed = typed.to_string();
+        self.tick();
     }
 
     /// Draw `text` after the spinner on the status line (stderr), replacing what was there.
@@ -203,20 +222,7 @@ impl Terminal {
                 );
                 self.line(&text);
             }
-            AgentEvent::ToolResult(r) => {
-                let text = if r.success() {
-                    let mark =
-                        self.paint(Style::new().fg_color(Some(AnsiColor::Green.into())), "✓");
-                    format!("{mark} {} ({} ms)", r.tool_name, r.duration.as_millis())
-                } else {
-                    // The first line: a failed command's output follows in the message.
-                    let message = r.result.error_message.as_deref().unwrap_or("failed");
-                    let first = message.lines().next().unwrap_or(message);
-                    let mark = self.paint(Style::new().fg_color(Some(AnsiColor::Red.into())), "✗");
-                    format!("{mark} {}: {}", r.tool_name, shown(first, false))
-                };
-                self.line(&text);
-            }
+            AgentEvent::ToolResult(r) => self.tool_result(r),
             AgentEvent::Autoformat(a) if !a.changed_files.is_empty() => {
                 let text = shown(
                     &format!("{} reformatted {}", a.formatter, a.changed_files.join(", ")),
@@ -224,6 +230,27 @@ impl Terminal {
                 )
                 .into_owned();
                 self.note(&text);
+            }
+            AgentEvent::TextGeneration(t)
+                if t.usage.as_ref().is_some_and(|u| u.hit_token_limit) =>
+            {
+                let generated = t.usage.as_ref().map_or(0, |u| u.generated_tokens);
+                self.note(&format!(
+                    "(the reply was cut at its token limit, {generated} tokens: raise --max-tokens for longer replies)"
+                ));
+            }
+            AgentEvent::RepetitionDetected(r) => {
+                let unit = shown(&r.unit, false).into_owned();
+                self.note(&format!(
+                    "(the model was repeating itself, {} times \"{unit}\": its reply was stopped)",
+                    r.repeats
+                ));
+            }
+            AgentEvent::ContextCompacted(c) => {
+                self.note(&format!(
+                    "context compacted ({}): {} → {} tokens",
+                    c.strategy, c.tokens_before, c.tokens_after
+                ));
             }
             AgentEvent::SessionStarted(s) if s.resumed => {
                 self.note(&format!(
@@ -240,15 +267,26 @@ impl Terminal {
             }
             AgentEvent::AgentComplete(c) => {
                 self.status = None;
+                self.typed.clear();
+                self.files_summary();
                 let plural =
                     |n: u32, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
                 let mut text = format!(
-                    "— {} · {} · {} tokens · {:.1}s",
+                    "— {} · {}",
                     plural(c.total_iterations, "iteration"),
                     plural(c.tool_calls_executed, "tool call"),
-                    c.total_tokens,
-                    c.total_duration.as_secs_f64(),
                 );
+                if c.tool_calls_denied > 0 {
+                    text.push_str(&format!(" · {} denied", c.tool_calls_denied));
+                }
+                text.push_str(&format!(
+                    " · {} · {:.1}s",
+                    plural(
+                        u32::try_from(c.completion_tokens.max(c.total_tokens)).unwrap_or(u32::MAX),
+                        "token"
+                    ),
+                    c.total_duration.as_secs_f64(),
+                ));
                 let reason = match c.reason {
                     CompletionReason::Finished => "",
                     CompletionReason::MaxIterations => " · stopped at the iteration limit",
@@ -264,32 +302,153 @@ impl Terminal {
         }
     }
 
-    /// Ask a person about a call, with the event's details and warnings.
-    pub(crate) fn ask(&mut self, a: &ApprovalRequestEvent) {
+    /// A tool's result: a mark, then a short preview of what it gave (see
+    /// [`render::output_preview`]); files it changed are noted for the summary.
+    fn tool_result(&mut self, r: &core_models::ToolResultEvent) {
+        let text = if r.success() {
+            let mark = self.paint(Style::new().fg_color(Some(AnsiColor::Green.into())), "✓");
+            format!("{mark} {} ({} ms)", r.tool_name, r.duration.as_millis())
+        } else {
+            // The first line: a failed command's output follows in the preview.
+            let message = r.result.error_message.as_deref().unwrap_or("failed");
+            let first = message.lines().next().unwrap_or(message);
+            let mark = self.paint(Style::new().fg_color(Some(AnsiColor::Red.into())), "✗");
+            format!("{mark} {}: {}", r.tool_name, shown(first, false))
+        };
+        self.line(&text);
+        for line in render::output_preview(r, self.full_output) {
+            let line = self.paint(Style::new().dimmed(), &format!("  │ {line}"));
+            self.line(&line);
+        }
+        let whole = if r.result.success {
+            r.result.content.clone()
+        } else {
+            r.result.error_message.clone().unwrap_or_default()
+        };
+        self.last_output = Some((r.tool_name.clone(), whole));
+        if let Some((path, how)) = render::file_changed(r) {
+            for list in [&mut self.changed, &mut self.changed_in_session] {
+                match list.iter_mut().find(|(p, _)| *p == path) {
+                    // Created, then edited: still a new file.
+                    Some((_, was)) if *was == "created" => {}
+                    Some((_, was)) => *was = how,
+                    None => list.push((path.clone(), how)),
+                }
+            }
+        }
+    }
+
+    /// The files the request changed, once it ends.
+    fn files_summary(&mut self) {
+        if self.changed.is_empty() {
+            return;
+        }
+        let list: Vec<String> = std::mem::take(&mut self.changed)
+            .into_iter()
+            .map(|(path, how)| format!("{} ({how})", shown(&path, false)))
+            .collect();
+        self.note(&format!("files changed: {}", list.join(", ")));
+    }
+
+    /// Ask a person about a call, with the event's details, warnings and the diff of the
+    /// file it changes; `key` when the answer is a single key.
+    pub(crate) fn ask(&mut self, a: &ApprovalRequestEvent, key: bool) {
         let mut text = format!(
             "{} {} ({})",
             self.paint(Style::new().bold(), "?"),
             shown(&a.summary, false),
             self.risk(a.risk_level)
         );
-        for d in &a.details {
+        if let Some(command) = a.request.parameters.get("command").and_then(|c| c.as_str()) {
+            let command = self.paint(Style::new().bold(), &format!("$ {}", shown(command, false)));
+            text.push_str(&format!("\n    {command}"));
+        }
+        // With a diff to read, the call's parameters (the whole new content) are not
+        // shown again as JSON.
+        let details = a
+            .details
+            .iter()
+            .filter(|d| a.change.is_none() || !d.starts_with("Parameters: "));
+        for d in details {
             text.push_str(&format!("\n    {}", shown(d, false)));
         }
+        let yellow = Style::new().fg_color(Some(AnsiColor::Yellow.into()));
+        if let Some(change) = &a.change {
+            let headline = render::change_headline(change);
+            let headline = if change.exists {
+                self.paint(yellow, &format!("⚠ {headline}"))
+            } else {
+                headline
+            };
+            text.push_str(&format!("\n    {headline}"));
+            let max = Some(render::DIFF_PREVIEW_LINES);
+            for line in render::diff_lines(change, self.colour, "    ", max) {
+                text.push_str(&format!("\n{line}"));
+            }
+        }
         for w in &a.warnings {
-            let w = self.paint(
-                Style::new().fg_color(Some(AnsiColor::Yellow.into())),
-                &format!("⚠ {}", shown(w, false)),
-            );
+            let w = self.paint(yellow, &format!("⚠ {}", shown(w, false)));
             text.push_str(&format!("\n    {w}"));
         }
         if let Some(why) = &a.must_ask {
             text.push_str(&format!("\n    Asked because: {}", shown(why, false)));
         }
-        text.push_str(
-            "\n  Approve? [y]es / [n]o / always this [s]ession / always for this [t]ool, in every workspace: ",
+        let start = if self.at_line_start { "" } else { "\n" };
+        self.write(&format!("{start}{text}\n"));
+        self.ask_again(a, key);
+    }
+
+    /// The approval question alone, asked (again).
+    pub(crate) fn ask_again(&mut self, a: &ApprovalRequestEvent, key: bool) {
+        let diff = if a.change.as_ref().is_some_and(|c| !c.diff.is_empty()) {
+            " / whole [d]iff"
+        } else {
+            ""
+        };
+        let how = if key { "" } else { " (then Enter)" };
+        let text = format!(
+            "  Approve? [y]es / [n]o / always this [s]ession / always for this [t]ool, in every workspace{diff}{how}: "
         );
         let start = if self.at_line_start { "" } else { "\n" };
         self.write(&format!("{start}{text}"));
+        if !key {
+            // What the person types ends the line.
+            self.at_line_start = true;
+        }
+    }
+
+    /// Show the whole diff of the call's change.
+    pub(crate) fn whole_diff(&mut self, a: &ApprovalRequestEvent) {
+        let Some(change) = &a.change else {
+            self.note("this call changes no file: there is no diff");
+            return;
+        };
+        let lines = render::diff_lines(change, self.colour, "    ", None);
+        self.line("");
+        for line in lines {
+            self.line(&line);
+        }
+    }
+
+    /// The answer given with a key, written after the question.
+    pub(crate) fn answered(&mut self, answer: crate::approve::Answer) {
+        use crate::approve::Answer;
+        let word = match answer {
+            Answer::Yes => "yes",
+            Answer::No => "no",
+            Answer::Session => "yes, for the rest of this session",
+            Answer::Tool => "yes, for this tool in every workspace",
+            Answer::Diff => "diff",
+        };
+        self.write(&format!("{word}\n"));
+    }
+
+    /// Before the line editor takes the terminal: the status line gone, on a fresh line.
+    pub(crate) fn before_prompt(&mut self) {
+        self.clear_status();
+        if !self.at_line_start {
+            self.write("\n");
+        }
     }
 
     /// The chat prompt.

@@ -68,10 +68,10 @@ pub use error::{BoxError, Error, Result};
 pub use events::{
     AgentCompleteEvent, AgentErrorCategory, AgentErrorEvent, AgentEvent, AgentIterationEvent,
     ApprovalAnswer, ApprovalReceiver, ApprovalRequestEvent, ApprovalResponder, AutoformatEvent,
-    CompletionReason, ErrorSource, EventHeader, EventKind, GitCommit, GitCommitsDetectedEvent,
-    MachineTransition, SessionStartedEvent, StateChangedEvent, TextGenerationEvent,
-    ToolCallRequestEvent, ToolExecutionEvent, ToolExecutionStatus, ToolResultEvent,
-    ToolUsageSummary, TransitionRecord,
+    CompletionReason, ContextCompactedEvent, ErrorSource, EventHeader, EventKind, GitCommit,
+    GitCommitsDetectedEvent, MachineTransition, RepetitionDetectedEvent, SessionStartedEvent,
+    StateChangedEvent, TextGenerationEvent, ToolCallRequestEvent, ToolExecutionEvent,
+    ToolExecutionStatus, ToolResultEvent, ToolUsageSummary, TransitionRecord,
 };
 pub use llm::{LlmChunk, LlmRequest, LlmStream, LlmToolCall, LlmUsage, ModelDetails};
 pub use permission::{
@@ -93,7 +93,7 @@ pub use state::{
     TURN_EDGES,
 };
 pub use tool::{
-    CallAssessment, ProgressReporter, RiskLevel, ToolCategory, ToolDefinition,
+    CallAssessment, FileChange, ProgressReporter, RiskLevel, ToolCategory, ToolDefinition,
     ToolExecutionContext, ToolProgress, ToolResult, ToolValidationResult,
 };
 pub use tool_call::{

@@ -64,6 +64,10 @@ pub struct LlmUsage {
     /// Spent generating.
     #[serde(rename = "generation_time_ms", with = "duration_ms")]
     pub generation_time: Duration,
+    /// The reply stopped because it reached its token allowance (`max_tokens`), not
+    /// because the model ended it.
+    #[serde(default)]
+    pub hit_token_limit: bool,
 }
 
 /// One item of a generation stream.

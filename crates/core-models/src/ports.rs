@@ -57,6 +57,17 @@ pub trait Tool: Send + Sync {
         )
     }
 
+    /// What a valid call would change in a file, for the approval prompt: called only when
+    /// a person is asked, with the workspace at hand. Reads only; `None` (the default) for a
+    /// tool that changes no file or when the change cannot be previewed.
+    fn preview_change(
+        &self,
+        _parameters: &Value,
+        _workspace: Option<&Path>,
+    ) -> Option<crate::FileChange> {
+        None
+    }
+
     /// Run the tool. Failures are a failed [`ToolResult`], never a panic. Must return
     /// promptly once `context.cancellation` fires, stopping anything it started.
     async fn execute(&self, context: ToolExecutionContext) -> ToolResult;
@@ -116,6 +127,17 @@ pub trait LlmService: Send + Sync {
     /// What the backend knows about the model's size (nothing, by default).
     fn model_details(&self) -> ModelDetails {
         ModelDetails::default()
+    }
+
+    /// The tokens `request`'s prompt takes, rendered and tokenized as the backend would
+    /// send it to the model; `None` when the backend cannot count (the agent then
+    /// estimates).
+    ///
+    /// # Errors
+    /// [`Error::Llm`] when the request cannot be rendered.
+    async fn count_tokens(&self, request: &LlmRequest) -> Result<Option<u64>, Error> {
+        let _ = request;
+        Ok(None)
     }
 }
 

@@ -447,3 +447,23 @@ impl CallAssessment {
         self
     }
 }
+
+/// What a call that changes a file would change, judged before it runs so that a person
+/// approves a diff, not a blob of JSON (see [`crate::Tool::preview_change`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileChange {
+    /// The file, as the call names it (relative to the workspace).
+    pub path: String,
+    /// Whether the file exists now: the call replaces or edits it rather than creating it.
+    pub exists: bool,
+    /// A unified diff from the file as it is to the file as the call leaves it; empty when
+    /// no diff could be made (see `note`).
+    pub diff: String,
+    /// Lines the call adds.
+    pub lines_added: u32,
+    /// Lines the call removes.
+    pub lines_removed: u32,
+    /// Why the diff is missing or partial ("binary file", "cut at 2000 lines"), if it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}

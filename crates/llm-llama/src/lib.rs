@@ -254,6 +254,18 @@ impl LlmService for LlamaLlm {
         self.info.chat_format.clone()
     }
 
+    async fn count_tokens(&self, request: &LlmRequest) -> Result<Option<u64>, core_models::Error> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.jobs
+            .send(worker::Job::Count {
+                request: request.clone(),
+                reply: tx,
+            })
+            .map_err(|_| Error::WorkerGone)?;
+        let counted = rx.await.map_err(|_| Error::WorkerGone)??;
+        Ok(Some(counted))
+    }
+
     fn model_details(&self) -> core_models::ModelDetails {
         core_models::ModelDetails {
             parameters: Some(self.info.parameters).filter(|p| *p > 0),

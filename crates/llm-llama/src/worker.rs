@@ -33,6 +33,11 @@ pub(crate) enum Job {
         gen_tokens: u32,
         reply: mpsc::Sender<Result<crate::Throughput, Error>>,
     },
+    /// Count the tokens of a request's prompt.
+    Count {
+        request: LlmRequest,
+        reply: tokio::sync::oneshot::Sender<Result<u64, Error>>,
+    },
     /// Generate a reply, streaming it to `out`.
     Generate {
         request: LlmRequest,
@@ -176,6 +181,15 @@ pub(crate) fn run(
         match job {
             Job::Render { request, reply } => {
                 let _ = reply.send(templates.render(&model, &request).map(|(p, _)| p));
+            }
+            Job::Count { request, reply } => {
+                let counted = templates.render(&model, &request).map(|(prompt, has_bos)| {
+                    model
+                        .vocab()
+                        .tokenize(prompt.as_bytes(), !has_bos, true)
+                        .len() as u64
+                });
+                let _ = reply.send(counted);
             }
             Job::Throughput {
                 prompt_tokens,
@@ -650,6 +664,7 @@ impl<'m, 'c> Session<'m, 'c> {
             time_to_first_token: first_token.unwrap_or_else(|| started.elapsed()),
             prompt_time,
             generation_time: gen_started.elapsed(),
+            hit_token_limit: !stopped && generated >= max,
         };
         let _ = self.out.send(Ok(LlmChunk::Usage(usage)));
         Ok(())

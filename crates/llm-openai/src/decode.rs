@@ -284,6 +284,7 @@ impl Decoder {
             time_to_first_token: ttft,
             prompt_time: ms(timings.prompt_ms).unwrap_or(ttft),
             generation_time: ms(timings.predicted_ms).unwrap_or_else(|| total.saturating_sub(ttft)),
+            hit_token_limit: self.finish_reason.as_deref() == Some("length"),
         }
     }
 }

@@ -29,6 +29,10 @@ pub(crate) struct Urls {
     pub(crate) models: Url,
     /// llama-server's `/props`, at the server's root.
     pub(crate) props: Url,
+    /// llama-server's `/apply-template` (a chat request's prompt).
+    pub(crate) apply_template: Url,
+    /// llama-server's `/tokenize`.
+    pub(crate) tokenize: Url,
 }
 
 impl Urls {
@@ -64,15 +68,18 @@ impl Urls {
             u.set_path(&format!("{path}/{suffix}"));
             u
         };
-        let mut props = url.clone();
-        props.set_path(&format!(
-            "{}/props",
-            path.strip_suffix("/v1").unwrap_or(&path)
-        ));
+        let root = path.strip_suffix("/v1").unwrap_or(&path).to_string();
+        let at_root = |name: &str| {
+            let mut u = url.clone();
+            u.set_path(&format!("{root}/{name}"));
+            u
+        };
         Ok(Urls {
             chat: join("chat/completions"),
             models: join("models"),
-            props,
+            props: at_root("props"),
+            apply_template: at_root("apply-template"),
+            tokenize: at_root("tokenize"),
         })
     }
 }

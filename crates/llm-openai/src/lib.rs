@@ -254,6 +254,62 @@ impl Inner {
         body
     }
 
+    /// The tokens of `request`'s prompt as llama-server renders (`/apply-template`) and
+    /// tokenizes (`/tokenize`) it.
+    async fn count(&self, request: &LlmRequest) -> Result<u64, Error> {
+        let mode = if self.text_mode.load(Ordering::Relaxed) {
+            Mode::Text
+        } else {
+            Mode::Native
+        };
+        let body = self.without_refused(wire::request_body(
+            &self.model,
+            request,
+            mode,
+            self.dialect(),
+            false,
+            None,
+        ));
+        let deadline = Instant::now() + DISCOVERY_TIMEOUT;
+        let context = Context {
+            url: self.urls.apply_template.to_string(),
+            key_sent: self.config.api_key.is_some(),
+            limit: DISCOVERY_TIMEOUT,
+            ..Context::default()
+        };
+        let rendered = http::send(
+            self.http.post(self.urls.apply_template.clone()).json(&body),
+            &self.urls.apply_template,
+            deadline,
+            self.config.connect_timeout,
+            &context,
+        )
+        .await
+        .map_err(|f| f.error)?;
+        let rendered = http::read_json(rendered, http::REPLY_CAP, deadline).await?;
+        let prompt = rendered
+            .get("prompt")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Error::Protocol("/apply-template gave no prompt".into()))?;
+        let tokenize =
+            serde_json::json!({"content": prompt, "add_special": true, "parse_special": true});
+        let tokens = http::send(
+            self.http.post(self.urls.tokenize.clone()).json(&tokenize),
+            &self.urls.tokenize,
+            deadline,
+            self.config.connect_timeout,
+            &context,
+        )
+        .await
+        .map_err(|f| f.error)?;
+        let tokens = http::read_json(tokens, http::REPLY_CAP, deadline).await?;
+        tokens
+            .get("tokens")
+            .and_then(Value::as_array)
+            .map(|t| t.len() as u64)
+            .ok_or_else(|| Error::Protocol("/tokenize gave no tokens".into()))
+    }
+
     /// `POST {base}/chat/completions` with `body`, its headers awaited until `deadline`.
     async fn post_chat(
         &self,
@@ -483,6 +539,21 @@ impl LlmService for OpenAiLlm {
                 .info
                 .context_length
                 .or_else(|| entry.and_then(|m| m.context_length)),
+        }
+    }
+
+    /// On llama-server, the prompt as the server renders and tokenizes it; elsewhere
+    /// `None` (the agent estimates).
+    async fn count_tokens(&self, request: &LlmRequest) -> Result<Option<u64>, core_models::Error> {
+        if !self.inner.info.llama_server {
+            return Ok(None);
+        }
+        match self.inner.count(request).await {
+            Ok(n) => Ok(Some(n)),
+            Err(e) => {
+                tracing::debug!(error = %e, "llama-server could not count; estimating");
+                Ok(None)
+            }
         }
     }
 

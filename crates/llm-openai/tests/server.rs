@@ -60,6 +60,10 @@ async fn streamed_text_equals_the_whole_reply_at_temperature_0() {
         options: greedy(48),
         ..LlmRequest::new(messages)
     };
+    let counted = llm
+        .count_tokens(&request)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     let mut stream = llm
         .generate(request)
         .await
@@ -82,6 +86,11 @@ async fn streamed_text_equals_the_whole_reply_at_temperature_0() {
         "{usage:?}"
     );
     assert!(usage.time_to_first_token > Duration::ZERO);
+    assert_eq!(
+        counted,
+        Some(usage.prompt_tokens),
+        "the server counts as it evaluates"
+    );
 
     // The same request, not streamed, straight to the server.
     let whole: Value = reqwest::Client::new()

@@ -64,8 +64,9 @@ async fn run(agent: AgentService) -> usize {
     agent.process_message(request).unwrap().count().await
 }
 
+/// `n` different words (one word over and over would be stopped as a loop).
 fn tokens(n: usize) -> Vec<ScriptedResponse> {
-    vec![ScriptedResponse::chunks(vec!["tok "; n])]
+    vec![ScriptedResponse::chunks((0..n).map(|i| format!("w{i} ")))]
 }
 
 fn round_trips(n: usize) -> Vec<ScriptedResponse> {

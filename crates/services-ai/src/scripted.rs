@@ -98,6 +98,7 @@ pub struct ScriptedLlm {
     responses: Mutex<VecDeque<ScriptedResponse>>,
     received: Mutex<Vec<LlmRequest>>,
     chat_format: Option<core_models::ChatFormat>,
+    context_window: Option<u32>,
 }
 
 impl ScriptedLlm {
@@ -107,7 +108,15 @@ impl ScriptedLlm {
             responses: Mutex::new(responses.into_iter().collect()),
             received: Mutex::new(Vec::new()),
             chat_format: None,
+            context_window: None,
         }
+    }
+
+    /// The same model, with a context window of `tokens` (prompts are counted as the
+    /// agent estimates them).
+    pub fn with_context_window(mut self, tokens: u32) -> Self {
+        self.context_window = Some(tokens);
+        self
     }
 
     /// The same model, reporting `format` as its chat template's (as a real backend
@@ -186,8 +195,16 @@ impl LlmService for ScriptedLlm {
         self.chat_format.clone()
     }
 
+    fn model_details(&self) -> core_models::ModelDetails {
+        core_models::ModelDetails {
+            parameters: None,
+            context_length: self.context_window,
+        }
+    }
+
     async fn generate(&self, request: LlmRequest) -> Result<LlmStream, Error> {
         let prompt_chars: usize = request.messages.iter().map(|m| m.content.len()).sum();
+        let request_max_tokens = request.options.max_tokens.max(1);
         let call = {
             let mut received = self.received.lock().unwrap_or_else(|e| e.into_inner());
             received.push(request);
@@ -208,6 +225,11 @@ impl LlmService for ScriptedLlm {
         }
         let started = Instant::now();
         let delay = Duration::from_millis(response.delay_ms);
+        // Each chunk is a token: a reply longer than its allowance is cut, as a model's is.
+        let allowance = request_max_tokens as usize;
+        let hit_token_limit = response.chunks.len() > allowance;
+        let mut response = response;
+        response.chunks.truncate(allowance);
         let generated = (response.chunks.len() + response.items.len()) as u64;
         let prompt_tokens = (prompt_chars as u64).div_ceil(4);
         let fail_after = response.fail_after_chunks;
@@ -244,6 +266,7 @@ impl LlmService for ScriptedLlm {
                             time_to_first_token: first.unwrap_or_default(),
                             prompt_time: Duration::ZERO,
                             generation_time: started.elapsed(),
+                            hit_token_limit,
                         };
                         Some((Ok(LlmChunk::Usage(usage)), (chunks, None, first)))
                     }

@@ -7,8 +7,8 @@ use crate::workspace::{check_regular, special_error, Workspace};
 use crate::write_file::{run_to_end, write_risk};
 use async_trait::async_trait;
 use core_models::{
-    CallAssessment, RiskLevel, Tool, ToolCategory, ToolDefinition, ToolExecutionContext,
-    ToolResult, ToolValidationResult,
+    CallAssessment, FileChange, RiskLevel, Tool, ToolCategory, ToolDefinition,
+    ToolExecutionContext, ToolResult, ToolValidationResult,
 };
 use sandbox::Launcher;
 use serde_json::{json, Value};
@@ -108,6 +108,25 @@ impl Tool for EditFile {
         assess_path(params, workspace, write_risk)
     }
 
+    fn preview_change(&self, params: &Value, workspace: Option<&Path>) -> Option<FileChange> {
+        let text = |key: &str| params.get(key).and_then(Value::as_str);
+        let (path, search, replace) = (text("path")?, text("search")?, text("replace")?);
+        crate::preview::file_change(workspace, &self.launcher, path, |before| {
+            // As the edit itself: the search text must be there exactly once.
+            let before = before?;
+            let mut places = before.match_indices(search);
+            let (at, _) = places.next()?;
+            if search.is_empty() || places.next().is_some() {
+                return None;
+            }
+            Some(format!(
+                "{}{replace}{}",
+                &before[..at],
+                &before[at + search.len()..]
+            ))
+        })
+    }
+
     async fn execute(&self, context: ToolExecutionContext) -> ToolResult {
         run_to_end(context, &self.launcher, edit).await
     }
@@ -182,7 +201,7 @@ fn edit(
 /// The text of the file at `target`: opened through its folder's handle without
 /// following a link or blocking, a regular file of at most [`EDIT_FILE_CAP`] bytes, in
 /// UTF-8.
-fn read_text(target: &crate::workspace::Target, path: &str) -> Result<String, String> {
+pub(crate) fn read_text(target: &crate::workspace::Target, path: &str) -> Result<String, String> {
     let flags = (nix::fcntl::OFlag::O_NONBLOCK
         | nix::fcntl::OFlag::O_NOCTTY
         | nix::fcntl::OFlag::O_NOFOLLOW)

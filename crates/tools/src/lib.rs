@@ -36,6 +36,7 @@ mod git_config;
 mod git_tools;
 mod lines;
 mod params;
+mod preview;
 mod run_command;
 mod search_files;
 mod special;

@@ -5,8 +5,8 @@ use crate::params::{assess_path, require_path, verdict};
 use crate::workspace::Workspace;
 use async_trait::async_trait;
 use core_models::{
-    CallAssessment, RiskLevel, Tool, ToolCategory, ToolDefinition, ToolExecutionContext,
-    ToolResult, ToolValidationResult,
+    CallAssessment, FileChange, RiskLevel, Tool, ToolCategory, ToolDefinition,
+    ToolExecutionContext, ToolResult, ToolValidationResult,
 };
 use sandbox::Launcher;
 use serde_json::{json, Value};
@@ -99,6 +99,14 @@ impl Tool for WriteFile {
 
     fn assess(&self, params: &Value, workspace: Option<&Path>) -> CallAssessment {
         assess_path(params, workspace, write_risk)
+    }
+
+    fn preview_change(&self, params: &Value, workspace: Option<&Path>) -> Option<FileChange> {
+        let path = params.get("path")?.as_str()?;
+        let content = params.get("content")?.as_str()?;
+        crate::preview::file_change(workspace, &self.launcher, path, |_| {
+            Some(content.to_string())
+        })
     }
 
     async fn execute(&self, context: ToolExecutionContext) -> ToolResult {

@@ -176,8 +176,12 @@ async fn approval_denied_is_reported_to_the_model() {
         .any(|m| m.content.contains("Denied by the user: not today")));
     let done = complete(&events);
     assert_eq!(
-        (done.reason, done.tool_calls_executed),
-        (CompletionReason::Finished, 0)
+        (
+            done.reason,
+            done.tool_calls_executed,
+            done.tool_calls_denied
+        ),
+        (CompletionReason::Finished, 0, 1)
     );
 }
 
@@ -395,6 +399,7 @@ async fn the_requests_auto_approval_level_approves_without_asking_but_never_past
     );
     let events = run(&h.agent, request_with(lenient.clone())).await;
     assert_eq!(tool.executions(), 1, "denied");
+    assert_eq!(complete(&events).tool_calls_denied, 1);
     assert!(results(&events)[0]
         .result
         .error_message

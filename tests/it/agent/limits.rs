@@ -233,3 +233,133 @@ async fn dropping_the_stream_cancels_the_request() {
     }
     assert_eq!(h.agent.state(), AgentState::Cancelled);
 }
+
+// --- stalls, loops and the token limit ------------------------------------------------------------
+
+#[tokio::test]
+async fn tokens_streamed_before_a_cancel_are_counted() {
+    let h = harness(
+        vec![ScriptedResponse::chunks((0..200).map(|i| format!("w{i} ")))
+            .with_delay(Duration::from_millis(10))],
+        vec![],
+        config(),
+    );
+    let (events, _) = cancel_when(
+        &h,
+        AgentRequest::new("x"),
+        |e| matches!(e, AgentEvent::TextGeneration(t) if t.token_count >= 5),
+    )
+    .await;
+    let done = complete(&events);
+    assert!(done.was_cancelled);
+    assert!(
+        (5..200).contains(&done.completion_tokens) && done.total_tokens >= 5,
+        "{done:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_stream_that_stalls_mid_reply_ends_with_a_clear_error() {
+    let config = AgentConfig {
+        stream_idle_timeout_ms: 1_000,
+        ..config()
+    };
+    // The first piece may take as long as it takes; the second one never comes in time.
+    let slow =
+        ScriptedResponse::chunks(["Hello", " world"]).with_delay(Duration::from_millis(1_600));
+    let h = harness(vec![slow], vec![], config);
+    let started = Instant::now();
+    let events = run(&h.agent, AgentRequest::new("x")).await;
+    let took = started.elapsed();
+    let error = events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::AgentError(e) => Some(e),
+            _ => None,
+        })
+        .expect("an error");
+    assert!(
+        error.is_fatal && error.error.contains("sent nothing for 1s"),
+        "{error:?}"
+    );
+    // Ended by the idle limit (1.6 s + 1 s), not by the second piece (3.2 s).
+    assert!(took < Duration::from_millis(3_000), "{took:?}");
+}
+
+#[tokio::test]
+async fn a_looping_reply_is_stopped_cut_to_one_copy_and_reported() {
+    let unit = "I will read the file now. ";
+    let chunks =
+        std::iter::once("Sure. ".to_string()).chain(std::iter::repeat_n(unit.to_string(), 200));
+    let h = harness(vec![ScriptedResponse::chunks(chunks)], vec![], config());
+    let events = run(&h.agent, AgentRequest::new("x")).await;
+    let looped = events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::RepetitionDetected(r) => Some(r),
+            _ => None,
+        })
+        .expect("repetition_detected");
+    // The unit is the sentence, from wherever the loop was caught in it.
+    assert!(
+        looped.unit.len() == unit.len() && unit.repeat(2).contains(&looped.unit),
+        "{looped:?}"
+    );
+    assert!(looped.repeats >= 4, "{looped:?}");
+    let done = complete(&events);
+    assert_eq!(done.reason, CompletionReason::Finished);
+    // The reply keeps one copy of the loop.
+    assert!(
+        done.final_response
+            .starts_with("Sure. I will read the file now")
+            && done.final_response.len() < 6 + 2 * unit.len(),
+        "{:?}",
+        done.final_response
+    );
+    // Stopped early: far fewer than the 201 pieces were read.
+    assert!(done.completion_tokens < 40, "{done:?}");
+    assert_eq!(h.llm.calls(), 1);
+
+    // A reply that repeats a little (a list, a table) is left alone.
+    let list: Vec<String> = (1..=60).map(|i| format!("- item {i}\n")).collect();
+    let h = harness(
+        vec![ScriptedResponse::chunks(list.clone())],
+        vec![],
+        config(),
+    );
+    let events = run(&h.agent, AgentRequest::new("x")).await;
+    assert!(!kinds(&events).contains(&"repetition_detected"));
+    assert_eq!(complete(&events).final_response, list.concat().trim_end());
+}
+
+#[tokio::test]
+async fn a_reply_cut_by_the_token_limit_says_so() {
+    let h = harness(
+        vec![ScriptedResponse::chunks((0..20).map(|i| format!("w{i} ")))],
+        vec![],
+        config(),
+    );
+    let mut request = AgentRequest::new("x");
+    request.inference_options = Some(InferenceOptions {
+        max_tokens: 6,
+        ..InferenceOptions::default()
+    });
+    let events = run(&h.agent, request).await;
+    let usage = events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::TextGeneration(t) if t.is_complete => t.usage.clone(),
+            _ => None,
+        })
+        .expect("usage");
+    assert!(
+        usage.hit_token_limit && usage.generated_tokens == 6,
+        "{usage:?}"
+    );
+
+    // Within the allowance: not cut.
+    let h = harness(vec![text("short")], vec![], config());
+    let events = run(&h.agent, AgentRequest::new("x")).await;
+    assert!(events.iter().all(|e| !matches!(e,
+        AgentEvent::TextGeneration(t) if t.usage.as_ref().is_some_and(|u| u.hit_token_limit))));
+}

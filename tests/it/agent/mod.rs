@@ -5,6 +5,7 @@
 
 mod approvals;
 mod calls;
+mod context;
 mod limits;
 mod native;
 mod prompt;
@@ -53,7 +54,17 @@ pub(crate) fn harness_with(
     config: AgentConfig,
     permissions: Arc<dyn PermissionManager>,
 ) -> Harness {
-    let llm = Arc::new(ScriptedLlm::new(responses));
+    harness_over(ScriptedLlm::new(responses), tools, config, permissions)
+}
+
+/// The harness over a scripted model set up by the caller.
+pub(crate) fn harness_over(
+    llm: ScriptedLlm,
+    tools: Vec<Arc<dyn Tool>>,
+    config: AgentConfig,
+    permissions: Arc<dyn PermissionManager>,
+) -> Harness {
+    let llm = Arc::new(llm);
     let registry: Arc<dyn ToolRegistry> =
         Arc::new(tools.into_iter().collect::<InMemoryToolRegistry>());
     let agent = AgentService::builder(llm.clone(), registry)

@@ -3,10 +3,12 @@
 //! exactly like parsed calls; answered in the conversation under the server's ids; never
 //! run when broken or when no call may happen; call-like text stays text.
 
-use super::{check_run, complete, config, kinds, results, risky, run, run_answering};
+use super::{
+    check_run, complete, config, harness_over, kinds, results, risky, run, run_answering, Harness,
+};
 use core_models::*;
 use serde_json::json;
-use services_ai::{AgentService, DefaultPermissionManager, InMemoryToolRegistry};
+use services_ai::DefaultPermissionManager;
 use std::sync::Arc;
 use test_support::{MockTool, ScriptedLlm, ScriptedResponse};
 
@@ -28,20 +30,13 @@ fn usage(prompt: u64, cached: u64) -> LlmChunk {
     })
 }
 
-struct Native {
-    agent: AgentService,
-    llm: Arc<ScriptedLlm>,
-}
-
-fn native(responses: Vec<ScriptedResponse>, tools: Vec<Arc<dyn Tool>>) -> Native {
-    let llm = Arc::new(ScriptedLlm::new(responses).with_chat_format(ChatFormat::native()));
-    let registry: Arc<dyn ToolRegistry> =
-        Arc::new(tools.into_iter().collect::<InMemoryToolRegistry>());
-    let agent = AgentService::builder(llm.clone(), registry)
-        .config(config())
-        .permissions(Arc::new(DefaultPermissionManager::in_memory()))
-        .build();
-    Native { agent, llm }
+fn native(responses: Vec<ScriptedResponse>, tools: Vec<Arc<dyn Tool>>) -> Harness {
+    harness_over(
+        ScriptedLlm::new(responses).with_chat_format(ChatFormat::native()),
+        tools,
+        config(),
+        Arc::new(DefaultPermissionManager::in_memory()),
+    )
 }
 
 fn request(message: &str) -> AgentRequest {

@@ -33,7 +33,7 @@ fn exec_is_run_json_and_chat_carries_on_over_piped_lines() {
 
 // --- under a pseudo-terminal ----------------------------------------------------------------
 
-fn pty(ws: &Workspace, args: &[&str]) -> expectrl::Session {
+pub(super) fn pty(ws: &Workspace, args: &[&str]) -> expectrl::Session {
     let mut command = bin(ws.home.path());
     command.args(args);
     let mut session = expectrl::Session::spawn(command).unwrap();
@@ -61,7 +61,7 @@ fn the_approval_prompt_under_a_terminal() {
         ],
     );
     p.expect("Write 2 bytes to a.txt").unwrap();
-    p.expect("Approve? [y]es / [n]o / always this [s]ession / always for this [t]ool, in every workspace: ")
+    p.expect("Approve? [y]es / [n]o / always this [s]ession / always for this [t]ool, in every workspace / whole [d]iff: ")
         .unwrap();
     p.send_line("t").unwrap();
     // The second write is not asked about: the first answer was "always for this tool".
@@ -94,7 +94,7 @@ fn the_approval_prompt_under_a_terminal() {
     ]);
     let mut p = expectrl::Session::spawn(command).unwrap();
     p.set_expect_timeout(Some(std::time::Duration::from_secs(20)));
-    p.expect("in every workspace: ").unwrap();
+    p.expect("whole [d]iff: ").unwrap();
     p.send_line("n").unwrap();
     let rest = p.expect("Fine.").unwrap();
     let before = String::from_utf8_lossy(rest.before()).into_owned();
@@ -116,7 +116,7 @@ fn ctrl_c_in_chat_cancels_the_request_not_the_chat() {
     std::fs::write(
         &file,
         json!({"responses": [
-            {"chunks": vec!["tok "; 500], "delay_ms": 20},
+            {"chunks": (0..500).map(|i| format!("w{i} ")).collect::<Vec<_>>(), "delay_ms": 20},
             {"chunks": ["Still here."], "delay_ms": 0}
         ]})
         .to_string(),
@@ -129,7 +129,7 @@ fn ctrl_c_in_chat_cancels_the_request_not_the_chat() {
     );
     p.expect("› ").unwrap();
     p.send_line("talk slowly").unwrap();
-    p.expect("tok tok tok").unwrap();
+    p.expect("w1 w2 w3").unwrap();
     p.send(expectrl::ControlCode::EndOfText).unwrap();
     p.expect("cancelled").unwrap();
     p.expect("› ").unwrap();

@@ -7,6 +7,7 @@
 
 mod chat;
 mod configuration;
+mod editor;
 mod model;
 mod parse;
 mod permissions;

@@ -139,3 +139,89 @@ fn bench_llm_reports_throughput_and_cache_reuse() {
         assert!(after["ttft_ms"].as_f64().unwrap() > 0.0);
     }
 }
+
+/// A 40-turn chat with tool results at a 2048-token context: the conversation is compacted
+/// (old results cut, earlier turns summarized by the model) and every request completes
+/// without a context error. Prints its figures (turns, compactions, tokens, time).
+#[test]
+fn a_long_chat_at_a_small_context_is_compacted_and_never_overflows() {
+    if model(false).is_none() {
+        return;
+    }
+    let ws = Workspace::new();
+    let started = std::time::Instant::now();
+    let mut child = super::bin(ws.home.path())
+        .args([
+            "chat",
+            "--workspace",
+            ws.path(),
+            "--context-size",
+            "2048",
+            "--max-tokens",
+            "96",
+            "--tool-choice",
+            "required",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+    let (mut compactions, mut errors, mut turns) = (Vec::new(), Vec::new(), 0);
+    for turn in 0..40 {
+        use std::io::Write;
+        writeln!(
+            stdin,
+            "Read the file notes.txt and tell me what turn {turn} should do"
+        )
+        .unwrap();
+        // One request ends with its statistics line.
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            if let Some(rest) = line.split("context compacted (").nth(1) {
+                compactions.push(rest.to_string());
+            }
+            if line.trim_start().starts_with('!') {
+                errors.push(line.clone());
+            }
+            if line.contains("— ") && line.contains("iteration") {
+                turns += 1;
+                break;
+            }
+        }
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let took = started.elapsed();
+    eprintln!(
+        "40-turn chat at 2048 tokens: {turns} turns, {} compactions in {:.1} s: {compactions:?}",
+        compactions.len(),
+        took.as_secs_f64()
+    );
+    assert_eq!(turns, 40);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(
+        compactions.iter().any(|c| c.starts_with("summary")),
+        "{compactions:?}"
+    );
+    let summarized: Vec<(u64, u64)> = compactions
+        .iter()
+        .filter_map(|c| {
+            let numbers: Vec<u64> = c
+                .split(|ch: char| !ch.is_ascii_digit())
+                .filter_map(|n| n.parse().ok())
+                .collect();
+            (numbers.len() >= 2).then(|| (numbers[numbers.len() - 2], numbers[numbers.len() - 1]))
+        })
+        .collect();
+    assert!(
+        summarized.iter().all(|(before, after)| after <= before),
+        "{summarized:?}"
+    );
+    // The saved session holds the conversation as compacted, and all 40 requests.
+    let out = super::aintern_in(ws.home.path(), &["sessions", "list", "--json"], b"");
+    let list: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list[0]["turns"], 40);
+}

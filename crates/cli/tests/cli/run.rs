@@ -117,7 +117,7 @@ fn run_cancel_over_stdin() {
     let file = ws.dir.path().join("slow.json");
     std::fs::write(
         &file,
-        json!({"responses": [{"chunks": vec!["tok "; 300], "delay_ms": 20}]}).to_string(),
+        json!({"responses": [{"chunks": (0..300).map(|i| format!("w{i} ")).collect::<Vec<_>>(), "delay_ms": 20}]}).to_string(),
     )
     .unwrap();
     let script = format!("script:{}", file.display());

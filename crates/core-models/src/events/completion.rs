@@ -88,6 +88,10 @@ pub struct AgentCompleteEvent {
     pub final_response: String,
     /// Tool calls executed.
     pub tool_calls_executed: u32,
+    /// Tool calls denied (by a person, by silence at the prompt or by the permission
+    /// settings), never run.
+    #[serde(default)]
+    pub tool_calls_denied: u32,
     /// Iterations used.
     pub total_iterations: u32,
     /// Time the request took.
@@ -136,6 +140,7 @@ impl AgentCompleteEvent {
             header: EventHeader::new(request_id, iterations),
             final_response: response.into(),
             tool_calls_executed: tool_calls,
+            tool_calls_denied: 0,
             total_iterations: iterations,
             total_duration: duration,
             was_cancelled: false,
@@ -208,6 +213,12 @@ impl AgentCompleteEvent {
     /// Set the session the request belongs to.
     pub fn with_session_id(mut self, session_id: Uuid) -> Self {
         self.session_id = Some(session_id);
+        self
+    }
+
+    /// Set the number of calls denied.
+    pub fn with_denied(mut self, denied: u32) -> Self {
+        self.tool_calls_denied = denied;
         self
     }
 

@@ -17,7 +17,7 @@ mod workspace;
 pub use approval::{ApprovalAnswer, ApprovalReceiver, ApprovalRequestEvent, ApprovalResponder};
 pub use completion::{AgentCompleteEvent, CompletionReason, ToolUsageSummary};
 pub use errors::{AgentErrorCategory, AgentErrorEvent, ErrorSource};
-pub use session::SessionStartedEvent;
+pub use session::{ContextCompactedEvent, RepetitionDetectedEvent, SessionStartedEvent};
 pub use state_changed::{MachineTransition, StateChangedEvent, TransitionRecord};
 pub use text::{AgentIterationEvent, TextGenerationEvent};
 pub use tool_calls::{
@@ -84,6 +84,10 @@ pub enum AgentEvent {
     Autoformat(AutoformatEvent),
     /// A session began or resumed (`"session_started"`): an application's first event.
     SessionStarted(SessionStartedEvent),
+    /// The conversation was shortened to fit the context window (`"context_compacted"`).
+    ContextCompacted(ContextCompactedEvent),
+    /// The reply looped and its generation was stopped (`"repetition_detected"`).
+    RepetitionDetected(RepetitionDetectedEvent),
 }
 
 /// Implemented by each event struct: the link between it and its [`AgentEvent`] variant.
@@ -163,6 +167,8 @@ event_kinds! {
     GitCommitsDetected(GitCommitsDetectedEvent) = "git_commits_detected",
     Autoformat(AutoformatEvent) = "autoformat",
     SessionStarted(SessionStartedEvent) = "session_started",
+    ContextCompacted(ContextCompactedEvent) = "context_compacted",
+    RepetitionDetected(RepetitionDetectedEvent) = "repetition_detected",
 }
 
 impl AgentEvent {

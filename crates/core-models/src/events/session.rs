@@ -42,3 +42,86 @@ impl SessionStartedEvent {
         }
     }
 }
+
+/// The conversation was shortened to fit the model's context window
+/// (`"context_compacted"`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextCompactedEvent {
+    /// Shared fields.
+    #[serde(flatten)]
+    pub header: EventHeader,
+    /// The prompt's tokens before.
+    pub tokens_before: u64,
+    /// The prompt's tokens after.
+    pub tokens_after: u64,
+    /// How: `tool_results` (old results cut to stubs), `summary` (older turns summarized
+    /// by the model), `reply_allowance` (the reply's token allowance lowered).
+    pub strategy: String,
+}
+
+impl ContextCompactedEvent {
+    /// A compaction of request `request_id` in `iteration`.
+    pub fn create(
+        request_id: Uuid,
+        tokens_before: u64,
+        tokens_after: u64,
+        strategy: impl Into<String>,
+        iteration: u32,
+    ) -> Self {
+        ContextCompactedEvent {
+            header: EventHeader::new(request_id, iteration),
+            tokens_before,
+            tokens_after,
+            strategy: strategy.into(),
+        }
+    }
+
+    /// One-line description.
+    pub fn summary(&self) -> String {
+        format!(
+            "Context compacted ({}): {} → {} tokens",
+            self.strategy, self.tokens_before, self.tokens_after
+        )
+    }
+}
+
+/// The model's reply fell into a loop, the same unit of text over and over, and its
+/// generation was stopped (`"repetition_detected"`). The reply keeps one copy of the unit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RepetitionDetectedEvent {
+    /// Shared fields.
+    #[serde(flatten)]
+    pub header: EventHeader,
+    /// The repeating unit (its first 200 characters).
+    pub unit: String,
+    /// Whole repeats seen before the generation stopped.
+    pub repeats: u32,
+    /// Characters cut from the end of the reply (all repeats after the first).
+    pub removed_chars: u64,
+}
+
+impl RepetitionDetectedEvent {
+    /// A loop of `unit`, `repeats` times, in request `request_id`'s `iteration`.
+    pub fn create(
+        request_id: Uuid,
+        unit: &str,
+        repeats: u32,
+        removed_chars: u64,
+        iteration: u32,
+    ) -> Self {
+        RepetitionDetectedEvent {
+            header: EventHeader::new(request_id, iteration),
+            unit: unit.chars().take(200).collect(),
+            repeats,
+            removed_chars,
+        }
+    }
+
+    /// One-line description.
+    pub fn summary(&self) -> String {
+        format!(
+            "The reply looped ({} repeats of {:?}); its generation was stopped",
+            self.repeats, self.unit
+        )
+    }
+}

@@ -31,7 +31,8 @@ impl Run {
             .with_details(approval_details(&call, tool.as_ref(), &assessment))
             .with_warnings(approval_warnings(&call, tool.as_ref(), &assessment))
             .with_sandbox(assessment.sandbox.clone())
-            .with_must_ask(assessment.must_ask.clone());
+            .with_must_ask(assessment.must_ask.clone())
+            .with_change(tool.preview_change(&call.parameters, self.workspace.as_deref()));
         lock(&self.handle.approvals).insert(call.id, event.responder.clone());
         self.emit(event);
         let stop = self.handle.stop.clone();
@@ -51,6 +52,7 @@ impl Run {
                 return Err(Stopped);
             }
             None => {
+                self.count_denial();
                 let result = ToolResult::failed(format!(
                     "Not approved: nobody answered within {}s, which counts as a denial",
                     timeout.as_secs()
@@ -60,6 +62,7 @@ impl Run {
         };
         self.remember(&call, &decision).await;
         if !decision.approved {
+            self.count_denial();
             let reason = decision.reason.as_deref().unwrap_or("no reason given");
             let result = ToolResult::failed(format!("Denied by the user: {reason}"));
             return Ok(Prepared::Settled { call, result });
@@ -98,6 +101,7 @@ impl Run {
         };
         match self.deny_reason(&call, &permission).await {
             Some(why) => {
+                self.count_denial();
                 let result =
                     ToolResult::failed(format!("Denied by the permission settings: {why}"));
                 Prepared::Settled { call, result }

@@ -1,14 +1,16 @@
 //! Asking the model: its reply streamed through the tool-call parser, text forwarded as
 //! events (buffered as configured), calls gathered.
 
+use super::repetition::{Repetition, RepetitionGuard};
 use super::run::{Reply, Run, Stopped};
 use crate::parser::{FunctionCallParser, ParseEvent};
 use core_models::{
-    AgentErrorEvent, Error, LlmChunk, LlmRequest, LlmToolCall, LlmUsage, TextGenerationEvent,
-    ToolChoice, TurnState as S,
+    AgentErrorEvent, Error, LlmChunk, LlmRequest, LlmToolCall, LlmUsage, RepetitionDetectedEvent,
+    TextGenerationEvent, ToolChoice, TurnState as S,
 };
 use futures::StreamExt;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Text waiting to be sent: the text, whether it is thinking, the chunks gathered.
 type Pending = (String, bool, u32);
@@ -42,18 +44,38 @@ impl Run {
         };
         let mut pending: Pending = (String::new(), false, 0);
         let mut usage: Option<LlmUsage> = None;
+        let mut looping = RepetitionGuard::new(self.shared.config.repetition_min_chars as usize);
+        let idle = Duration::from_millis(self.shared.config.stream_idle_timeout_ms);
+        let started = self.tokens;
         loop {
+            // Before the first piece, only the request timeout bounds the wait.
+            let quiet = if self.tokens == started {
+                Duration::MAX
+            } else {
+                idle
+            };
             let item = tokio::select! {
-                item = stream.next() => item,
+                item = tokio::time::timeout(quiet, stream.next()) => item,
                 _ = stop.cancelled() => {
                     self.flush_text(&mut pending);
+                    self.count_streamed();
                     return Err(Ok(Stopped));
                 }
+            };
+            let Ok(item) = item else {
+                self.flush_text(&mut pending);
+                self.count_streamed();
+                return Err(Err(Error::llm(format!(
+                    "the model sent nothing for {}s in the middle of its reply; the \
+                     generation was stopped (stream_idle_timeout_ms)",
+                    idle.as_secs()
+                ))));
             };
             match item {
                 None => break,
                 Some(Err(e)) => {
                     self.flush_text(&mut pending);
+                    self.count_streamed();
                     return Err(Err(e));
                 }
                 Some(Ok(LlmChunk::Usage(reported))) => {
@@ -71,14 +93,19 @@ impl Run {
                     self.tokens += 1;
                     pending.2 += 1;
                     let events = vec![ParseEvent::Thinking(text)];
-                    self.handle_parse_events(events, &mut reply, &mut pending, buffer);
-                    if pending.2 >= buffer {
-                        self.flush_text(&mut pending);
+                    if self.take_piece(events, &mut reply, &mut pending, buffer, &mut looping) {
+                        break;
                     }
                 }
                 Some(Ok(LlmChunk::ToolCall(call))) => {
                     let event = self.native_call(parser, &call, &choice);
-                    self.handle_parse_events(vec![event], &mut reply, &mut pending, buffer);
+                    self.handle_parse_events(
+                        vec![event],
+                        &mut reply,
+                        &mut pending,
+                        buffer,
+                        &mut looping,
+                    );
                 }
                 Some(Ok(LlmChunk::Text { text })) => {
                     self.tokens += 1;
@@ -92,19 +119,18 @@ impl Run {
                     }
                     pending.2 += 1;
                     let events = parsing.process_token(&reply.raw[start..]);
-                    self.handle_parse_events(events, &mut reply, &mut pending, buffer);
-                    if pending.2 >= buffer {
-                        self.flush_text(&mut pending);
+                    if self.take_piece(events, &mut reply, &mut pending, buffer, &mut looping) {
+                        break;
                     }
                 }
             }
         }
+        // Dropping the stream ends a generation that was stopped early.
         let events = parsing.flush();
-        self.handle_parse_events(events, &mut reply, &mut pending, buffer);
+        self.handle_parse_events(events, &mut reply, &mut pending, buffer, &mut looping);
         self.flush_text(&mut pending);
-        if self.completion_tokens == 0 {
-            self.completion_tokens = self.tokens;
-        }
+        drop(stream);
+        self.count_streamed();
         let mut complete = TextGenerationEvent::complete(
             self.request.request_id,
             u32::try_from(self.tokens).unwrap_or(u32::MAX),
@@ -115,6 +141,58 @@ impl Run {
         }
         self.emit(complete);
         Ok(reply)
+    }
+
+    /// Take in the parser's events for one streamed piece, sending text as the buffer
+    /// fills; `true` when the reply has looped and its generation must stop.
+    fn take_piece(
+        &mut self,
+        events: Vec<ParseEvent>,
+        reply: &mut Reply,
+        pending: &mut Pending,
+        buffer: u32,
+        looping: &mut RepetitionGuard,
+    ) -> bool {
+        let found = self.handle_parse_events(events, reply, pending, buffer, looping);
+        if pending.2 >= buffer || found.is_some() {
+            self.flush_text(pending);
+        }
+        match found {
+            Some(found) => {
+                self.looped(&found, reply);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Without counts from the backend (none yet, or a generation cut short), the pieces
+    /// streamed are the generated tokens.
+    fn count_streamed(&mut self) {
+        if self.completion_tokens == 0 {
+            self.completion_tokens = self.tokens;
+        }
+    }
+
+    /// The reply looped: the repeats after the first are cut from it (the text shown
+    /// stays as it was streamed) and the loop is reported.
+    fn looped(&self, found: &Repetition, reply: &mut Reply) {
+        for text in [&mut reply.raw, &mut reply.visible, &mut reply.thinking] {
+            if let Some(kept) = text.strip_suffix(found.excess.as_str()) {
+                text.truncate(kept.len());
+            }
+        }
+        tracing::warn!(
+            repeats = found.repeats,
+            "the reply looped; generation stopped"
+        );
+        self.emit(RepetitionDetectedEvent::create(
+            self.request.request_id,
+            &found.unit,
+            u32::try_from(found.repeats).unwrap_or(u32::MAX),
+            found.excess.chars().count() as u64,
+            self.iteration,
+        ));
     }
 
     /// A call the backend delivered already taken apart: looked up and checked like a
@@ -146,22 +224,28 @@ impl Run {
         }
     }
 
+    /// Take the parser's events into the reply; the loop the reply's text (not its calls:
+    /// a file's content may well repeat itself) now ends in, if any.
     fn handle_parse_events(
         &mut self,
         events: Vec<ParseEvent>,
         reply: &mut Reply,
         pending: &mut Pending,
         buffer: u32,
-    ) {
+        looping: &mut RepetitionGuard,
+    ) -> Option<Repetition> {
+        let mut found = None;
         for event in events {
             match event {
                 ParseEvent::Text(text) | ParseEvent::Thinking(text) if text.is_empty() => {}
                 ParseEvent::Text(text) => {
                     reply.visible.push_str(&text);
+                    found = found.or_else(|| looping.push(&text));
                     self.gather_text(pending, text, false, buffer);
                 }
                 ParseEvent::Thinking(text) => {
                     reply.thinking.push_str(&text);
+                    found = found.or_else(|| looping.push(&text));
                     self.gather_text(pending, text, true, buffer);
                 }
                 ParseEvent::ToolCall(mut call) => {
@@ -177,6 +261,7 @@ impl Run {
                 }
             }
         }
+        found
     }
 
     fn gather_text(&self, pending: &mut Pending, text: String, thinking: bool, buffer: u32) {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// What stays the same across the iterations of one request.
-struct Setup {
+pub(super) struct Setup {
     max: u32,
     any_tools: bool,
     system: Option<String>,
@@ -39,7 +39,13 @@ impl Run {
             if let Some(outcome) = self.begin_iteration(&setup, &mut carry) {
                 return outcome;
             }
-            let (request, text_only) = self.llm_request(&setup);
+            let (mut request, text_only) = self.llm_request(&setup);
+            if let Err(e) = self
+                .fit_context(&mut request, setup.system.as_deref())
+                .await
+            {
+                return Outcome::LlmFailed(e);
+            }
             let parser = if text_only {
                 &setup.text_only
             } else {
@@ -61,28 +67,38 @@ impl Run {
     }
 
     fn setup(&self) -> Setup {
-        let max = self
-            .request
+        setup(&self.shared, &self.request, self.tools_offered())
+    }
+}
+
+/// What the iterations of `request` share: the system prompt, the tools as offered, the
+/// parsers; `tools` are the tools it may use.
+pub(super) fn setup(
+    shared: &super::Shared,
+    request: &core_models::AgentRequest,
+    tools: Vec<Arc<dyn core_models::Tool>>,
+) -> Setup {
+    {
+        let max = request
             .max_iterations
-            .unwrap_or(self.shared.config.max_agent_iterations)
+            .unwrap_or(shared.config.max_agent_iterations)
             .max(1);
-        let tools = self.tools_offered();
         let definitions: Vec<_> = tools.iter().map(|t| t.definition().clone()).collect();
-        let native = self.shared.ports.llm.chat_format();
+        let native = shared.ports.llm.chat_format();
         // A template that renders the tools shows them in the model's own call language;
         // the system prompt then adds no second one.
         let renders_tools = native.as_ref().is_some_and(|f| f.renders_tools);
         let system = prompt::system_prompt(
-            &self.shared.config,
-            self.request.system_prompt.as_deref(),
+            &shared.config,
+            request.system_prompt.as_deref(),
             if renders_tools { &[] } else { &definitions },
         );
-        let options = parser_options(&self.shared.parser_options, native.as_ref());
+        let options = parser_options(&shared.parser_options, native.as_ref());
         // The model is given the tools as the prompt shows them: with the compact prompt,
         // only their required parameters (a grammar-constrained call then cannot invent
         // the optional ones either).
-        let definitions = prompt::offered_definitions(&self.shared.config, definitions);
-        let catalog = ToolCatalog::Registry(Arc::clone(&self.shared.ports.registry));
+        let definitions = prompt::offered_definitions(&shared.config, definitions);
+        let catalog = ToolCatalog::Registry(Arc::clone(&shared.ports.registry));
         let starts_in_thinking = options.starts_in_thinking;
         let parser = FunctionCallParser::new(catalog.clone()).with_options(options);
         // When no call may happen, nothing the model writes is run: call-like text stays
@@ -102,7 +118,9 @@ impl Run {
             text_only,
         }
     }
+}
 
+impl Run {
     /// Stop checks, the machines' moves into a new iteration, and its event.
     fn begin_iteration(&mut self, setup: &Setup, carry: &mut Carry) -> Option<Outcome> {
         if self.stopped() {
@@ -135,29 +153,8 @@ impl Run {
 
     /// The model request of this iteration, and whether its reply is text only.
     fn llm_request(&self, setup: &Setup) -> (LlmRequest, bool) {
-        let choice = if !setup.any_tools {
-            ToolChoice::None
-        } else {
-            match (&self.request.tool_choice, self.iteration) {
-                (ToolChoice::Auto, _) => ToolChoice::Auto,
-                // A forced call (required or a named tool) is one round of tool use: the
-                // first reply must call, the replies after the results answer.
-                (choice, 1) => choice.clone(),
-                _ => ToolChoice::None,
-            }
-        };
-        let text_only = choice == ToolChoice::None;
-        let mut messages = Vec::with_capacity(self.history.len() + 1);
-        if let Some(system) = &setup.system {
-            messages.push(ChatMessage::system(system.clone()));
-        }
-        messages.extend(self.history.iter().cloned());
-        let request = LlmRequest {
-            messages,
-            tools: setup.definitions.clone(),
-            tool_choice: choice,
-            options: self.request.inference_options.clone().unwrap_or_default(),
-        };
+        let request = llm_request(setup, &self.request, &self.history, self.iteration);
+        let text_only = request.tool_choice == ToolChoice::None;
         (request, text_only)
     }
 
@@ -260,6 +257,37 @@ impl Run {
                 results.len()
             )));
         }
+    }
+}
+
+/// The model request of `iteration` of `request` over `history`.
+pub(super) fn llm_request(
+    setup: &Setup,
+    request: &core_models::AgentRequest,
+    history: &[ChatMessage],
+    iteration: u32,
+) -> LlmRequest {
+    let choice = if !setup.any_tools {
+        ToolChoice::None
+    } else {
+        match (&request.tool_choice, iteration) {
+            (ToolChoice::Auto, _) => ToolChoice::Auto,
+            // A forced call (required or a named tool) is one round of tool use: the first
+            // reply must call, the replies after the results answer.
+            (choice, 1) => choice.clone(),
+            _ => ToolChoice::None,
+        }
+    };
+    let mut messages = Vec::with_capacity(history.len() + 1);
+    if let Some(system) = &setup.system {
+        messages.push(ChatMessage::system(system.clone()));
+    }
+    messages.extend(history.iter().cloned());
+    LlmRequest {
+        messages,
+        tools: setup.definitions.clone(),
+        tool_choice: choice,
+        options: request.inference_options.clone().unwrap_or_default(),
     }
 }
 

@@ -11,6 +11,7 @@
 
 mod after_tools;
 mod approval;
+mod context;
 mod execute;
 mod finish;
 mod generate;
@@ -18,7 +19,10 @@ pub(crate) mod guard;
 mod iterate;
 mod prepare;
 pub mod prompt;
+
+pub use context::estimate_tokens;
 mod recheck;
+mod repetition;
 mod run;
 
 use crate::config::AgentConfig;
@@ -219,6 +223,20 @@ impl AgentService {
     /// history to continue.
     pub fn conversation(&self) -> Vec<ChatMessage> {
         lock(&self.shared.conversation).1.clone()
+    }
+
+    /// The first model request `request` would make — system prompt, history, the user's
+    /// message, the tools as offered — as the loop builds it (for reports of where a
+    /// prompt's tokens go).
+    pub fn first_request(&self, request: &AgentRequest) -> core_models::LlmRequest {
+        let tools = run::tools_offered(&self.shared, request);
+        let setup = iterate::setup(&self.shared, request, tools);
+        let mut history = request.history.clone();
+        history.push(prompt::user_message(
+            &request.message,
+            &request.attached_files,
+        ));
+        iterate::llm_request(&setup, request, &history, 1)
     }
 
     /// The turn machine's current state (seed 004).

@@ -215,6 +215,7 @@ impl Run {
         };
         match self.route(&call, &permission, &assessment).await {
             Route::Deny(why) => {
+                self.count_denial();
                 let result =
                     ToolResult::failed(format!("Denied by the permission settings: {why}"));
                 Ok(Prepared::Settled { call, result })

@@ -79,12 +79,15 @@ impl Run {
             None => self.route(&call, &permission, &assessment).await,
         };
         match route {
-            Route::Deny(why) => Prepared::Settled {
-                call,
-                result: ToolResult::failed(format!(
-                    "Denied by the permission settings (after an earlier call of this reply): {why}"
-                )),
-            },
+            Route::Deny(why) => {
+                self.count_denial();
+                Prepared::Settled {
+                    call,
+                    result: ToolResult::failed(format!(
+                        "Denied by the permission settings (after an earlier call of this reply): {why}"
+                    )),
+                }
+            }
             Route::Ask => {
                 let why = match &assessment.must_ask {
                     Some(must_ask) => format!("a person must be asked now: {must_ask}"),

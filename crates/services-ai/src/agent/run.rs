@@ -114,14 +114,25 @@ pub(crate) struct Run {
     /// Prompt tokens the backend took from its cache, across generations.
     pub(super) cached_prompt_tokens: u64,
     pub(super) tools_executed: u32,
+    /// Calls denied: by a person, by silence or by the permission settings.
+    pub(super) tools_denied: std::sync::atomic::AtomicU32,
     pub(super) usage: BTreeMap<String, ToolUsageSummary>,
     pub(super) history: Vec<ChatMessage>,
+    /// Where the current request's own messages start in `history` (what came before is
+    /// earlier turns, which compaction may summarize).
+    pub(super) request_start: usize,
     pub(super) final_response: String,
     /// Results of calls made in this request, to answer repeats.
     pub(super) done: Vec<(ToolCallRequest, ToolResult)>,
 }
 
 impl Run {
+    /// Count a call denied before it ran.
+    pub(super) fn count_denial(&self) {
+        self.tools_denied
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
     pub(crate) fn new(
         shared: Arc<Shared>,
         handle: RunHandle,
@@ -148,8 +159,10 @@ impl Run {
             completion_tokens: 0,
             cached_prompt_tokens: 0,
             tools_executed: 0,
+            tools_denied: std::sync::atomic::AtomicU32::new(0),
             usage: BTreeMap::new(),
             history: Vec::new(),
+            request_start: 0,
             final_response: String::new(),
             done: Vec::new(),
         }
@@ -255,6 +268,7 @@ impl Run {
             }
         }
         self.history = self.request.history.clone();
+        self.request_start = self.history.len();
         self.history.push(prompt::user_message(
             &self.request.message,
             &self.request.attached_files,
@@ -262,15 +276,20 @@ impl Run {
     }
 
     pub(super) fn tools_offered(&self) -> Vec<Arc<dyn Tool>> {
-        let choice_allows = self.request.tool_choice != ToolChoice::None;
-        if !(self.request.enable_tools && self.shared.config.enabled && choice_allows) {
-            return Vec::new();
-        }
-        self.shared
-            .ports
-            .registry
-            .available_tools(self.request.tool_context.as_ref())
+        tools_offered(&self.shared, &self.request)
     }
+}
+
+/// The tools `request` may use.
+pub(super) fn tools_offered(shared: &Shared, request: &AgentRequest) -> Vec<Arc<dyn Tool>> {
+    let choice_allows = request.tool_choice != ToolChoice::None;
+    if !(request.enable_tools && shared.config.enabled && choice_allows) {
+        return Vec::new();
+    }
+    shared
+        .ports
+        .registry
+        .available_tools(request.tool_context.as_ref())
 }
 
 /// An invalid transition is a bug in the loop: loud in debug builds, logged in release.

@@ -149,6 +149,15 @@ pub struct AgentConfig {
     pub enable_streaming: bool,
     /// Tokens to gather before emitting a text event.
     pub streaming_buffer_size: u32,
+    /// Longest wait for the model's next token once its reply has begun (at least one
+    /// second): a stream silent that long ends the generation with an error. The wait for
+    /// the first token is bounded by the request timeout alone (a long prompt may take
+    /// minutes to read on a CPU).
+    pub stream_idle_timeout_ms: u64,
+    /// A reply that ends in one unit of text (up to 256 characters) repeated at least
+    /// four times over this many characters has looped: its generation stops, the repeats
+    /// are cut and a `repetition_detected` event is sent. 0 turns the check off.
+    pub repetition_min_chars: u32,
     /// Spending limits.
     pub budget: BudgetConfig,
     /// Formatters run on the files tools write and new commits touch, by name (seed 004's
@@ -219,6 +228,8 @@ impl Default for AgentConfig {
             agent_request_timeout_ms: 600_000,
             iteration_delay_ms: 100,
             approval_timeout_ms: 300_000,
+            stream_idle_timeout_ms: 120_000,
+            repetition_min_chars: 400,
             include_tool_results_in_history: true,
             max_tool_result_tokens: 4096,
             auto_retry_failed_tools: false,
@@ -319,6 +330,22 @@ impl AgentConfig {
             format!(
                 "must be at least 5 seconds (allowed: 5000 ms or more; got {})",
                 self.tool_execution_timeout_ms
+            ),
+        );
+        check(
+            self.stream_idle_timeout_ms >= 1_000,
+            "stream_idle_timeout_ms",
+            format!(
+                "must be at least 1 second (allowed: 1000 ms or more; got {})",
+                self.stream_idle_timeout_ms
+            ),
+        );
+        check(
+            self.repetition_min_chars == 0 || self.repetition_min_chars >= 64,
+            "repetition_min_chars",
+            format!(
+                "must be 0 (off) or at least 64 (got {})",
+                self.repetition_min_chars
             ),
         );
         check(

@@ -1,0 +1,258 @@
+//! Text for a person, built apart from the printing: diffs to approve, a short preview of
+//! what a tool gave, the files a request changed. Everything from the model, a file or a
+//! command passes through [`shown`] first.
+
+use crate::terminal::shown;
+use anstyle::{AnsiColor, Style};
+use core_models::{FileChange, ToolResultEvent};
+use serde_json::Value;
+
+/// Lines of a diff shown at the approval prompt before "d shows the rest".
+pub(crate) const DIFF_PREVIEW_LINES: usize = 40;
+/// Lines of output shown from the start and from the end of a tool's output.
+const HEAD: usize = 4;
+const TAIL: usize = 2;
+
+/// Paint `text` with `style` when colour is on.
+pub(crate) fn paint(colour: bool, style: Style, text: &str) -> String {
+    if colour {
+        format!("{style}{text}{style:#}")
+    } else {
+        text.to_string()
+    }
+}
+
+fn fg(colour: AnsiColor) -> Style {
+    Style::new().fg_color(Some(colour.into()))
+}
+
+/// What the change does to the file, in words: whether it overwrites an existing file.
+pub(crate) fn change_headline(change: &FileChange) -> String {
+    let path = shown(&change.path, false);
+    let counts = format!("+{} −{}", change.lines_added, change.lines_removed);
+    if change.exists {
+        format!("overwrites {path}, an existing file ({counts})")
+    } else {
+        format!("creates {path}, a new file ({counts})")
+    }
+}
+
+/// The diff's lines, coloured, indented by `indent`; at most `max` lines (all with
+/// `None`), then how many were left out.
+pub(crate) fn diff_lines(
+    change: &FileChange,
+    colour: bool,
+    indent: &str,
+    max: Option<usize>,
+) -> Vec<String> {
+    let lines: Vec<&str> = change.diff.lines().collect();
+    let keep = max.unwrap_or(lines.len()).min(lines.len());
+    let mut out: Vec<String> = lines[..keep]
+        .iter()
+        .map(|line| {
+            let text = shown(line, false);
+            let style = if line.starts_with("+++") || line.starts_with("---") {
+                Style::new().bold()
+            } else if line.starts_with('+') {
+                fg(AnsiColor::Green)
+            } else if line.starts_with('-') {
+                fg(AnsiColor::Red)
+            } else if line.starts_with("@@") {
+                fg(AnsiColor::Cyan)
+            } else {
+                Style::new()
+            };
+            format!("{indent}{}", paint(colour, style, &text))
+        })
+        .collect();
+    if keep < lines.len() {
+        out.push(format!(
+            "{indent}{}",
+            paint(
+                colour,
+                Style::new().dimmed(),
+                &format!(
+                    "… {} more lines (d shows the whole diff)",
+                    lines.len() - keep
+                )
+            )
+        ));
+    }
+    if let Some(note) = &change.note {
+        out.push(format!(
+            "{indent}{}",
+            paint(
+                colour,
+                Style::new().dimmed(),
+                &format!("({})", shown(note, false))
+            )
+        ));
+    }
+    out
+}
+
+/// The first `HEAD` and last `TAIL` lines of `text` (all of them when `full`), and how
+/// many were left out between.
+fn head_tail(text: &str, full: bool) -> (Vec<String>, usize) {
+    let lines: Vec<&str> = text.lines().collect();
+    if full || lines.len() <= HEAD + TAIL + 1 {
+        return (
+            lines.iter().map(|l| shown(l, false).into_owned()).collect(),
+            0,
+        );
+    }
+    let mut out: Vec<String> = lines[..HEAD]
+        .iter()
+        .map(|l| shown(l, false).into_owned())
+        .collect();
+    let hidden = lines.len() - HEAD - TAIL;
+    out.push(format!("… {hidden} more lines"));
+    out.extend(
+        lines[lines.len() - TAIL..]
+            .iter()
+            .map(|l| shown(l, false).into_owned()),
+    );
+    (out, hidden)
+}
+
+/// A short preview of what a tool gave: a command's stdout and stderr (head and tail),
+/// lines read, matches found, entries listed. Lines without indentation or colour;
+/// `full` shows outputs whole.
+pub(crate) fn output_preview(r: &ToolResultEvent, full: bool) -> Vec<String> {
+    let data = r.result.data.as_ref();
+    let number = |key: &str| data.and_then(|d| d.get(key)).and_then(Value::as_u64);
+    let text = |key: &str| data.and_then(|d| d.get(key)).and_then(Value::as_str);
+    let mut out = Vec::new();
+    match r.tool_id.as_str() {
+        "run_command" => {
+            for (name, stream) in [("stdout", text("stdout")), ("stderr", text("stderr"))] {
+                let Some(stream) = stream.filter(|s| !s.trim().is_empty()) else {
+                    continue;
+                };
+                let (lines, _) = head_tail(stream, full);
+                out.push(format!("{name}:"));
+                out.extend(lines.into_iter().map(|l| format!("  {l}")));
+            }
+        }
+        "read_file" => {
+            if let Some(n) = number("lines").or(number("total_lines")) {
+                out.push(format!("read {n} line{}", if n == 1 { "" } else { "s" }));
+            }
+        }
+        "search_files" => {
+            let matches = number("matches").unwrap_or(0);
+            let files = number("files").unwrap_or(0);
+            out.push(format!(
+                "{matches} match{} in {files} file{}",
+                if matches == 1 { "" } else { "es" },
+                if files == 1 { "" } else { "s" }
+            ));
+        }
+        "list_dir" => {
+            let n = number("entries").unwrap_or(0);
+            out.push(format!("{n} entr{}", if n == 1 { "y" } else { "ies" }));
+        }
+        "write_file" | "edit_file" => {}
+        _ if r.result.success => out.extend(head_tail(&r.result.content, full).0),
+        _ => {}
+    }
+    // A failed command's report (what it printed) is in the content.
+    if !r.result.success && r.tool_id == "run_command" && out.is_empty() {
+        out.extend(head_tail(&r.result.content, full).0);
+    }
+    out
+}
+
+/// What a successful call did to a file, for the summary of files changed: the path and
+/// "created" or "edited".
+pub(crate) fn file_changed(r: &ToolResultEvent) -> Option<(String, &'static str)> {
+    if !r.result.success {
+        return None;
+    }
+    let data = r.result.data.as_ref()?;
+    let path = data.get("path")?.as_str()?.to_string();
+    match r.tool_id.as_str() {
+        "write_file" if data.get("created").and_then(Value::as_bool) == Some(true) => {
+            Some((path, "created"))
+        }
+        "write_file" => Some((path, "overwritten")),
+        "edit_file" => Some((path, "edited")),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core_models::{ToolCallRequest, ToolResult};
+    use serde_json::json;
+
+    fn result(tool: &str, result: ToolResult) -> ToolResultEvent {
+        let call = ToolCallRequest::new(tool, json!({}));
+        ToolResultEvent::create(uuid::Uuid::nil(), &call, result, Default::default(), 1)
+    }
+
+    #[test]
+    fn command_output_is_previewed_head_and_tail() {
+        let stdout: String = (1..=20).map(|i| format!("line {i}\n")).collect();
+        let r = result(
+            "run_command",
+            ToolResult::success_with_data(
+                "exit code 0",
+                json!({"stdout": stdout, "stderr": "warning: x\n"}),
+            ),
+        );
+        let lines = output_preview(&r, false);
+        assert_eq!(lines[0], "stdout:");
+        assert_eq!(lines[1], "  line 1");
+        assert!(
+            lines.contains(&"  … 14 more lines".to_string()),
+            "{lines:?}"
+        );
+        assert!(lines.contains(&"  line 20".to_string()), "{lines:?}");
+        assert_eq!(&lines[lines.len() - 2..], ["stderr:", "  warning: x"]);
+        assert_eq!(output_preview(&r, true).len(), 20 + 3);
+    }
+
+    #[test]
+    fn reads_searches_and_changes_are_counted() {
+        let r = result(
+            "read_file",
+            ToolResult::success_with_data("…", json!({"lines": 1})),
+        );
+        assert_eq!(output_preview(&r, false), ["read 1 line"]);
+        let r = result(
+            "search_files",
+            ToolResult::success_with_data("…", json!({"matches": 3, "files": 1})),
+        );
+        assert_eq!(output_preview(&r, false), ["3 matches in 1 file"]);
+        let r = result(
+            "write_file",
+            ToolResult::success_with_data("…", json!({"path": "a.txt", "created": true})),
+        );
+        assert_eq!(file_changed(&r), Some(("a.txt".into(), "created")));
+        let r = result("edit_file", ToolResult::failed("no"));
+        assert_eq!(file_changed(&r), None);
+    }
+
+    #[test]
+    fn diffs_are_cut_and_escaped() {
+        let change = FileChange {
+            path: "a\u{1b}[2Jb.txt".into(),
+            exists: true,
+            diff: "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+new\u{1b}[8m\n".into(),
+            lines_added: 1,
+            lines_removed: 1,
+            note: None,
+        };
+        assert_eq!(
+            change_headline(&change),
+            "overwrites a\\x1b[2Jb.txt, an existing file (+1 −1)"
+        );
+        let lines = diff_lines(&change, false, "  ", Some(3));
+        assert_eq!(lines.len(), 4);
+        assert_eq!(lines[3], "  … 2 more lines (d shows the whole diff)");
+        let all = diff_lines(&change, false, "", None);
+        assert_eq!(all[4], "+new\\x1b[8m");
+    }
+}
