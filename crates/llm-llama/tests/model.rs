@@ -185,6 +185,7 @@ async fn stops_at_max_tokens_and_at_stop_strings() {
     };
     let (pieces, usage) = generate(llm, request(question(), greedy(6))).await;
     assert_eq!(usage.generated_tokens, 6, "{pieces:?}");
+    assert!(usage.hit_token_limit, "six tokens were the allowance");
     let full: String = generate(llm, request(question(), greedy(40)))
         .await
         .0
@@ -198,8 +199,10 @@ async fn stops_at_max_tokens_and_at_stop_strings() {
         stop: vec![stop.clone()],
         ..greedy(40)
     };
-    let cut: String = generate(llm, request(question(), options)).await.0.concat();
+    let (pieces, usage) = generate(llm, request(question(), options)).await;
+    let cut: String = pieces.concat();
     assert_eq!(cut, full[..full.find(&stop).unwrap()].to_string());
+    assert!(!usage.hit_token_limit, "a stop string ended it: {usage:?}");
 }
 
 #[tokio::test]
