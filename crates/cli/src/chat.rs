@@ -60,6 +60,7 @@ pub(crate) async fn chat(args: ChatArgs) -> Result<(), String> {
             Prompted::Line(line) => line,
             Prompted::Interrupted => {
                 if interrupted {
+                    session.close().await;
                     return Ok(());
                 }
                 interrupted = true;
@@ -68,6 +69,7 @@ pub(crate) async fn chat(args: ChatArgs) -> Result<(), String> {
             }
             Prompted::Ended => {
                 terminal.line("");
+                session.close().await;
                 return Ok(());
             }
         };
@@ -82,7 +84,10 @@ pub(crate) async fn chat(args: ChatArgs) -> Result<(), String> {
             None if line.starts_with('/') => {
                 match command(&line, &mut session, &mut terminal).await {
                     Flow::Continue => continue,
-                    Flow::Exit => return Ok(()),
+                    Flow::Exit => {
+                        session.close().await;
+                        return Ok(());
+                    }
                 }
             }
             None => line,

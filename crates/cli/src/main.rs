@@ -13,6 +13,7 @@ mod chat;
 mod console;
 mod context_cmd;
 mod input;
+mod mcp_cmd;
 mod models;
 mod parse;
 mod permissions;
@@ -59,6 +60,12 @@ enum Command {
     Context(context_cmd::ContextArgs),
     /// List the models a backend offers (a server's, or the GGUF file a session loads).
     Models(models::ModelsArgs),
+    /// Tool servers speaking the Model Context Protocol: list them with their tools, add or
+    /// remove one.
+    Mcp {
+        #[command(subcommand)]
+        action: mcp_cmd::McpAction,
+    },
     /// The saved sessions: list, show or delete them (resume one with --resume).
     Sessions {
         #[command(subcommand)]
@@ -197,6 +204,13 @@ fn run(cli: Cli) -> Result<(), String> {
             drop(out);
             sessions_cmd::run(action)
         }
+        Command::Mcp { action } => {
+            drop(out);
+            let runtime = runtime(2)?;
+            let result = runtime.block_on(mcp_cmd::run(action));
+            runtime.shutdown_background();
+            result
+        }
         Command::Context(args) => {
             drop(out);
             let runtime = runtime(2)?;
@@ -244,6 +258,11 @@ fn run(cli: Cli) -> Result<(), String> {
                 // Header values may carry credentials: never printed.
                 for value in config.backend.headers.values_mut() {
                     *value = "<hidden>".into();
+                }
+                for server in config.mcp_servers.values_mut() {
+                    for value in server.headers.values_mut().chain(server.env.values_mut()) {
+                        *value = "<hidden>".into();
+                    }
                 }
                 let text = if json {
                     serde_json::to_string_pretty(&config).map_err(|e| e.to_string())?

@@ -40,10 +40,17 @@ fn known_tool(id: &str) -> Result<(), String> {
         .iter()
         .map(|t| t.definition().id.clone())
         .collect();
-    if ids.iter().any(|i| i == id) {
+    // An MCP server's tool: SERVER__tool (its server need not be running now).
+    let mcp_tool = id
+        .split_once("__")
+        .is_some_and(|(server, tool)| services_ai::valid_server_name(server) && !tool.is_empty());
+    if ids.iter().any(|i| i == id) || mcp_tool {
         Ok(())
     } else {
-        Err(format!("unknown tool '{id}' (tools: {})", ids.join(", ")))
+        Err(format!(
+            "unknown tool '{id}' (tools: {}, or an MCP server's SERVER__tool)",
+            ids.join(", ")
+        ))
     }
 }
 

@@ -35,6 +35,7 @@ pub(crate) async fn run(args: RunArgs, json: bool) -> Result<bool, String> {
     let driven = session
         .drive(request, &mut terminal, &mut input, &mut interrupts, json)
         .await?;
+    session.close().await;
     if !driven.unsent.is_empty() {
         terminal.note(&format!(
             "{} line(s) typed after the request ended were not used",

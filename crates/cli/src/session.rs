@@ -14,9 +14,7 @@ use core_models::{
 };
 use futures::StreamExt;
 use serde::Deserialize;
-use services_ai::{
-    AgentService, DefaultPermissionManager, FilePermissionStore, InMemoryToolRegistry,
-};
+use services_ai::{AgentService, DefaultPermissionManager, FilePermissionStore};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -171,6 +169,8 @@ pub(crate) struct Session {
     registry: Arc<dyn ToolRegistry>,
     /// The backend as saved with the session.
     backend_name: String,
+    /// The MCP servers whose tools are offered.
+    servers: Arc<mcp::McpServers>,
 }
 
 impl Session {
@@ -211,32 +211,50 @@ impl Session {
         let mut sandbox_settings = settings::sandbox_settings(&config);
         sandbox_settings.secret_env.extend(args.api_key_env.clone());
         let launcher = Arc::new(sandbox::Launcher::new(sandbox_settings));
-        let registry: Arc<dyn ToolRegistry> = Arc::new(
-            tools::builtin_tools_with(Arc::clone(&launcher))
-                .into_iter()
-                .collect::<InMemoryToolRegistry>(),
-        );
+        // A tool that cannot exist is refused before anything starts: a built-in, or a
+        // configured MCP server's SERVER__tool (checked again once the servers list theirs).
         if let Some(ToolChoice::Tool(id)) = &args.tool_choice {
-            if registry.get_tool(id).is_none() {
-                let mut ids: Vec<String> = registry
-                    .all_tools()
-                    .iter()
-                    .map(|t| t.definition().id.clone())
-                    .collect();
-                ids.sort();
-                return Err(format!(
-                    "--tool-choice: unknown tool '{id}' (auto, required, none, or one of: {})",
-                    ids.join(", ")
-                ));
+            let builtin = tools::builtin_tools()
+                .iter()
+                .any(|t| t.definition().id == *id);
+            let served = id
+                .split_once("__")
+                .is_some_and(|(server, _)| config.mcp_servers.contains_key(server));
+            if !builtin && !served {
+                return Err(unknown_tool(id, &tools::builtin_tools()));
             }
         }
         if let Some(note) = sandbox_note(&launcher) {
             terminal.note(&note);
         }
-        let opened = tokio::select! {
-            opened = backend::open(choice, args.chat_template.as_deref(), args.context_size, terminal) => opened?,
+        // The model loads while the MCP servers start.
+        let servers =
+            mcp::McpServers::start(&config.mcp_servers, Arc::clone(&launcher), &workspace);
+        let (opened, servers) = tokio::select! {
+            both = async {
+                tokio::join!(
+                    backend::open(choice, args.chat_template.as_deref(), args.context_size, terminal),
+                    servers,
+                )
+            } => both,
             () = interrupts.next() => crate::signals::leave(130),
         };
+        let opened = opened?;
+        let servers = Arc::new(servers);
+        for report in servers.reports() {
+            if let mcp::ServerStatus::Failed(why) = report.status {
+                terminal.note(&format!("{why}; its tools are unavailable"));
+            }
+        }
+        let registry: Arc<dyn ToolRegistry> = Arc::new(mcp::CombinedRegistry::new(
+            tools::builtin_tools_with(Arc::clone(&launcher)),
+            Arc::clone(&servers),
+        ));
+        if let Some(ToolChoice::Tool(id)) = &args.tool_choice {
+            if registry.get_tool(id).is_none() {
+                return Err(unknown_tool(id, &registry.all_tools()));
+            }
+        }
         // A small model follows the compact tool prompt (unless configured otherwise).
         let config = if opened.small {
             settings::load_config(
@@ -305,12 +323,18 @@ impl Session {
             permissions,
             registry,
             backend_name,
+            servers,
         })
     }
 
     /// The model's backend.
     pub(crate) fn llm(&self) -> Arc<dyn core_models::LlmService> {
         Arc::clone(&self.llm)
+    }
+
+    /// Stop the MCP servers.
+    pub(crate) async fn close(&self) {
+        self.servers.stop().await;
     }
 
     /// The workspace the tools work in.
@@ -680,6 +704,16 @@ fn takes_messages(state: core_models::AgentState) -> bool {
     matches!(
         state,
         A::ParsingToolCall | A::WaitingForApproval | A::ExecutingTool | A::ProcessingResult
+    )
+}
+
+/// `--tool-choice` naming no tool of `tools`, in words.
+fn unknown_tool(id: &str, tools: &[Arc<dyn core_models::Tool>]) -> String {
+    let mut ids: Vec<String> = tools.iter().map(|t| t.definition().id.clone()).collect();
+    ids.sort();
+    format!(
+        "--tool-choice: unknown tool '{id}' (auto, required, none, or one of: {})",
+        ids.join(", ")
     )
 }
 

@@ -71,6 +71,11 @@ pub(crate) fn load_config(
                         ignored.push("[formatters]");
                         config.formatters = own.formatters;
                     }
+                    // Each entry starts a program or reaches a server.
+                    if config.mcp_servers != own.mcp_servers {
+                        ignored.push("[mcp_servers]");
+                        config.mcp_servers = own.mcp_servers;
+                    }
                     // Which server hears the conversation, with which key: the user's
                     // choice alone.
                     if config.backend != own.backend {

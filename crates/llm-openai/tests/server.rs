@@ -39,8 +39,13 @@ async fn connect(server: &LlamaServer) -> OpenAiLlm {
         .unwrap_or_else(|e| panic!("connect: {e}\n{}", server.log_text()))
 }
 
+/// One llama-server at a time: three on two cores would measure the machine's load, not
+/// the client (the drop test times how soon generation stops).
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streamed_text_equals_the_whole_reply_at_temperature_0() {
+    let _serial = SERIAL.lock().await;
     let Some(server) = LlamaServer::start(ServerOptions::default()) else {
         return;
     };
@@ -125,6 +130,7 @@ async fn streamed_text_equals_the_whole_reply_at_temperature_0() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_tool_calls_arrive_structured_and_run_through_the_loop() {
+    let _serial = SERIAL.lock().await;
     let Some(server) = LlamaServer::start(ServerOptions {
         chat_template: Some(tools_template()),
         ..ServerOptions::default()
@@ -239,6 +245,7 @@ fn busy(server: &LlamaServer) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_a_stream_stops_the_generation_at_once() {
+    let _serial = SERIAL.lock().await;
     let Some(server) = LlamaServer::start(ServerOptions::default()) else {
         return;
     };

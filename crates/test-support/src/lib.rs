@@ -21,6 +21,7 @@
 
 pub mod fixtures;
 pub mod llama_server;
+pub mod mcp_servers;
 mod mock_tool;
 pub mod mocks;
 pub mod processes;

@@ -6,8 +6,10 @@
 //! `AINTERN_MAX_AGENT_ITERATIONS=5`, `AINTERN_BUDGET__MAX_TOTAL_TOKENS=20000`.
 
 mod backend;
+mod mcp;
 
 pub use backend::{BackendConfig, BackendKind, ToolMode};
+pub use mcp::{valid_server_name, McpServerConfig};
 
 use crate::error::{Error, Result};
 use core_models::{SandboxFallback, SandboxMode};
@@ -167,6 +169,9 @@ pub struct AgentConfig {
     pub sandbox: SandboxConfig,
     /// Which model answers and how to reach it (read by the application).
     pub backend: BackendConfig,
+    /// Tool servers speaking the Model Context Protocol, by name (started by the
+    /// application; their tools are offered as `NAME__tool`).
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
 }
 
 /// How commands the tools start are sandboxed (see the `sandbox` crate).
@@ -243,6 +248,7 @@ impl Default for AgentConfig {
             formatters: BTreeMap::new(),
             sandbox: SandboxConfig::default(),
             backend: BackendConfig::default(),
+            mcp_servers: BTreeMap::new(),
         }
     }
 }
@@ -461,6 +467,7 @@ impl AgentConfig {
             );
         }
         errors.extend(self.backend.validation_errors());
+        errors.extend(mcp::validation_errors(&self.mcp_servers));
         errors
     }
 

@@ -1,0 +1,456 @@
+//! The adapter over rmcp: the only file that names its types, so that a new major version
+//! of the SDK changes this file alone. A [`Connection`] is one running server: started
+//! (a program in the sandbox, spoken to over its pipes, or an HTTP endpoint), its tools
+//! listed, tools called with progress and cancellation, and stopped.
+
+use crate::Error;
+use core_models::{ProgressReporter, ToolProgress};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
+    Implementation, ProgressNotificationParam, ProtocolVersion, ServerResult,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use sandbox::{Job, Launcher, Variant};
+use serde_json::Value;
+use services_ai::McpServerConfig;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+use tokio::io::AsyncBufReadExt;
+
+/// What the rest of the crate knows of a server's tool.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ToolInfo {
+    /// The name on the server.
+    pub(crate) name: String,
+    pub(crate) title: Option<String>,
+    pub(crate) description: String,
+    /// The JSON schema of its arguments.
+    pub(crate) schema: Value,
+    pub(crate) read_only: bool,
+    pub(crate) destructive: bool,
+}
+
+/// What a call gave.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Outcome {
+    /// The text of the result, with a line for each piece that is not text.
+    pub(crate) text: String,
+    /// The server marked the result as an error (`isError`).
+    pub(crate) is_error: bool,
+}
+
+/// Why a call gave nothing.
+#[derive(Debug)]
+pub(crate) enum CallError {
+    /// Cancelled (`notifications/cancelled` was sent).
+    Cancelled,
+    /// The server went away (it may be restarted for the next call).
+    Gone(String),
+    /// The server answered with an error.
+    Failed(String),
+}
+
+type Locked<T> = Arc<Mutex<T>>;
+
+/// Receives what the server sends on its own: progress, tool-list changes, log lines.
+struct Handler {
+    server: String,
+    /// Reporters of the calls in flight, by progress token.
+    progress: Locked<HashMap<String, ProgressReporter>>,
+    /// The server's tools, refreshed when it says they changed.
+    tools: Arc<RwLock<Vec<ToolInfo>>>,
+}
+
+impl ClientHandler for Handler {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let key = token_key(&params.progress_token);
+        let reporter = lock(&self.progress).get(&key).cloned();
+        if let Some(reporter) = reporter {
+            // Counts from a server are untrusted: anything not a finite, non-negative
+            // number is no count.
+            let count = |v: f64| (v.is_finite() && v >= 0.0).then_some(v as u64);
+            let progress = match (count(params.progress), params.total.and_then(count)) {
+                (Some(current), Some(total)) if total > 0 => {
+                    ToolProgress::determinate(current.min(total), total, params.message)
+                }
+                _ => ToolProgress::indeterminate(params.message),
+            };
+            reporter.report(progress);
+        }
+    }
+
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        match context.peer.list_all_tools().await {
+            Ok(listed) => {
+                let listed: Vec<ToolInfo> = listed.iter().map(tool_info).collect();
+                tracing::info!(server = %self.server, tools = listed.len(), "MCP tools changed");
+                *self.tools.write().unwrap_or_else(|e| e.into_inner()) = listed;
+            }
+            Err(e) => {
+                tracing::warn!(server = %self.server, error = %e, "MCP tools not listed again")
+            }
+        }
+    }
+
+    #[allow(deprecated)]
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        tracing::info!(server = %self.server, level = ?params.level, data = %params.data, "MCP server log");
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("aintern", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn token_key(token: &rmcp::model::ProgressToken) -> String {
+    serde_json::to_string(&token.0).unwrap_or_default()
+}
+
+fn tool_info(tool: &rmcp::model::Tool) -> ToolInfo {
+    let hints = tool.annotations.as_ref();
+    ToolInfo {
+        name: tool.name.to_string(),
+        title: tool
+            .title
+            .clone()
+            .or_else(|| hints.and_then(|h| h.title.clone())),
+        description: tool.description.as_deref().unwrap_or_default().to_string(),
+        schema: Value::Object((*tool.input_schema).clone()),
+        read_only: hints.and_then(|h| h.read_only_hint) == Some(true),
+        destructive: hints.and_then(|h| h.destructive_hint) == Some(true),
+    }
+}
+
+/// A stdio server's process and its process group.
+type Process = (tokio::process::Child, Option<Job>);
+
+/// One running server.
+pub(crate) struct Connection {
+    peer: rmcp::service::Peer<RoleClient>,
+    /// Ends the session.
+    stop: Mutex<Option<rmcp::service::RunningServiceCancellationToken>>,
+    progress: Locked<HashMap<String, ProgressReporter>>,
+    /// The tools, as last listed.
+    pub(crate) tools: Arc<RwLock<Vec<ToolInfo>>>,
+    child: Mutex<Option<Process>>,
+}
+
+impl Connection {
+    /// Start `spec` (within its startup timeout) and list its tools.
+    pub(crate) async fn start(
+        name: &str,
+        spec: &McpServerConfig,
+        launcher: &Launcher,
+        workspace: &Path,
+    ) -> Result<Connection, Error> {
+        let limit = Duration::from_millis(spec.startup_timeout_ms);
+        let mut child = None;
+        let started = tokio::time::timeout(limit, async {
+            let progress: Locked<HashMap<String, ProgressReporter>> = Arc::default();
+            let tools: Arc<RwLock<Vec<ToolInfo>>> = Arc::default();
+            let handler = Arc::new(Handler {
+                server: name.to_string(),
+                progress: Arc::clone(&progress),
+                tools: Arc::clone(&tools),
+            });
+            let service = match (&spec.command, &spec.url) {
+                (Some(program), _) => {
+                    let (mut process, job) = spawn(name, program, spec, launcher, workspace)?;
+                    let (Some(stdout), Some(stdin)) = (process.stdout.take(), process.stdin.take())
+                    else {
+                        return Err(start_error(name, "its pipes could not be opened"));
+                    };
+                    child = Some((process, job));
+                    handler
+                        .serve((stdout, stdin))
+                        .await
+                        .map_err(|e| start_error(name, &e.to_string()))?
+                }
+                (None, Some(url)) => serve_http(handler, name, url, spec).await?,
+                (None, None) => return Err(start_error(name, "neither command nor url is set")),
+            };
+            service
+                .set_response_cache_config(rmcp::ClientCacheConfig::disabled())
+                .await;
+            let listed = service
+                .list_all_tools()
+                .await
+                .map_err(|e| start_error(name, &format!("its tools could not be listed: {e}")))?;
+            *tools.write().unwrap_or_else(|e| e.into_inner()) =
+                listed.iter().map(tool_info).collect();
+            Ok((service, progress, tools))
+        })
+        .await;
+        match started {
+            Ok(Ok((service, progress, tools))) => {
+                let peer = service.peer().clone();
+                let stop = service.cancellation_token();
+                // The session runs on its own; it ends when the server goes or is stopped.
+                tokio::spawn(service.waiting());
+                Ok(Connection {
+                    peer,
+                    stop: Mutex::new(Some(stop)),
+                    progress,
+                    tools,
+                    child: Mutex::new(child),
+                })
+            }
+            Ok(Err(e)) => {
+                end_child(child).await;
+                Err(e)
+            }
+            Err(_) => {
+                end_child(child).await;
+                Err(Error::StartTimeout {
+                    server: name.to_string(),
+                    secs: limit.as_secs_f64(),
+                })
+            }
+        }
+    }
+
+    /// Whether the server is still there.
+    pub(crate) fn alive(&self) -> bool {
+        if self.peer.is_transport_closed() {
+            return false;
+        }
+        match &mut *lock(&self.child) {
+            Some((child, _)) => matches!(child.try_wait(), Ok(None)),
+            None => true,
+        }
+    }
+
+    /// Call `tool` with `arguments`; progress goes to `progress`, and `cancel` sends
+    /// `notifications/cancelled` and ends the call at once.
+    pub(crate) async fn call(
+        &self,
+        tool: &str,
+        arguments: serde_json::Map<String, Value>,
+        progress: ProgressReporter,
+        cancel: &core_models::CancellationToken,
+    ) -> Result<Outcome, CallError> {
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let mut handle = self
+            .peer
+            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(|e| CallError::Gone(e.to_string()))?;
+        let key = token_key(&handle.progress_token);
+        lock(&self.progress).insert(key.clone(), progress);
+        let answer = tokio::select! {
+            answer = &mut handle.rx => Some(answer),
+            () = cancel.cancelled() => None,
+        };
+        lock(&self.progress).remove(&key);
+        let answer = match answer {
+            Some(answer) => answer,
+            None => {
+                // Sent without waiting for the server to stop.
+                tokio::spawn(async move {
+                    if let Err(e) = handle.cancel(Some("cancelled by the user".into())).await {
+                        tracing::debug!(error = %e, "cancellation not sent");
+                    }
+                });
+                return Err(CallError::Cancelled);
+            }
+        };
+        let result = match answer {
+            Ok(Ok(ServerResult::CallToolResult(result))) => result,
+            Ok(Ok(ServerResult::EmptyResult(_))) => rmcp::model::CallToolResult::default(),
+            Ok(Ok(_)) => return Err(CallError::Failed("an unexpected answer".into())),
+            Ok(Err(e)) => return Err(call_error(e)),
+            Err(_) => return Err(CallError::Gone("the server closed the connection".into())),
+        };
+        Ok(Outcome {
+            text: result_text(&result),
+            is_error: result.is_error == Some(true),
+        })
+    }
+
+    /// Stop the server: the session ends, then its process group.
+    pub(crate) async fn stop(&self) {
+        let stop = lock(&self.stop).take();
+        if let Some(stop) = stop {
+            stop.cancel();
+        }
+        let child = lock(&self.child).take();
+        end_child(child).await;
+    }
+}
+
+fn call_error(e: rmcp::ServiceError) -> CallError {
+    match e {
+        rmcp::ServiceError::McpError(d) => {
+            CallError::Failed(format!("{} (code {})", d.message, d.code.0))
+        }
+        rmcp::ServiceError::Cancelled { .. } => CallError::Cancelled,
+        rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_) => {
+            CallError::Gone("the server closed the connection".into())
+        }
+        other => CallError::Failed(other.to_string()),
+    }
+}
+
+/// The result's text, and a line for each piece that is not text.
+fn result_text(result: &rmcp::model::CallToolResult) -> String {
+    use rmcp::model::ContentBlock as C;
+    let mut parts = Vec::new();
+    for block in &result.content {
+        match block {
+            C::Text(t) => parts.push(t.text.clone()),
+            C::Image(i) => parts.push(format!(
+                "[an image ({}, {} bytes of base64) was received; it is not shown]",
+                i.mime_type,
+                i.data.len()
+            )),
+            C::Audio(a) => parts.push(format!(
+                "[audio ({}, {} bytes of base64) was received; it is not shown]",
+                a.mime_type,
+                a.data.len()
+            )),
+            C::Resource(r) => {
+                let text = r.get_text();
+                if text.is_empty() {
+                    parts.push("[a binary resource was received; it is not shown]".into());
+                } else {
+                    parts.push(text);
+                }
+            }
+            C::ResourceLink(l) => parts.push(format!("[a link to the resource {}]", l.uri)),
+            _ => parts.push("[content of a kind AIntern does not know was received]".into()),
+        }
+    }
+    if parts.is_empty() {
+        if let Some(structured) = &result.structured_content {
+            parts.push(structured.to_string());
+        }
+    }
+    parts.join("\n")
+}
+
+fn start_error(server: &str, message: &str) -> Error {
+    Error::Start {
+        server: server.to_string(),
+        message: message.to_string(),
+    }
+}
+
+/// Start a stdio server's program in the sandbox its configuration asks for; its stderr
+/// goes to the log.
+fn spawn(
+    name: &str,
+    program: &str,
+    spec: &McpServerConfig,
+    launcher: &Launcher,
+    workspace: &Path,
+) -> Result<(tokio::process::Child, Option<Job>), Error> {
+    let variant = match spec.sandbox {
+        core_models::SandboxMode::FullAccess => Variant::FullAccess,
+        core_models::SandboxMode::ReadOnly => Variant::ReadOnly,
+        core_models::SandboxMode::WorkspaceWrite if spec.network => Variant::Network,
+        core_models::SandboxMode::WorkspaceWrite => Variant::Configured,
+    };
+    let sandbox = launcher
+        .sandbox(workspace, variant)
+        .map_err(|e| start_error(name, &e.to_string()))?;
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(&spec.args)
+        .current_dir(match &spec.cwd {
+            Some(cwd) => workspace.join(cwd),
+            None => workspace.to_path_buf(),
+        })
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    sandbox.apply(command.as_std_mut());
+    // What the user set for this server, on top of what the sandbox passes.
+    command.envs(&spec.env);
+    let mut child = command
+        .spawn()
+        .map_err(|e| start_error(name, &format!("cannot start '{program}': {e}")))?;
+    let job = child.id().and_then(Job::track);
+    if let Some(stderr) = child.stderr.take() {
+        let server = name.to_string();
+        tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                tracing::info!(server = %server, "{line}");
+            }
+        });
+    }
+    Ok((child, job))
+}
+
+async fn end_child(child: Option<Process>) {
+    if let Some((mut child, job)) = child {
+        match job {
+            Some(job) => job.end(Duration::from_millis(500)).await,
+            None => {
+                let _ = child.start_kill();
+            }
+        }
+        let _ = child.wait().await;
+    }
+}
+
+/// A session with the streamable-HTTP endpoint `url`, with the configured headers and
+/// bearer token.
+async fn serve_http(
+    handler: Arc<Handler>,
+    name: &str,
+    url: &str,
+    spec: &McpServerConfig,
+) -> Result<RunningService<RoleClient, Arc<Handler>>, Error> {
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let mut headers = HashMap::new();
+    for (key, value) in &spec.headers {
+        let (Ok(k), Ok(v)) = (
+            http::HeaderName::try_from(key.as_str()),
+            http::HeaderValue::try_from(value.as_str()),
+        ) else {
+            return Err(start_error(
+                name,
+                &format!("the header '{key}' is not a valid header"),
+            ));
+        };
+        headers.insert(k, v);
+    }
+    let mut config =
+        StreamableHttpClientTransportConfig::with_uri(url.to_string()).custom_headers(headers);
+    if let Some(var) = &spec.bearer_token_env {
+        let token = std::env::var(var).map_err(|_| {
+            start_error(
+                name,
+                &format!("the environment variable {var} (its bearer token) is not set"),
+            )
+        })?;
+        config = config.auth_header(token);
+    }
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+    handler
+        .serve(transport)
+        .await
+        .map_err(|e| start_error(name, &e.to_string()))
+}
