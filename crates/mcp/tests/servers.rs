@@ -187,9 +187,17 @@ async fn a_server_killed_mid_session_is_restarted_and_broken_ones_are_reported()
         args: vec!["-c".into(), "echo broken >&2; exit 3".into()],
         ..McpServerConfig::default()
     };
+    // Silent: never answers the handshake.
+    let silent = McpServerConfig {
+        command: Some("sleep".into()),
+        args: vec!["30".into()],
+        startup_timeout_ms: 1_000,
+        ..McpServerConfig::default()
+    };
     let started = Instant::now();
     let servers = start(
         &[
+            ("silent", silent),
             (
                 "everything",
                 node_server(&dir, "mcp-server-everything", &["stdio"]),
@@ -211,6 +219,14 @@ async fn a_server_killed_mid_session_is_restarted_and_broken_ones_are_reported()
             .clone()
     };
     assert_eq!(status("everything"), ServerStatus::Running);
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "each within its own timeout, in parallel"
+    );
+    assert!(
+        matches!(status("silent"), ServerStatus::Failed(why) if why.contains("did not start within 1.0s")),
+        "{reports:?}"
+    );
     for name in ["missing", "exits"] {
         assert!(
             matches!(status(name), ServerStatus::Failed(_)),
@@ -235,6 +251,21 @@ async fn a_server_killed_mid_session_is_restarted_and_broken_ones_are_reported()
         .execute(context(&root, json!({"message": "two"})))
         .await;
     assert!(r.success && r.content.contains("two"), "{r:?}");
+    // Restarts are bounded: after the third, a server that keeps dying stays down.
+    for round in 0..3 {
+        assert!(kill_in(&root) >= 1);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let r = echo
+            .execute(context(&root, json!({"message": "again"})))
+            .await;
+        if round < 2 {
+            assert!(r.success, "restart {}: {r:?}", round + 2);
+        } else {
+            let why = r.error_message.clone().unwrap_or_default();
+            assert!(!r.success && why.contains("restarted 3 times"), "{r:?}");
+        }
+    }
+    assert!(servers.tools().is_empty(), "its tools are unavailable now");
     servers.stop().await;
 }
 
@@ -263,6 +294,11 @@ async fn a_python_server_works_too() {
         .execute(context(ws.path(), json!({"timezone": "UTC"})))
         .await;
     assert!(r.success && r.content.contains("UTC"), "{r:?}");
+    // A failure the tool reports (isError) is a failed result, with its words.
+    let r = tool(&servers, "time__get_current_time")
+        .execute(context(ws.path(), json!({"timezone": "Not/A_Zone"})))
+        .await;
+    assert!(!r.success && r.content.contains("Not/A_Zone"), "{r:?}");
     servers.stop().await;
 }
 
