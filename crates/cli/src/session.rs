@@ -211,19 +211,7 @@ impl Session {
         let mut sandbox_settings = settings::sandbox_settings(&config);
         sandbox_settings.secret_env.extend(args.api_key_env.clone());
         let launcher = Arc::new(sandbox::Launcher::new(sandbox_settings));
-        // A tool that cannot exist is refused before anything starts: a built-in, or a
-        // configured MCP server's SERVER__tool (checked again once the servers list theirs).
-        if let Some(ToolChoice::Tool(id)) = &args.tool_choice {
-            let builtin = tools::builtin_tools()
-                .iter()
-                .any(|t| t.definition().id == *id);
-            let served = id
-                .split_once("__")
-                .is_some_and(|(server, _)| config.mcp_servers.contains_key(server));
-            if !builtin && !served {
-                return Err(unknown_tool(id, &tools::builtin_tools()));
-            }
-        }
+        could_exist(args.tool_choice.as_ref(), &config)?;
         if let Some(note) = sandbox_note(&launcher) {
             terminal.note(&note);
         }
@@ -705,6 +693,28 @@ fn takes_messages(state: core_models::AgentState) -> bool {
         state,
         A::ParsingToolCall | A::WaitingForApproval | A::ExecutingTool | A::ProcessingResult
     )
+}
+
+/// A `--tool-choice` that names a tool that cannot exist is refused before anything
+/// starts: it must be a built-in, or a configured MCP server's SERVER__tool (checked again
+/// once the servers list theirs).
+fn could_exist(
+    choice: Option<&ToolChoice>,
+    config: &services_ai::AgentConfig,
+) -> Result<(), String> {
+    let Some(ToolChoice::Tool(id)) = choice else {
+        return Ok(());
+    };
+    let builtin = tools::builtin_tools();
+    let known = builtin.iter().any(|t| t.definition().id == *id);
+    let served = id
+        .split_once("__")
+        .is_some_and(|(server, _)| config.mcp_servers.contains_key(server));
+    if known || served {
+        Ok(())
+    } else {
+        Err(unknown_tool(id, &builtin))
+    }
 }
 
 /// `--tool-choice` naming no tool of `tools`, in words.
