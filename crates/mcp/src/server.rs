@@ -117,7 +117,8 @@ impl Server {
                 self.set_status(ServerStatus::Running);
             }
             Err(e) => {
-                tracing::warn!(server = %self.name, error = %e, "MCP server not started");
+                // Reported through the status; the log has it for -v.
+                tracing::info!(server = %self.name, error = %e, "MCP server not started");
                 self.set_status(ServerStatus::Failed(e.to_string()));
             }
         }
