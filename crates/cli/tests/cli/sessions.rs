@@ -8,13 +8,21 @@ use super::{aintern_in, bin, call, completed, events, Workspace};
 use core_models::AgentEvent;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
-use std::process::Stdio;
+use std::process::{Output, Stdio};
 
 /// A script file whose responses are these (each one chunk, or `(chunks, delay)`).
 fn script(ws: &Workspace, name: &str, responses: &[Value]) -> String {
     let file = ws.dir.path().join(name);
     std::fs::write(&file, json!({"responses": responses}).to_string()).unwrap();
     format!("script:{}", file.display())
+}
+
+/// `aintern exec --workspace WS --backend BACKEND EXTRA… MESSAGE` in `ws`'s home.
+fn exec_over(ws: &Workspace, backend: &str, extra: &[&str], message: &str) -> Output {
+    let mut args = vec!["exec", "--workspace", ws.path(), "--backend", backend];
+    args.extend_from_slice(extra);
+    args.push(message);
+    aintern_in(ws.home.path(), &args, b"")
 }
 
 fn text(t: &str) -> Value {
@@ -42,18 +50,7 @@ fn started(events: &[AgentEvent]) -> &core_models::SessionStartedEvent {
 fn a_session_is_saved_listed_and_resumed_as_it_was() {
     let ws = Workspace::new();
     let first = script(&ws, "one.json", &[text("Hello, Ann.")]);
-    let out = aintern_in(
-        ws.home.path(),
-        &[
-            "exec",
-            "--workspace",
-            ws.path(),
-            "--backend",
-            &first,
-            "My name is Ann.",
-        ],
-        b"",
-    );
+    let out = exec_over(&ws, &first, &[], "My name is Ann.");
     let (evs, done) = completed(&out);
     let s = started(&evs);
     assert!(!s.resumed);
@@ -258,20 +255,7 @@ fn decisions_remembered_for_the_session_stay_with_it() {
         "three.json",
         &[json!({"chunks": [command]}), text("done")],
     );
-    let out = aintern_in(
-        ws.home.path(),
-        &[
-            "exec",
-            "--workspace",
-            ws.path(),
-            "--backend",
-            &fresh,
-            "--approve",
-            "none",
-            "new",
-        ],
-        b"",
-    );
+    let out = exec_over(&ws, &fresh, &["--approve", "none"], "new");
     let (evs, _) = completed(&out);
     assert!(
         evs.iter()
@@ -284,18 +268,7 @@ fn decisions_remembered_for_the_session_stay_with_it() {
 fn a_session_killed_in_the_middle_reads_back_and_resumes() {
     let ws = Workspace::new();
     let first = script(&ws, "one.json", &[text("First answer.")]);
-    completed(&aintern_in(
-        ws.home.path(),
-        &[
-            "exec",
-            "--workspace",
-            ws.path(),
-            "--backend",
-            &first,
-            "first question",
-        ],
-        b"",
-    ));
+    completed(&exec_over(&ws, &first, &[], "first question"));
     let slow = script(
         &ws,
         "slow.json",
@@ -364,27 +337,11 @@ fn a_session_killed_in_the_middle_reads_back_and_resumes() {
 fn no_save_saves_nothing_and_sessions_can_be_removed() {
     let ws = Workspace::new();
     let s = script(&ws, "one.json", &[text("a"), text("b")]);
-    let out = aintern_in(
-        ws.home.path(),
-        &[
-            "exec",
-            "--workspace",
-            ws.path(),
-            "--backend",
-            &s,
-            "--no-save",
-            "x",
-        ],
-        b"",
-    );
+    let out = exec_over(&ws, &s, &["--no-save"], "x");
     let (evs, _) = completed(&out);
     assert!(matches!(evs.first(), Some(AgentEvent::SessionStarted(_))));
     assert!(sessions(&ws).is_empty());
-    completed(&aintern_in(
-        ws.home.path(),
-        &["exec", "--workspace", ws.path(), "--backend", &s, "y"],
-        b"",
-    ));
+    completed(&exec_over(&ws, &s, &[], "y"));
     let id = sessions(&ws)[0]["id"].as_str().unwrap().to_string();
     let out = aintern_in(ws.home.path(), &["sessions", "rm", &id], b"");
     assert!(out.status.success());
@@ -403,18 +360,7 @@ fn no_save_saves_nothing_and_sessions_can_be_removed() {
 fn commands_cannot_read_saved_sessions_or_the_chat_history() {
     let ws = Workspace::new();
     let s = script(&ws, "one.json", &[text("the secret word is plover")]);
-    completed(&aintern_in(
-        ws.home.path(),
-        &[
-            "exec",
-            "--workspace",
-            ws.path(),
-            "--backend",
-            &s,
-            "remember",
-        ],
-        b"",
-    ));
+    completed(&exec_over(&ws, &s, &[], "remember"));
     let dir = ws.home.path().join("data/aintern/sessions");
     // The chat's history is the user's too.
     let history = ws.home.path().join("data/aintern/history.txt");
@@ -424,21 +370,7 @@ fn commands_cannot_read_saved_sessions_or_the_chat_history() {
         json!({"command": format!("cat {}/*.jsonl; cat {}", dir.display(), history.display())}),
     );
     let s = script(&ws, "two.json", &[json!({"chunks": [peek]}), text("done")]);
-    let out = aintern_in(
-        ws.home.path(),
-        &[
-            "exec",
-            "--workspace",
-            ws.path(),
-            "--backend",
-            &s,
-            "--approve",
-            "all",
-            "--no-save",
-            "peek",
-        ],
-        b"",
-    );
+    let out = exec_over(&ws, &s, &["--approve", "all", "--no-save"], "peek");
     let (evs, _) = completed(&out);
     let result = &super::results(&evs)[0].result;
     let seen = format!(
