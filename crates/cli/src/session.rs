@@ -390,7 +390,7 @@ impl Session {
                 let d = t.definition();
                 format!(
                     "{:<14} {:<8} {}",
-                    d.id,
+                    crate::terminal::shown(&d.id, false),
                     d.default_risk_level.to_string(),
                     crate::terminal::shown(&d.description, false)
                 )

@@ -307,13 +307,21 @@ impl Terminal {
     fn tool_result(&mut self, r: &core_models::ToolResultEvent) {
         let text = if r.success() {
             let mark = self.paint(Style::new().fg_color(Some(AnsiColor::Green.into())), "✓");
-            format!("{mark} {} ({} ms)", r.tool_name, r.duration.as_millis())
+            format!(
+                "{mark} {} ({} ms)",
+                shown(&r.tool_name, false),
+                r.duration.as_millis()
+            )
         } else {
             // The first line: a failed command's output follows in the preview.
             let message = r.result.error_message.as_deref().unwrap_or("failed");
             let first = message.lines().next().unwrap_or(message);
             let mark = self.paint(Style::new().fg_color(Some(AnsiColor::Red.into())), "✗");
-            format!("{mark} {}: {}", r.tool_name, shown(first, false))
+            format!(
+                "{mark} {}: {}",
+                shown(&r.tool_name, false),
+                shown(first, false)
+            )
         };
         self.line(&text);
         for line in render::output_preview(r, self.full_output) {
@@ -325,7 +333,7 @@ impl Terminal {
         } else {
             r.result.error_message.clone().unwrap_or_default()
         };
-        self.last_output = Some((r.tool_name.clone(), whole));
+        self.last_output = Some((shown(&r.tool_name, false).into_owned(), whole));
         if let Some((path, how)) = render::file_changed(r) {
             for list in [&mut self.changed, &mut self.changed_in_session] {
                 match list.iter_mut().find(|(p, _)| *p == path) {

@@ -89,7 +89,7 @@ impl ClientHandler for Handler {
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
         match context.peer.list_all_tools().await {
             Ok(listed) => {
-                let listed: Vec<ToolInfo> = listed.iter().map(tool_info).collect();
+                let listed = offered(&self.server, &listed);
                 tracing::info!(server = %self.server, tools = listed.len(), "MCP tools changed");
                 *self.tools.write().unwrap_or_else(|e| e.into_inner()) = listed;
             }
@@ -123,6 +123,33 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 fn token_key(token: &rmcp::model::ProgressToken) -> String {
     serde_json::to_string(&token.0).unwrap_or_default()
+}
+
+/// Whether a server's tool name can be offered: what the protocol recommends (letters,
+/// digits, `_`, `-`, `.`; 1 to 128 characters). Anything else — spaces, control or
+/// invisible characters a hostile server could use to confuse a person or a model — is
+/// left out, with a note in the log.
+fn offerable(tool: &rmcp::model::Tool) -> bool {
+    let name = tool.name.as_ref();
+    (1..=128).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+/// The tools of a listing that can be offered.
+fn offered(server: &str, listed: &[rmcp::model::Tool]) -> Vec<ToolInfo> {
+    listed
+        .iter()
+        .filter(|t| {
+            let ok = offerable(t);
+            if !ok {
+                tracing::warn!(server, tool = ?t.name, "an MCP tool with an unusable name was left out");
+            }
+            ok
+        })
+        .map(tool_info)
+        .collect()
 }
 
 fn tool_info(tool: &rmcp::model::Tool) -> ToolInfo {
@@ -195,8 +222,7 @@ impl Connection {
                 .list_all_tools()
                 .await
                 .map_err(|e| start_error(name, &format!("its tools could not be listed: {e}")))?;
-            *tools.write().unwrap_or_else(|e| e.into_inner()) =
-                listed.iter().map(tool_info).collect();
+            *tools.write().unwrap_or_else(|e| e.into_inner()) = offered(name, &listed);
             Ok((service, progress, tools))
         })
         .await;
@@ -453,4 +479,28 @@ async fn serve_http(
         .serve(transport)
         .await
         .map_err(|e| start_error(name, &e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed(name: &str) -> rmcp::model::Tool {
+        rmcp::model::Tool::new(name.to_string(), "a tool", Arc::new(serde_json::Map::new()))
+    }
+
+    #[test]
+    fn only_tools_with_usable_names_are_offered() {
+        let tools = [
+            listed("echo"),
+            listed("get-sum.v2_x"),
+            listed("evil\u{1b}]0;title\u{7}"),
+            listed("two words"),
+            listed("r\u{200b}m"),
+            listed(""),
+            listed(&"x".repeat(129)),
+        ];
+        let names: Vec<String> = offered("s", &tools).into_iter().map(|t| t.name).collect();
+        assert_eq!(names, ["echo", "get-sum.v2_x"]);
+    }
 }
