@@ -147,7 +147,16 @@ fn save(file: &std::path::Path, doc: &toml_edit::DocumentMut) -> Result<(), Stri
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    std::fs::write(file, doc.to_string())
+    // A new file may soon hold a server's token (in its env): readable by the user alone.
+    // An existing file keeps its mode.
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(file)
+        .and_then(|mut f| f.write_all(doc.to_string().as_bytes()))
         .map_err(|e| format!("cannot write {}: {e}", file.display()))
 }
 

@@ -173,6 +173,13 @@ fn mcp_add_writes_the_configuration_and_keeps_secrets_out_of_config_show() {
     let file = ws.home.path().join("aintern/aintern.toml");
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.contains("[mcp_servers.demo]"), "{text}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+    assert_eq!(
+        mode & 0o077,
+        0,
+        "a new file holding a token is the user's alone"
+    );
     let out = aintern_in(
         ws.home.path(),
         &["config", "show", "--json", "--workspace", ws.path()],
