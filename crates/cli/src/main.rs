@@ -12,6 +12,7 @@ mod bench_openai;
 mod chat;
 mod console;
 mod context_cmd;
+mod eval;
 mod input;
 mod mcp_cmd;
 mod models;
@@ -58,6 +59,10 @@ enum Command {
     /// Where a request's prompt tokens go (system prompt, tools, history, request) against
     /// the model's context window.
     Context(context_cmd::ContextArgs),
+    /// Measure how well a model works through AIntern: run a suite of tasks (JSON lines),
+    /// each in a fresh temporary workspace, and report success, tool-call accuracy,
+    /// iterations, tokens and time.
+    Eval(eval::EvalArgs),
     /// List the models a backend offers (a server's, or the GGUF file a session loads).
     Models(models::ModelsArgs),
     /// Tool servers speaking the Model Context Protocol: list them with their tools, add or
@@ -215,6 +220,13 @@ fn run(cli: Cli) -> Result<(), String> {
             drop(out);
             let runtime = runtime(2)?;
             let result = runtime.block_on(context_cmd::run(args));
+            runtime.shutdown_background();
+            result
+        }
+        Command::Eval(args) => {
+            drop(out);
+            let runtime = runtime(2)?;
+            let result = runtime.block_on(eval::run(args));
             runtime.shutdown_background();
             result
         }

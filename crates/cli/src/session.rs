@@ -248,7 +248,7 @@ impl Session {
             settings::load_config(
                 &workspace,
                 args.config.as_deref(),
-                &[("tool_prompt_style", "compact")],
+                crate::settings::SMALL_MODEL_DEFAULTS,
                 adjust,
             )?
             .0
@@ -287,18 +287,13 @@ impl Session {
         for note in notes {
             terminal.note(&note);
         }
-        let mut builder = AgentService::builder(Arc::clone(&llm), Arc::clone(&registry))
-            .permissions(Arc::clone(&permissions))
-            .git_inspector(Arc::new(tools::GitCommandInspector::new(Arc::clone(
-                &launcher,
-            ))));
-        for (name, f) in &config.formatters {
-            builder = builder.formatter(Arc::new(
-                tools::CommandFormatter::new(name.clone(), f.extensions.clone(), f.command.clone())
-                    .with_launcher(Arc::clone(&launcher)),
-            ));
-        }
-        let agent = builder.config(config).build();
+        let agent = build_agent(
+            Arc::clone(&llm),
+            Arc::clone(&registry),
+            Arc::clone(&permissions),
+            &launcher,
+            config,
+        );
         Ok(Session {
             agent,
             llm,
@@ -407,21 +402,11 @@ impl Session {
         request.conversation_id = self.saved.id;
         request.history = self.saved.history();
         request.max_iterations = self.args.max_iterations;
-        let small = self.small;
-        let defaults = core_models::InferenceOptions::default();
-        request.inference_options = Some(core_models::InferenceOptions {
-            temperature: self
-                .args
-                .temperature
-                .unwrap_or(if small { 0.0 } else { defaults.temperature })
-                .max(0.0),
-            max_tokens: self.args.max_tokens.unwrap_or(if small {
-                512
-            } else {
-                defaults.max_tokens
-            }),
-            ..defaults
-        });
+        request.inference_options = Some(inference_options(
+            self.small,
+            self.args.temperature,
+            self.args.max_tokens,
+        ));
         if let Some(choice) = self.args.tool_choice.clone() {
             request.tool_choice = choice;
         }
@@ -693,6 +678,46 @@ fn takes_messages(state: core_models::AgentState) -> bool {
         state,
         A::ParsingToolCall | A::WaitingForApproval | A::ExecutingTool | A::ProcessingResult
     )
+}
+
+/// The sampling options of a request: those given, else a small model's (greedy, 512
+/// tokens a reply) or the defaults.
+pub(crate) fn inference_options(
+    small: bool,
+    temperature: Option<f32>,
+    max_tokens: Option<u32>,
+) -> core_models::InferenceOptions {
+    let defaults = core_models::InferenceOptions::default();
+    core_models::InferenceOptions {
+        temperature: temperature
+            .unwrap_or(if small { 0.0 } else { defaults.temperature })
+            .max(0.0),
+        max_tokens: max_tokens.unwrap_or(if small { 512 } else { defaults.max_tokens }),
+        ..defaults
+    }
+}
+
+/// The agent over `llm` and `registry`, its commands (git, the configured formatters)
+/// run through `launcher`.
+pub(crate) fn build_agent(
+    llm: Arc<dyn core_models::LlmService>,
+    registry: Arc<dyn ToolRegistry>,
+    permissions: Arc<dyn core_models::PermissionManager>,
+    launcher: &Arc<sandbox::Launcher>,
+    config: services_ai::AgentConfig,
+) -> AgentService {
+    let mut builder = AgentService::builder(llm, registry)
+        .permissions(permissions)
+        .git_inspector(Arc::new(tools::GitCommandInspector::new(Arc::clone(
+            launcher,
+        ))));
+    for (name, f) in &config.formatters {
+        builder = builder.formatter(Arc::new(
+            tools::CommandFormatter::new(name.clone(), f.extensions.clone(), f.command.clone())
+                .with_launcher(Arc::clone(launcher)),
+        ));
+    }
+    builder.config(config).build()
 }
 
 /// A `--tool-choice` that names a tool that cannot exist is refused before anything

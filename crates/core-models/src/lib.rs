@@ -93,8 +93,9 @@ pub use state::{
     TURN_EDGES,
 };
 pub use tool::{
-    CallAssessment, FileChange, ProgressReporter, RiskLevel, ToolCategory, ToolDefinition,
-    ToolExecutionContext, ToolProgress, ToolResult, ToolValidationResult,
+    ArgumentChoices, CallAssessment, FileChange, ProgressReporter, RiskLevel, ToolCategory,
+    ToolDefinition, ToolExample, ToolExecutionContext, ToolProgress, ToolResult,
+    ToolValidationResult,
 };
 pub use tool_call::{
     main_argument_of, ApprovalDecision, RememberScope, ToolCallLifecycle, ToolCallRequest,

@@ -68,6 +68,19 @@ pub trait Tool: Send + Sync {
         None
     }
 
+    /// The values some arguments may take in `workspace`, for the call grammar to hold the
+    /// model to: argument name → values (for example the files that exist, for a tool
+    /// that reads one). Reads only, and at most about `limit` entries: `None` (the
+    /// default) when any value the schema allows may be given, or when there would be
+    /// more than `limit` values.
+    fn argument_choices(
+        &self,
+        _workspace: Option<&Path>,
+        _limit: usize,
+    ) -> Option<crate::ArgumentChoices> {
+        None
+    }
+
     /// Run the tool. Failures are a failed [`ToolResult`], never a panic. Must return
     /// promptly once `context.cancellation` fires, stopping anything it started.
     async fn execute(&self, context: ToolExecutionContext) -> ToolResult;

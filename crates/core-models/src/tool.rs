@@ -123,6 +123,20 @@ pub struct ToolDefinition {
     /// Whether the tool writes files (switched off by `allow_file_writes = false`).
     #[serde(default)]
     pub modifies_files: bool,
+    /// Requests this tool answers, each with the arguments of its call: shown to small
+    /// models (the compact tool prompt), which follow an example far better than a
+    /// description.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<ToolExample>,
+}
+
+/// A request and the call that answers it (see [`ToolDefinition::examples`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolExample {
+    /// What a user might ask.
+    pub request: String,
+    /// The call's arguments.
+    pub arguments: Value,
 }
 
 fn custom_category() -> ToolCategory {
@@ -150,7 +164,17 @@ impl ToolDefinition {
             tags: Vec::new(),
             requires_workspace: false,
             modifies_files: false,
+            examples: Vec::new(),
         }
+    }
+
+    /// Add an example: a request this tool answers, and the call's arguments.
+    pub fn with_example(mut self, request: impl Into<String>, arguments: Value) -> Self {
+        self.examples.push(ToolExample {
+            request: request.into(),
+            arguments,
+        });
+        self
     }
 
     /// Set the category.
@@ -447,6 +471,10 @@ impl CallAssessment {
         self
     }
 }
+
+/// The values a tool's arguments may take, argument name → values
+/// (see [`crate::Tool::argument_choices`]).
+pub type ArgumentChoices = std::collections::BTreeMap<String, Vec<String>>;
 
 /// What a call that changes a file would change, judged before it runs so that a person
 /// approves a diff, not a blob of JSON (see [`crate::Tool::preview_change`]).

@@ -364,7 +364,7 @@ async fn a_required_tool_call_reads_the_named_file_then_the_model_answers() {
     let mut messages = request.messages.clone();
     messages.push(ChatMessage::assistant(output.clone()));
     messages.push(services_ai::agent::prompt::tool_result_message(
-        call, &result, 2000,
+        call, &result, 2000, "",
     ));
     let (pieces, usage) = generate(
         llm,

@@ -43,9 +43,18 @@ pub(crate) fn request_body(
     body.insert("model".into(), model.into());
     body.insert("messages".into(), messages.into());
     if mode == Mode::Native && !request.tools.is_empty() {
+        // llama-server refuses a named tool choice with some templates (its reply parser
+        // expects another format): the same request is the named tool alone, required.
+        let (named, choice) = match &request.tool_choice {
+            ToolChoice::Tool(name) if dialect.llama_server => {
+                (Some(name.as_str()), ToolChoice::Required)
+            }
+            choice => (None, choice.clone()),
+        };
         let tools: Vec<Value> = request
             .tools
             .iter()
+            .filter(|t| named.is_none_or(|name| t.id == name))
             .map(|t| {
                 json!({
                     "type": "function",
@@ -58,7 +67,7 @@ pub(crate) fn request_body(
             })
             .collect();
         body.insert("tools".into(), tools.into());
-        body.insert("tool_choice".into(), tool_choice(&request.tool_choice));
+        body.insert("tool_choice".into(), tool_choice(&choice));
     }
     let o = &request.options;
     body.insert("temperature".into(), json!(o.temperature));
@@ -329,6 +338,24 @@ mod tests {
             "Read a file.",
         )];
         request
+    }
+
+    #[test]
+    fn llama_server_is_asked_for_a_named_tool_as_that_tool_alone_required() {
+        let mut request = conversation();
+        request
+            .tools
+            .push(ToolDefinition::new("list_dir", "List", "List."));
+        request.tool_choice = ToolChoice::Tool("list_dir".into());
+        let dialect = Dialect {
+            llama_server: true,
+            ..Dialect::default()
+        };
+        let body = request_body("m", &request, Mode::Native, dialect, true, None);
+        assert_eq!(body["tool_choice"], "required");
+        let tools = body["tools"].as_array().cloned().unwrap_or_default();
+        assert_eq!(tools.len(), 1);
+        assert_eq!(tools[0]["function"]["name"], "list_dir");
     }
 
     #[test]

@@ -58,9 +58,9 @@ pub mod state_machine;
 
 pub use agent::{AgentService, AgentServiceBuilder};
 pub use config::{
-    valid_server_name, AgentConfig, BackendConfig, BackendKind, BudgetConfig, ConfigLoader,
-    FormatterConfig, McpServerConfig, SandboxConfig, ToolMode, ToolPromptStyle, ValidationError,
-    MAX_ITERATION_DELAY_MS,
+    valid_server_name, AgentConfig, AutoToolChoice, BackendConfig, BackendKind, BudgetConfig,
+    ConfigLoader, FormatterConfig, McpServerConfig, SandboxConfig, ToolMode, ToolPromptStyle,
+    ValidationError, MAX_ITERATION_DELAY_MS,
 };
 pub use emitter::{AgentEventEmitter, EventStream, Subscription};
 pub use error::{Error, Result};

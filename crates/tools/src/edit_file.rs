@@ -47,8 +47,9 @@ impl EditFile {
             definition: ToolDefinition::new(
                 "edit_file",
                 "Edit File",
-                "Replace one exact piece of text in a file. The search text must occur exactly once; include enough surrounding lines to make it unique.",
+                "Edit, change, fix or replace one exact piece of text in a file. The search text must occur exactly once; include enough surrounding lines to make it unique.",
             )
+            .with_example("In list.txt, change cats to dogs.", json!({"path": "list.txt", "search": "cats", "replace": "dogs"}))
             .with_category(ToolCategory::FileSystem)
             .with_risk(RiskLevel::Medium)
             .with_schema(json!({
@@ -71,6 +72,8 @@ impl Tool for EditFile {
     fn definition(&self) -> &ToolDefinition {
         &self.definition
     }
+
+    crate::choices::path_argument_choices!(Files);
 
     fn validate(&self, params: &Value) -> ToolValidationResult {
         let mut errors = Vec::new();

@@ -102,8 +102,9 @@ impl ReadFile {
             definition: ToolDefinition::new(
                 "read_file",
                 "Read File",
-                "Read a text file in the workspace. Optionally only lines start_line..end_line (1-based, inclusive).",
+                "Read, open or show a text file in the workspace. Optionally only lines start_line..end_line (1-based, inclusive).",
             )
+            .with_example("What does plan.md say?", json!({"path": "plan.md"}))
             .with_category(ToolCategory::FileSystem)
             .with_risk(RiskLevel::Safe)
             .with_schema(json!({
@@ -125,6 +126,8 @@ impl Tool for ReadFile {
     fn definition(&self) -> &ToolDefinition {
         &self.definition
     }
+
+    crate::choices::path_argument_choices!(Files);
 
     fn validate(&self, params: &Value) -> ToolValidationResult {
         let mut errors = Vec::new();
@@ -316,6 +319,7 @@ impl ListDir {
                 "List Directory",
                 "List the files and folders in a workspace folder (default: the workspace itself), to a depth (default 1). Files ignored by .gitignore are left out.",
             )
+            .with_example("Which files are in this folder?", json!({}))
             .with_category(ToolCategory::FileSystem)
             .with_risk(RiskLevel::Safe)
             .with_schema(json!({
@@ -335,6 +339,8 @@ impl Tool for ListDir {
     fn definition(&self) -> &ToolDefinition {
         &self.definition
     }
+
+    crate::choices::path_argument_choices!(Folders);
 
     fn validate(&self, params: &Value) -> ToolValidationResult {
         let mut errors = Vec::new();

@@ -131,6 +131,10 @@ impl GitStatus {
                 "Git Status",
                 "Show the current branch and which files are modified, staged or untracked.",
                 json!({"type": "object", "properties": {}}),
+            )
+            .with_example(
+                "Which files have I changed since the last commit?",
+                json!({}),
             ),
         }
     }
@@ -219,7 +223,8 @@ impl GitDiff {
                         "staged": {"type": "boolean", "description": "Show staged changes instead"}
                     }
                 }),
-            ),
+            )
+            .with_example("Show me my uncommitted changes.", json!({})),
         }
     }
 }

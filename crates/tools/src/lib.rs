@@ -28,6 +28,7 @@
 //! [`core_models::Tool`] trait.
 
 mod atomic;
+mod choices;
 mod edit_file;
 mod error;
 mod fs_tools;

@@ -51,8 +51,9 @@ impl SearchFiles {
             definition: ToolDefinition::new(
                 "search_files",
                 "Search Files",
-                "Search the workspace's files for a regular expression and return the matching lines as path:line: text. Files ignored by .gitignore and binary files are skipped.",
+                "Search, find or look for a word or regular expression in the workspace's files and return the matching lines as path:line: text. Files ignored by .gitignore and binary files are skipped.",
             )
+            .with_example("Find the files that mention invoices.", json!({"pattern": "invoices"}))
             .with_category(ToolCategory::Search)
             .with_risk(RiskLevel::Safe)
             .with_schema(json!({
@@ -76,6 +77,8 @@ impl Tool for SearchFiles {
     fn definition(&self) -> &ToolDefinition {
         &self.definition
     }
+
+    crate::choices::path_argument_choices!(Any);
 
     fn validate(&self, params: &Value) -> ToolValidationResult {
         let mut errors = Vec::new();

@@ -51,8 +51,9 @@ impl WriteFile {
             definition: ToolDefinition::new(
                 "write_file",
                 "Write File",
-                "Create a file or replace its whole content. Missing folders are created.",
+                "Create, write or save a file with the given content (a new file, or its whole content replaced). Missing folders are created.",
             )
+            .with_example("Put the text see you soon in memo.txt", json!({"path": "memo.txt", "content": "see you soon"}))
             .with_category(ToolCategory::FileSystem)
             .with_risk(RiskLevel::Medium)
             .with_schema(json!({

@@ -6,6 +6,7 @@
 mod approvals;
 mod calls;
 mod context;
+mod decision;
 mod limits;
 mod native;
 mod prompt;

@@ -8,6 +8,7 @@
 mod chat;
 mod configuration;
 mod editor;
+mod eval;
 mod mcp;
 mod model;
 mod parse;

@@ -42,7 +42,7 @@ fn run_with_the_default_model_streams_an_answer() {
 
 /// The model for real-model tests when it is downloaded (else a notice): the embedded
 /// default model, or with `overridable` `$AINTERN_TEST_MODEL` when set.
-fn model(overridable: bool) -> Option<std::path::PathBuf> {
+pub(crate) fn model(overridable: bool) -> Option<std::path::PathBuf> {
     let model = std::env::var_os("AINTERN_TEST_MODEL")
         .filter(|_| overridable)
         .map(std::path::PathBuf::from)
@@ -58,8 +58,9 @@ fn model(overridable: bool) -> Option<std::path::PathBuf> {
     }
 }
 
-/// The README's demo: the embedded default model (no --backend), a required tool call
-/// that reads the file the user named, then the answer.
+/// The README's demo: the embedded default model (no --backend) and the default tool
+/// choice (auto) call the tool that reads the file the user named, then answer in
+/// plain text.
 #[test]
 fn the_demo_reads_notes_txt_with_the_default_model_and_answers() {
     if model(false).is_none() {
@@ -72,8 +73,6 @@ fn the_demo_reads_notes_txt_with_the_default_model_and_answers() {
             "--json",
             "--workspace",
             ws.path(),
-            "--tool-choice",
-            "required",
             "Read the file notes.txt and summarize it",
         ],
         b"",
@@ -89,7 +88,12 @@ fn the_demo_reads_notes_txt_with_the_default_model_and_answers() {
         results[0]
     );
     assert_eq!(done.total_iterations, 2, "{done:?}");
-    assert!(!done.final_response.trim().is_empty(), "{done:?}");
+    let answer = done.final_response.trim();
+    assert!(!answer.is_empty(), "{done:?}");
+    assert!(
+        !answer.contains("tool_call") && !answer.contains("```"),
+        "the answer is plain text, not the call echoed: {answer}"
+    );
 }
 
 /// `aintern bench llm --json`: throughput figures and a conversation whose later turns

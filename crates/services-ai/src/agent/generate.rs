@@ -29,7 +29,11 @@ impl Run {
             r = llm.generate(request) => r.map_err(Err)?,
             _ = stop.cancelled() => return Err(Ok(Stopped)),
         };
-        self.turn(S::ProcessingLlmResponse, None);
+        // A reply written again (a constrained decision that chose to answer) goes on in
+        // the same state.
+        if self.shared.turn.current_state() != S::ProcessingLlmResponse {
+            self.turn(S::ProcessingLlmResponse, None);
+        }
         let mut parsing = parser.streaming();
         let mut reply = Reply {
             raw: String::new(),

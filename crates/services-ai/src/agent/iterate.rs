@@ -15,6 +15,11 @@ use std::time::Duration;
 pub(super) struct Setup {
     max: u32,
     any_tools: bool,
+    /// `auto` (and `required`) are carried out as a routed decision
+    /// ([`crate::config::AutoToolChoice::Constrained`]).
+    decides: bool,
+    /// The tools offered (for their argument choices).
+    tools: Vec<Arc<dyn core_models::Tool>>,
     system: Option<String>,
     definitions: Vec<ToolDefinition>,
     parser: FunctionCallParser,
@@ -40,6 +45,11 @@ impl Run {
                 return outcome;
             }
             let (mut request, text_only) = self.llm_request(&setup);
+            let text_only = if text_only {
+                true
+            } else {
+                self.hold_arguments(&setup, &mut request).await
+            };
             if let Err(e) = self
                 .fit_context(&mut request, setup.system.as_deref())
                 .await
@@ -51,11 +61,20 @@ impl Run {
             } else {
                 &setup.parser
             };
-            let reply = match self.generate(request, parser).await {
+            let mut reply = match self.generate(request, parser).await {
                 Ok(reply) => reply,
                 Err(Ok(Stopped)) => return self.stop_outcome(),
                 Err(Err(e)) => return Outcome::LlmFailed(e),
             };
+            if setup.decides && self.only_repeats(&reply.calls) {
+                // After results, a small model echoes the call it made: it is answered
+                // instead, in plain text.
+                reply = match self.plain_answer(&setup).await {
+                    Ok(reply) => reply,
+                    Err(Ok(Stopped)) => return self.stop_outcome(),
+                    Err(Err(e)) => return Outcome::LlmFailed(e),
+                };
+            }
             if reply.calls.is_empty() {
                 self.answered(reply);
                 return Outcome::Finished;
@@ -68,6 +87,66 @@ impl Run {
 
     fn setup(&self) -> Setup {
         setup(&self.shared, &self.request, self.tools_offered())
+    }
+
+    /// Whether every call of a reply was made already in this request.
+    fn only_repeats(&self, calls: &[ToolCallRequest]) -> bool {
+        !calls.is_empty()
+            && calls
+                .iter()
+                .all(|c| self.done.iter().any(|(d, _)| d.is_same_call(c)))
+    }
+
+    /// Before a reply that may call tools: path arguments held to what exists, and under a
+    /// constrained decision the first reply routed — to a plain answer, or to a forced
+    /// call of the best-ranked tool. Whether the reply is now text only.
+    async fn hold_arguments(&self, setup: &Setup, request: &mut LlmRequest) -> bool {
+        let workspace = self
+            .request
+            .tool_context
+            .as_ref()
+            .and_then(|c| c.workspace_path.clone());
+        let limit = self.shared.config.path_choices_limit;
+        let found = super::choices::gather(&setup.tools, workspace, limit).await;
+        super::choices::apply(&mut request.tools, &found);
+        if !(setup.decides && self.iteration == 1) {
+            return false;
+        }
+        match super::route::route(&self.request.message, &request.tools, &found) {
+            super::route::Route::Answer if self.request.tool_choice == ToolChoice::Auto => {
+                request.tool_choice = ToolChoice::None;
+                true
+            }
+            // A call is required, and no tool stands out: the model chooses.
+            super::route::Route::Answer => false,
+            super::route::Route::Call(id) => {
+                let max_words = self.shared.config.argument_span_words as usize;
+                if let Some(definition) = request.tools.iter_mut().find(|d| d.id == id) {
+                    if max_words > 0 {
+                        let message = &self.request.message;
+                        super::choices::hold_to_spans(definition, |tool, argument| {
+                            super::route::argument_spans(message, max_words, tool, argument, &found)
+                        });
+                    }
+                }
+                request.tool_choice = ToolChoice::Tool(id);
+                false
+            }
+        }
+    }
+
+    /// The reply written again as plain text, no tool allowed: after a constrained
+    /// decision chose `answer`.
+    async fn plain_answer(
+        &mut self,
+        setup: &Setup,
+    ) -> Result<super::run::Reply, Result<Stopped, core_models::Error>> {
+        let (mut request, _) = self.llm_request(setup);
+        request.tool_choice = ToolChoice::None;
+        self.fit_context(&mut request, setup.system.as_deref())
+            .await
+            .map_err(Err)?;
+        self.generate(request, &setup.text_only).await
     }
 }
 
@@ -84,6 +163,11 @@ pub(super) fn setup(
             .unwrap_or(shared.config.max_agent_iterations)
             .max(1);
         let definitions: Vec<_> = tools.iter().map(|t| t.definition().clone()).collect();
+        // `required` is routed too: to the best-ranked tool.
+        let decides = shared.config.auto_tool_choice == crate::config::AutoToolChoice::Constrained
+            && matches!(request.tool_choice, ToolChoice::Auto | ToolChoice::Required)
+            && !definitions.is_empty();
+
         let native = shared.ports.llm.chat_format();
         // A template that renders the tools shows them in the model's own call language;
         // the system prompt then adds no second one.
@@ -112,6 +196,8 @@ pub(super) fn setup(
         Setup {
             max,
             any_tools: !tools.is_empty(),
+            decides,
+            tools,
             system,
             definitions,
             parser,
@@ -153,7 +239,23 @@ impl Run {
 
     /// The model request of this iteration, and whether its reply is text only.
     fn llm_request(&self, setup: &Setup) -> (LlmRequest, bool) {
-        let request = llm_request(setup, &self.request, &self.history, self.iteration);
+        let mut request = llm_request(setup, &self.request, &self.history, self.iteration);
+        let template = &self.shared.config.answer_template;
+        let answering = request.tool_choice == ToolChoice::None && !self.done.is_empty();
+        if setup.decides && answering && !template.is_empty() {
+            // The answer, asked as one plain question about the results.
+            let results: Vec<String> = self
+                .done
+                .iter()
+                .map(|(_, result)| {
+                    prompt::result_text(result, self.shared.config.max_tool_result_tokens)
+                })
+                .collect();
+            let text = template
+                .replace("{results}", results.join("\n").trim_end())
+                .replace("{request}", self.request.message.trim());
+            request.messages = vec![ChatMessage::user(text)];
+        }
         let text_only = request.tool_choice == ToolChoice::None;
         (request, text_only)
     }
@@ -244,11 +346,17 @@ impl Run {
     /// configuration keeps them out).
     fn keep_results(&mut self, results: &[(ToolCallRequest, ToolResult)]) {
         if self.shared.config.include_tool_results_in_history {
+            let instruction = self
+                .shared
+                .config
+                .tool_result_instruction
+                .replace("{request}", self.request.message.trim());
             for (call, result) in results {
                 self.history.push(prompt::tool_result_message(
                     call,
                     result,
                     self.shared.config.max_tool_result_tokens,
+                    &instruction,
                 ));
             }
         } else {
@@ -271,6 +379,11 @@ pub(super) fn llm_request(
         ToolChoice::None
     } else {
         match (&request.tool_choice, iteration) {
+            // The decision is a call: of a tool, or of `answer`.
+            // The first reply is routed (a call or a plain answer); after the results,
+            // the answer.
+            (ToolChoice::Auto, 1) if setup.decides => ToolChoice::Required,
+            (ToolChoice::Auto, _) if setup.decides => ToolChoice::None,
             (ToolChoice::Auto, _) => ToolChoice::Auto,
             // A forced call (required or a named tool) is one round of tool use: the first
             // reply must call, the replies after the results answer.

@@ -11,6 +11,7 @@
 
 mod after_tools;
 mod approval;
+mod choices;
 mod context;
 mod execute;
 mod finish;
@@ -23,6 +24,7 @@ pub mod prompt;
 pub use context::estimate_tokens;
 mod recheck;
 mod repetition;
+mod route;
 mod run;
 
 use crate::config::AgentConfig;

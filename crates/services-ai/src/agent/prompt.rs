@@ -88,10 +88,9 @@ pub(crate) fn offered_definitions(
     }
 }
 
-/// `schema` with only its required properties.
-fn required_only(schema: &serde_json::Value) -> serde_json::Value {
-    let mut schema = schema.clone();
-    let required: Vec<String> = schema
+/// The names a JSON schema lists as `required`.
+pub(crate) fn required_names(schema: &serde_json::Value) -> Vec<String> {
+    schema
         .get("required")
         .and_then(|r| r.as_array())
         .map(|r| {
@@ -99,7 +98,13 @@ fn required_only(schema: &serde_json::Value) -> serde_json::Value {
                 .filter_map(|v| v.as_str().map(String::from))
                 .collect()
         })
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// `schema` with only its required properties.
+fn required_only(schema: &serde_json::Value) -> serde_json::Value {
+    let mut schema = schema.clone();
+    let required = required_names(&schema);
     if let Some(properties) = schema.get_mut("properties").and_then(|p| p.as_object_mut()) {
         properties.retain(|name, _| required.contains(name));
     }
@@ -193,13 +198,9 @@ pub fn truncate_middle(content: &str, max_bytes: usize) -> String {
     )
 }
 
-/// The history message for a tool's result (seed's `FormatToolResultForHistory`), cut
-/// to `max_tokens`.
-pub fn tool_result_message(
-    call: &ToolCallRequest,
-    result: &ToolResult,
-    max_tokens: u32,
-) -> ChatMessage {
+/// A result's text for the model: its content (or data, or "(no output)"), or
+/// "Error: …" for a failure, cut to `max_tokens`.
+pub(crate) fn result_text(result: &ToolResult, max_tokens: u32) -> String {
     let body = if result.success {
         if result.content.is_empty() {
             match &result.data {
@@ -218,7 +219,23 @@ pub fn tool_result_message(
     let max_bytes = usize::try_from(max_tokens)
         .unwrap_or(usize::MAX)
         .saturating_mul(BYTES_PER_TOKEN);
-    let body = truncate_middle(&body, max_bytes);
+    truncate_middle(&body, max_bytes)
+}
+
+/// The history message for a tool's result (seed's `FormatToolResultForHistory`), cut
+/// to `max_tokens`, with `instruction` (when not empty) as its last paragraph.
+pub fn tool_result_message(
+    call: &ToolCallRequest,
+    result: &ToolResult,
+    max_tokens: u32,
+    instruction: &str,
+) -> ChatMessage {
+    let mut body = result_text(result, max_tokens);
+    let instruction = instruction.trim();
+    if !instruction.is_empty() {
+        body.push_str("\n\n");
+        body.push_str(instruction);
+    }
     ChatMessage::tool(
         &call.tool_id,
         call.history_id(),

@@ -72,6 +72,28 @@ pub enum ToolPromptStyle {
     Compact,
 }
 
+/// How a request whose tool choice is `auto` is carried out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AutoToolChoice {
+    /// The model writes a call or text as it likes; a call it opens is held to the call
+    /// syntax by a grammar (where the backend has one).
+    #[default]
+    Free,
+    /// The harness decides, then holds the model to its decision (for small models,
+    /// which answer requests for action with code or prose and choose a tool's name by
+    /// its place in the list rather than by the request). The first reply is routed by
+    /// the request's words weighed against each tool's words (id, name, description,
+    /// examples; a named file or folder counts for the tools that take it): to a plain
+    /// answer when no tool fits, else to a forced call of the best tool — its required
+    /// text arguments held to runs of the request's words (`argument_span_words`), its
+    /// path arguments to what exists (`path_choices_limit`). After the results comes the
+    /// answer, no tool allowed, asked through `answer_template` when it is set. A
+    /// `required` choice is routed the same way (to the model's own choice when no tool
+    /// stands out).
+    Constrained,
+}
+
 /// Limits on what one request may spend (seed 004's budget).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -160,6 +182,28 @@ pub struct AgentConfig {
     /// four times over this many characters has looped: its generation stops, the repeats
     /// are cut and a `repetition_detected` event is sent. 0 turns the check off.
     pub repetition_min_chars: u32,
+    /// How `auto` tool choice is carried out: `free`, or `constrained` (a decision
+    /// between the tools and a plain answer under the call grammar; for small models).
+    pub auto_tool_choice: AutoToolChoice,
+    /// A sentence added at the end of every tool result the model is shown (empty: none),
+    /// e.g. "Using this result, answer my original request in plain text."; `{request}`
+    /// stands for the request. Small models otherwise echo their call instead of
+    /// answering from its result.
+    pub tool_result_instruction: String,
+    /// The prompt of the answer after tool results under a constrained decision: one user
+    /// message, `{results}` the results of the request's calls and `{request}` the
+    /// request (empty: the conversation goes on as usual). A small model lost in a
+    /// conversation of tools and calls answers a plain question about a text well.
+    pub answer_template: String,
+    /// Under a constrained decision, the first call's required text arguments that have
+    /// no other choices are held to runs of up to this many of the request's words (0:
+    /// free text). Small models copy the user's words well and write their own badly.
+    pub argument_span_words: u32,
+    /// When the workspace holds at most this many files and folders, the arguments of
+    /// tools that name an existing one (read a file, list a folder, edit a file) are held
+    /// by the call grammar to the ones that exist (0: never). Small models otherwise
+    /// misspell or invent names.
+    pub path_choices_limit: u32,
     /// Spending limits.
     pub budget: BudgetConfig,
     /// Formatters run on the files tools write and new commits touch, by name (seed 004's
@@ -235,6 +279,11 @@ impl Default for AgentConfig {
             approval_timeout_ms: 300_000,
             stream_idle_timeout_ms: 120_000,
             repetition_min_chars: 400,
+            auto_tool_choice: AutoToolChoice::Free,
+            tool_result_instruction: String::new(),
+            path_choices_limit: 0,
+            answer_template: String::new(),
+            argument_span_words: 0,
             include_tool_results_in_history: true,
             max_tool_result_tokens: 4096,
             auto_retry_failed_tools: false,
@@ -320,6 +369,35 @@ impl AgentConfig {
             format!(
                 "must be at least 1 (allowed: 1 to 10; got {})",
                 self.max_parallel_tool_calls
+            ),
+        );
+        check(
+            self.tool_result_instruction.chars().count() <= 1000,
+            "tool_result_instruction",
+            format!(
+                "must be at most 1000 characters (got {})",
+                self.tool_result_instruction.chars().count()
+            ),
+        );
+        check(
+            self.answer_template.is_empty() || self.answer_template.contains("{request}"),
+            "answer_template",
+            "must hold {request} (or be empty)".to_string(),
+        );
+        check(
+            self.argument_span_words <= 32,
+            "argument_span_words",
+            format!(
+                "must be from 0 (off) to 32 (got {})",
+                self.argument_span_words
+            ),
+        );
+        check(
+            self.path_choices_limit <= 10_000,
+            "path_choices_limit",
+            format!(
+                "must be from 0 (off) to 10000 (got {})",
+                self.path_choices_limit
             ),
         );
         check(
