@@ -98,23 +98,24 @@ pub(crate) struct Suite {
 #[serde(deny_unknown_fields)]
 struct RawTask {
     id: String,
+    #[serde(alias = "prompt", alias = "message")]
     request: String,
-    #[serde(default)]
+    #[serde(default, alias = "workspace")]
     files: BTreeMap<String, String>,
     #[serde(default)]
     tool_choice: Option<String>,
     #[serde(default)]
     options: TaskOptions,
-    #[serde(default)]
+    #[serde(default, alias = "checks")]
     expect: RawExpect,
 }
 
 #[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawExpect {
-    #[serde(default)]
+    #[serde(default, alias = "calls")]
     tool_calls: Option<Vec<RawCall>>,
-    #[serde(default)]
+    #[serde(default, alias = "final_answer")]
     answer: Option<RawText>,
     #[serde(default)]
     files: BTreeMap<String, Option<RawFile>>,
@@ -125,8 +126,9 @@ struct RawExpect {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawCall {
+    #[serde(alias = "name")]
     tool: String,
-    #[serde(default)]
+    #[serde(default, alias = "parameters", alias = "args")]
     arguments: serde_json::Map<String, serde_json::Value>,
     #[serde(default)]
     patterns: BTreeMap<String, String>,
@@ -358,6 +360,26 @@ mod tests {
             suite.tasks[1].expect.tool_calls.as_ref().map(Vec::len),
             Some(0)
         );
+    }
+
+    #[test]
+    fn common_other_names_are_read() {
+        let suite = Suite::parse(
+            r#"{"id": "a", "prompt": "Read a.txt", "workspace": {"a.txt": "x"}, "checks": {"calls": [{"name": "read_file", "parameters": {"path": "a.txt"}}], "final_answer": {"contains": "x"}}}"#,
+        );
+        let task = match suite {
+            Ok(mut s) => s.tasks.remove(0),
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(task.request, "Read a.txt");
+        assert_eq!(task.files.len(), 1);
+        let calls = task.expect.tool_calls.unwrap_or_default();
+        assert_eq!(calls[0].tool, "read_file");
+        assert_eq!(
+            calls[0].arguments.get("path"),
+            Some(&serde_json::json!("a.txt"))
+        );
+        assert!(task.expect.answer.is_some());
     }
 
     #[test]
