@@ -102,9 +102,10 @@ impl ReadFile {
             definition: ToolDefinition::new(
                 "read_file",
                 "Read File",
-                "Read, open or show a text file in the workspace. Optionally only lines start_line..end_line (1-based, inclusive).",
+                "Read, open, look at or show a text file in the workspace. Optionally only lines start_line..end_line (1-based, inclusive).",
             )
             .with_example("What does plan.md say?", json!({"path": "plan.md"}))
+            .with_example("Show me what is written in report.txt", json!({"path": "report.txt"}))
             .with_category(ToolCategory::FileSystem)
             .with_risk(RiskLevel::Safe)
             .with_schema(json!({
@@ -317,9 +318,11 @@ impl ListDir {
             definition: ToolDefinition::new(
                 "list_dir",
                 "List Directory",
-                "List the files and folders in a workspace folder (default: the workspace itself), to a depth (default 1). Files ignored by .gitignore are left out.",
+                "List or show the files and folders in a workspace folder (default: the workspace itself), to a depth (default 1). Files ignored by .gitignore are left out.",
             )
             .with_example("Which files are in this folder?", json!({}))
+            .with_example("Are there any images here?", json!({}))
+            .with_example("Show all the files.", json!({}))
             .with_category(ToolCategory::FileSystem)
             .with_risk(RiskLevel::Safe)
             .with_schema(json!({

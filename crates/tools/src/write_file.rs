@@ -51,9 +51,10 @@ impl WriteFile {
             definition: ToolDefinition::new(
                 "write_file",
                 "Write File",
-                "Create, write or save a file with the given content (a new file, or its whole content replaced). Missing folders are created.",
+                "Create, make, write or save a file with the given content (a new file, or its whole content replaced). Missing folders are created.",
             )
             .with_example("Put the text see you soon in memo.txt", json!({"path": "memo.txt", "content": "see you soon"}))
+            .with_example("Make a new file plan.md saying start on Monday", json!({"path": "plan.md", "content": "start on Monday"}))
             .with_category(ToolCategory::FileSystem)
             .with_risk(RiskLevel::Medium)
             .with_schema(json!({

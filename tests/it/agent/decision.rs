@@ -84,17 +84,21 @@ async fn a_request_for_a_file_is_a_forced_call_held_to_the_files_that_exist() {
     assert_eq!(sent[0].tool_choice, ToolChoice::Tool("read_file".into()));
     assert_eq!(
         held(&sent[0], "read_file", "path"),
-        Some(vec!["notes.txt".to_string(), "todo.md".to_string()])
+        Some(vec!["notes.txt".to_string()]),
+        "the file the request names, settled"
     );
     assert_eq!(
         held(&sent[0], "list_dir", "path"),
         Some(vec![".".to_string()]),
         "folders only"
     );
-    // The answer: one plain question about the result, no tool allowed.
+    // The answer: one plain question about the result after the system prompt (its KV
+    // cache kept), no tool allowed, stopped where the model would start a new question.
     assert_eq!(sent[1].tool_choice, ToolChoice::None);
-    assert_eq!(sent[1].messages.len(), 1);
-    let asked = sent[1].messages[0].as_written();
+    assert_eq!(sent[1].messages.len(), 2);
+    assert_eq!(sent[1].messages[0].role, MessageRole::System);
+    assert_eq!(sent[1].options.stop, ["\nContext:", "\nQuestion:"]);
+    let asked = sent[1].messages[1].as_written();
     assert!(
         asked.starts_with("Context:\nthe meeting is on Friday"),
         "{asked}"
@@ -165,5 +169,143 @@ async fn required_is_routed_and_free_auto_is_left_to_the_model() {
         held(&sent[0], "read_file", "path"),
         None,
         "no choices by default"
+    );
+}
+
+#[tokio::test]
+async fn a_request_without_a_file_name_leaves_the_files_to_the_model() {
+    let (dir, h) = setup(
+        vec![call("read_file", json!({"path": "todo.md"})), text("Anna.")],
+        constrained(),
+    );
+    run(&h.agent, request(&dir, "Read the todo list file")).await;
+    assert_eq!(
+        held(&requests(&h)[0], "read_file", "path"),
+        Some(vec!["notes.txt".to_string(), "todo.md".to_string()])
+    );
+}
+
+#[tokio::test]
+async fn a_folder_the_request_names_comes_back_as_a_settled_argument() {
+    let (dir, h) = setup(
+        vec![call("list_dir", json!({"path": "src"})), text("main.rs")],
+        constrained(),
+    );
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/main.rs"), "fn main() {}\n").unwrap();
+    let events = run(
+        &h.agent,
+        request(&dir, "What files are inside the src folder?"),
+    )
+    .await;
+    assert_eq!(complete(&events).tool_calls_executed, 1);
+    let sent = requests(&h);
+    assert_eq!(sent[0].tool_choice, ToolChoice::Tool("list_dir".into()));
+    // The compact schema left the optional `path` out; named, it is back and required.
+    assert_eq!(
+        held(&sent[0], "list_dir", "path"),
+        Some(vec!["src".to_string()])
+    );
+    let schema = &sent[0]
+        .tools
+        .iter()
+        .find(|d| d.id == "list_dir")
+        .unwrap()
+        .input_schema;
+    assert_eq!(schema["required"], json!(["path"]));
+}
+
+/// A workspace with `file` holding `content`, and every tool `tools` names.
+fn narrowing(
+    file: &str,
+    content: &str,
+    responses: Vec<ScriptedResponse>,
+) -> (tempfile::TempDir, Harness) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(file), content).unwrap();
+    std::fs::write(dir.path().join("other.txt"), "nothing to see\n").unwrap();
+    let tools: Vec<Arc<dyn Tool>> = vec![
+        Arc::new(tools::ReadFile::default()),
+        Arc::new(tools::EditFile::default()),
+        Arc::new(tools::SearchFiles::default()),
+    ];
+    (dir, harness(responses, tools, constrained()))
+}
+
+#[tokio::test]
+async fn an_edit_is_held_to_a_search_text_in_the_file_and_a_new_replacement() {
+    let (dir, h) = narrowing(
+        "config.txt",
+        "name = demo\nversion = 1.0\n",
+        vec![
+            call(
+                "edit_file",
+                json!({"path": "config.txt", "search": "1.0", "replace": "2.0"}),
+            ),
+            text("Done."),
+        ],
+    );
+    let asked = request(&dir, "In config.txt, change the version from 1.0 to 2.0.");
+    let events = run_answering(&h.agent, asked, |a| {
+        a.approve().unwrap();
+    })
+    .await;
+    assert_eq!(complete(&events).tool_calls_executed, 1);
+    let sent = requests(&h);
+    assert_eq!(sent[0].tool_choice, ToolChoice::Tool("edit_file".into()));
+    assert_eq!(
+        held(&sent[0], "edit_file", "path"),
+        Some(vec!["config.txt".to_string()])
+    );
+    // "version" is in the file too, but only "1.0" is followed by a replacement.
+    assert_eq!(
+        held(&sent[0], "edit_file", "search"),
+        Some(vec!["1.0".to_string()])
+    );
+    assert_eq!(
+        held(&sent[0], "edit_file", "replace"),
+        Some(vec!["2.0".to_string()])
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("config.txt")).unwrap(),
+        "name = demo\nversion = 2.0\n"
+    );
+}
+
+#[tokio::test]
+async fn a_search_is_held_to_patterns_that_find_something() {
+    let (dir, h) = narrowing(
+        "plan.txt",
+        "The deadline is in March.\n",
+        vec![
+            call("search_files", json!({"pattern": "deadline"})),
+            text("plan.txt"),
+        ],
+    );
+    run(
+        &h.agent,
+        request(&dir, "Search the files for deadline or budget"),
+    )
+    .await;
+    let sent = requests(&h);
+    assert_eq!(sent[0].tool_choice, ToolChoice::Tool("search_files".into()));
+    assert_eq!(
+        held(&sent[0], "search_files", "pattern"),
+        Some(vec!["deadline".to_string()])
+    );
+
+    // When nothing would be found, the request's words stand.
+    let (dir, h) = narrowing(
+        "plan.txt",
+        "The deadline is in March.\n",
+        vec![
+            call("search_files", json!({"pattern": "budget"})),
+            text("None."),
+        ],
+    );
+    run(&h.agent, request(&dir, "Search the files for budget")).await;
+    assert_eq!(
+        held(&requests(&h)[0], "search_files", "pattern"),
+        Some(vec!["budget".to_string()])
     );
 }

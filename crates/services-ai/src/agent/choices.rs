@@ -51,18 +51,7 @@ pub(super) fn apply(definitions: &mut [ToolDefinition], found: &[(String, Argume
 /// to under a constrained decision — it copies the user's words well, and writes its own
 /// badly.
 pub(super) fn request_spans(request: &str, max_words: usize) -> Vec<String> {
-    let words: Vec<&str> = request
-        .split_whitespace()
-        .map(|w| {
-            w.trim_matches(|c: char| {
-                matches!(
-                    c,
-                    '"' | '\'' | '`' | ',' | ';' | ':' | '?' | '!' | '(' | ')'
-                )
-            })
-        })
-        .map(|w| w.trim_end_matches('.'))
-        .collect();
+    let words = core_models::request_words(request);
     let mut spans: Vec<String> = Vec::new();
     for start in 0..words.len() {
         for end in start + 1..=words.len().min(start + max_words) {
@@ -97,6 +86,119 @@ pub(super) fn hold_to_spans(
         .filter(|(_, values)| !values.is_empty())
         .collect();
     hold(&mut definition.input_schema, &choices);
+}
+
+/// Settle each argument of the routed tool `definition` that the request names one of
+/// its `choices` for ("what is in the src folder" → `path: "src"`): held to that value
+/// alone and required — an optional argument a compact schema left out comes back from
+/// the tool's `full` definition. A name is matched as written, or by its last part when
+/// that is unambiguous. What was settled, argument → value.
+pub(super) fn settle_named(
+    definition: &mut ToolDefinition,
+    full: &ToolDefinition,
+    choices: &ArgumentChoices,
+    request: &str,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mentions = super::route::mentioned(request);
+    let mut settled = serde_json::Map::new();
+    for (name, values) in choices {
+        let named = |key: fn(&str) -> &str| -> Vec<&String> {
+            values
+                .iter()
+                .filter(|v| *v != "." && mentions.contains(&key(v).to_lowercase()))
+                .collect()
+        };
+        let mut found = named(|v| v);
+        if found.is_empty() {
+            found = named(|v| v.rsplit('/').next().unwrap_or(v));
+        }
+        let [value] = found.as_slice() else { continue };
+        let pointer = format!("/properties/{name}");
+        let Some(mut property) = definition
+            .input_schema
+            .pointer(&pointer)
+            .or_else(|| full.input_schema.pointer(&pointer))
+            .cloned()
+        else {
+            continue;
+        };
+        if property.get("type").and_then(|t| t.as_str()) != Some("string") {
+            continue;
+        }
+        property["enum"] = serde_json::json!([value]);
+        let schema = &mut definition.input_schema;
+        if !schema
+            .get("properties")
+            .is_some_and(serde_json::Value::is_object)
+        {
+            schema["properties"] = serde_json::json!({});
+        }
+        schema["properties"][name] = property;
+        if !super::prompt::required_names(schema).contains(name) {
+            match schema.get_mut("required").and_then(|r| r.as_array_mut()) {
+                Some(required) => required.push(name.clone().into()),
+                None => schema["required"] = serde_json::json!([name]),
+            }
+        }
+        settled.insert(name.clone(), serde_json::Value::String((*value).clone()));
+    }
+    settled
+}
+
+/// Narrow the held text arguments of `definition` by what `tool` knows once `settled`
+/// is fixed ([`Tool::narrow_choices`]): each keeps the values the tool keeps among its
+/// own, never one it did not have.
+pub(super) async fn narrow(
+    request: &str,
+    definition: &mut ToolDefinition,
+    tool: Arc<dyn Tool>,
+    settled: serde_json::Map<String, serde_json::Value>,
+    workspace: Option<PathBuf>,
+    limit: usize,
+) {
+    let candidates: ArgumentChoices = definition
+        .input_schema
+        .get("properties")
+        .and_then(serde_json::Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter(|(name, _)| !settled.contains_key(*name))
+        .filter_map(|(name, property)| {
+            let values = property.get("enum")?.as_array()?;
+            let values: Vec<String> = values
+                .iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect();
+            Some((name.clone(), values))
+        })
+        .collect();
+    if candidates.is_empty() || limit == 0 {
+        return;
+    }
+    let asked = candidates.clone();
+    let settled = serde_json::Value::Object(settled);
+    let request = request.to_string();
+    // The tool reads the workspace: off the async runtime, and a panic narrows nothing.
+    let narrowed = tokio::task::spawn_blocking(move || {
+        super::guard::guarded(|| {
+            tool.narrow_choices(&request, &settled, &asked, workspace.as_deref(), limit)
+        })
+        .ok()
+        .flatten()
+    })
+    .await
+    .ok()
+    .flatten()
+    .unwrap_or_default();
+    let kept: ArgumentChoices = narrowed
+        .into_iter()
+        .filter_map(|(name, values)| {
+            let had = candidates.get(&name)?;
+            let values: Vec<String> = values.into_iter().filter(|v| had.contains(v)).collect();
+            Some((name, values))
+        })
+        .collect();
+    hold(&mut definition.input_schema, &kept);
 }
 
 /// Give each property of `schema` that `choices` names an `enum` of its values (only

@@ -107,7 +107,7 @@ impl Run {
             .as_ref()
             .and_then(|c| c.workspace_path.clone());
         let limit = self.shared.config.path_choices_limit;
-        let found = super::choices::gather(&setup.tools, workspace, limit).await;
+        let found = super::choices::gather(&setup.tools, workspace.clone(), limit).await;
         super::choices::apply(&mut request.tools, &found);
         if !(setup.decides && self.iteration == 1) {
             return false;
@@ -120,19 +120,53 @@ impl Run {
             // A call is required, and no tool stands out: the model chooses.
             super::route::Route::Answer => false,
             super::route::Route::Call(id) => {
-                let max_words = self.shared.config.argument_span_words as usize;
-                if let Some(definition) = request.tools.iter_mut().find(|d| d.id == id) {
-                    if max_words > 0 {
-                        let message = &self.request.message;
-                        super::choices::hold_to_spans(definition, |tool, argument| {
-                            super::route::argument_spans(message, max_words, tool, argument, &found)
-                        });
-                    }
+                let tool = setup.tools.iter().find(|t| t.definition().id == id);
+                let definition = request.tools.iter_mut().find(|d| d.id == id);
+                if let (Some(tool), Some(definition)) = (tool, definition) {
+                    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+                    self.hold_routed(definition, tool, &found, workspace, limit)
+                        .await;
                 }
                 request.tool_choice = ToolChoice::Tool(id);
                 false
             }
         }
+    }
+
+    /// The routed call's arguments held: what the request names settled, the text
+    /// arguments held to spans of the request, and those narrowed by the tool.
+    async fn hold_routed(
+        &self,
+        definition: &mut ToolDefinition,
+        tool: &Arc<dyn core_models::Tool>,
+        found: &[(String, core_models::ArgumentChoices)],
+        workspace: Option<std::path::PathBuf>,
+        limit: usize,
+    ) {
+        let message = &self.request.message;
+        let settled = found
+            .iter()
+            .find(|(id, _)| *id == definition.id)
+            .map(|(_, own)| {
+                super::choices::settle_named(definition, tool.definition(), own, message)
+            })
+            .unwrap_or_default();
+        let max_words = self.shared.config.argument_span_words as usize;
+        if max_words == 0 {
+            return;
+        }
+        super::choices::hold_to_spans(definition, |tool, argument| {
+            super::route::argument_spans(message, max_words, tool, argument, found)
+        });
+        super::choices::narrow(
+            message,
+            definition,
+            Arc::clone(tool),
+            settled,
+            workspace,
+            limit,
+        )
+        .await;
     }
 
     /// The reply written again as plain text, no tool allowed: after a constrained
@@ -254,7 +288,14 @@ impl Run {
             let text = template
                 .replace("{results}", results.join("\n").trim_end())
                 .replace("{request}", self.request.message.trim());
-            request.messages = vec![ChatMessage::user(text)];
+            request.messages = setup
+                .system
+                .iter()
+                .map(|s| ChatMessage::system(s.clone()))
+                .chain(std::iter::once(ChatMessage::user(text)))
+                .collect();
+            // A small model that answers runs on into a new "Question: …" of its own.
+            request.options.stop.extend(template_labels(template));
         }
         let text_only = request.tool_choice == ToolChoice::None;
         (request, text_only)
@@ -404,6 +445,21 @@ pub(super) fn llm_request(
     }
 }
 
+/// The labels that begin lines of an answer template ("Context:", "Question:"), each
+/// as a stop sequence at the start of a line.
+fn template_labels(template: &str) -> Vec<String> {
+    template
+        .lines()
+        .filter_map(|line| {
+            let (label, _) = line.split_once(':')?;
+            let plain = !label.is_empty()
+                && label.chars().all(|c| c.is_alphanumeric() || c == ' ')
+                && label.starts_with(char::is_alphabetic);
+            plain.then(|| format!("\n{label}:"))
+        })
+        .collect()
+}
+
 fn summarize_calls(calls: &[ToolCallRequest]) -> String {
     calls
         .iter()
@@ -443,5 +499,19 @@ fn parser_options(
         .parser_options(native.starts_in_thinking),
         None if native.starts_in_thinking => built.clone().starting_in_thinking(),
         None => built.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_labels_of_an_answer_template_stop_the_answer() {
+        assert_eq!(
+            template_labels("Context:\n{results}\n\nQuestion: {request}\nAnswer in one sentence."),
+            ["\nContext:", "\nQuestion:"]
+        );
+        assert!(template_labels("Use {results}: answer {request}").is_empty());
     }
 }

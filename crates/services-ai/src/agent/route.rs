@@ -37,13 +37,28 @@ const STOPWORDS: &[&str] = &[
     "would", "you", "your",
 ];
 
+/// Words after which the next names a thing.
+const POSSESSIVES: &[&str] = &["my", "your", "our", "their", "his", "her", "its"];
+/// What a word after a possessive, or a participle, counts, against 1 for any other.
+const NOUN_WEIGHT: f64 = 0.25;
+/// What the request's leading word counts.
+const LEAD_WEIGHT: f64 = 2.0;
+/// What a word of a tool's example requests counts (they name things besides the action:
+/// "change *cats* to *dogs*"), against 1 for its description's and 2 for its name's.
+const EXAMPLE_WEIGHT: f64 = 0.5;
+/// Words a text argument does not begin or end with: they link its content to the
+/// request ("the file *containing* ERROR", "a file *called* x with the *text* y").
+const FILLERS: &[&str] = &[
+    "call", "contain", "content", "file", "folder", "line", "mention", "name", "text", "word",
+];
+
 /// Rank `tools` (with the argument choices each has now) for `request`.
 pub(crate) fn route(
     request: &str,
     tools: &[ToolDefinition],
     choices: &[(String, ArgumentChoices)],
 ) -> Route {
-    let asked: HashSet<String> = words(request).collect();
+    let asked = weighed_words(request);
     let mentions = mentioned(request);
     let vocabularies: Vec<HashMap<String, f64>> = tools.iter().map(vocabulary).collect();
     let count = tools.len() as f64;
@@ -62,7 +77,7 @@ pub(crate) fn route(
         .map(|(i, tool)| {
             let words: f64 = asked
                 .iter()
-                .filter_map(|w| vocabularies[i].get(w).map(|weight| weight * idf(w)))
+                .filter_map(|(w, said)| vocabularies[i].get(w).map(|weight| said * weight * idf(w)))
                 .sum();
             let named = choices
                 .iter()
@@ -108,7 +123,20 @@ pub(crate) fn argument_spans(
 ) -> Vec<String> {
     let own: HashSet<String> = words(&tool.id.replace(['_', '-'], " "))
         .chain(words(&tool.name))
+        .chain(words(first_sentence(&tool.description)))
         .collect();
+    // A word that says nothing here: a stopword, a filler, or the tool's own.
+    let plain = |word: &str| {
+        word.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .all(|w| {
+                let stemmed = stem(&w);
+                STOPWORDS.contains(&w.as_str())
+                    || FILLERS.contains(&stemmed.as_str())
+                    || own.contains(&stemmed)
+            })
+    };
     let names_a_file = ["path", "file", "filename", "dir", "folder", "cwd", "target"]
         .iter()
         .any(|p| argument.to_lowercase().contains(p));
@@ -121,42 +149,84 @@ pub(crate) fn argument_spans(
             .map(|v| v.to_lowercase())
             .collect()
     };
-    super::choices::request_spans(request, max_words)
+    let spans = super::choices::request_spans(request, max_words);
+    // A file the request names by its name is meant: its other words are not.
+    let path_like = |span: &str| span.contains(['.', '/']) && !span.contains(' ');
+    let names_one = names_a_file && spans.iter().any(|s| path_like(s));
+    spans
         .into_iter()
+        .filter(|span| !names_one || path_like(span))
         .filter(|span| {
-            let mut parts = span
-                .split_whitespace()
-                .filter(|w| !entries.contains(&w.to_lowercase()));
-            let path_like = span.contains(['.', '/']) && !span.contains(' ');
-            (names_a_file && path_like)
-                || parts.any(|w| {
-                    w.split(|c: char| !c.is_alphanumeric())
-                        .filter(|w| !w.is_empty())
-                        .map(|w| stem(&w.to_lowercase()))
-                        .any(|w| !STOPWORDS.contains(&w.as_str()) && !own.contains(&w))
-                })
+            let parts: Vec<&str> = span.split_whitespace().collect();
+            let entry = |w: &str| entries.contains(&w.to_lowercase());
+            // Something beyond the action and its target, and nothing idle at either end
+            // ("the code", "lines containing ERROR" say no more than "code", "ERROR").
+            let says = parts.iter().any(|w| !entry(w) && !plain(w));
+            let edge = |w: Option<&&str>| w.is_some_and(|w| entry(w) || !plain(w));
+            if names_a_file {
+                path_like(span) || says
+            } else {
+                says && edge(parts.first()) && edge(parts.last())
+            }
         })
         .collect()
 }
 
-/// A tool's words with their weight: its id's and name's count double.
+/// A tool's words with their weight: its examples' count half, its description's once,
+/// its id's and name's double.
 fn vocabulary(tool: &ToolDefinition) -> HashMap<String, f64> {
     let mut vocabulary = HashMap::new();
-    let first_sentence = tool
-        .description
-        .split(". ")
-        .next()
-        .unwrap_or(&tool.description);
-    let examples = tool.examples.iter().map(|e| e.request.as_str());
-    for text in std::iter::once(first_sentence).chain(examples) {
-        for word in words(text) {
-            vocabulary.entry(word).or_insert(1.0);
+    for example in &tool.examples {
+        for word in words(&example.request) {
+            vocabulary.insert(word, EXAMPLE_WEIGHT);
         }
+    }
+    for word in words(first_sentence(&tool.description)) {
+        vocabulary.insert(word, 1.0);
     }
     for word in words(&tool.id.replace(['_', '-'], " ")).chain(words(&tool.name)) {
         vocabulary.insert(word, 2.0);
     }
     vocabulary
+}
+
+/// The first sentence of a tool's description.
+fn first_sentence(description: &str) -> &str {
+    description.split(". ").next().unwrap_or(description)
+}
+
+/// The content words of `request` ([`words`]) with how much each says of the tool meant:
+/// the first, before which stand only stopwords, is most often the verb that asks for the
+/// action ("Please *run* make", "Can you *list* the files") and counts double; one after
+/// a possessive names a thing ("my list", "your notes"), and a participle a state ("the
+/// names listed"): they count a quarter.
+fn weighed_words(request: &str) -> HashMap<String, f64> {
+    let mut weighed = HashMap::new();
+    let mut after_possessive = false;
+    let mut leading = true;
+    for raw in request.split_whitespace() {
+        let found: Vec<String> = words(raw).collect();
+        let bare = raw
+            .trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase();
+        // "the author *listed* in", "a file *containing*": a state, not the action asked.
+        let participle = bare.len() > 4 && (bare.ends_with("ed") || bare.ends_with("ing"));
+        let said = if after_possessive || participle {
+            NOUN_WEIGHT
+        } else if leading && !found.is_empty() {
+            LEAD_WEIGHT
+        } else {
+            1.0
+        };
+        leading &= found.is_empty();
+        for word in found {
+            let weight = weighed.entry(word).or_insert(0.0);
+            *weight = f64::max(*weight, said);
+        }
+        after_possessive =
+            POSSESSIVES.contains(&bare.as_str()) && !raw.ends_with([',', '.', ';', ':', '?', '!']);
+    }
+    weighed
 }
 
 /// The content words of `text`, lowercased and stemmed. A path or a file name
@@ -167,27 +237,25 @@ fn words(text: &str) -> impl Iterator<Item = String> + '_ {
         .map(|w| w.trim_end_matches(|c: char| !c.is_alphanumeric()))
         .filter(|w| !w.contains(['.', '/', '\\']))
         .flat_map(|w| w.split(|c: char| !c.is_alphanumeric()))
-        .filter(|w| !w.is_empty())
+        // One letter says nothing (the "s" of "project's").
+        .filter(|w| w.chars().nth(1).is_some())
         .map(str::to_lowercase)
         .filter(|w| !STOPWORDS.contains(&w.as_str()))
         .map(|w| stem(&w))
 }
 
-/// A crude English stem: common endings taken off longer words.
+/// A word's English stem (Snowball), so that "listing", "lists" and "list" meet.
 fn stem(word: &str) -> String {
-    for ending in ["ing", "ed", "es", "s"] {
-        if word.len() > ending.len() + 3 {
-            if let Some(stem) = word.strip_suffix(ending) {
-                return stem.to_string();
-            }
-        }
-    }
-    word.to_string()
+    static STEMMER: std::sync::OnceLock<rust_stemmers::Stemmer> = std::sync::OnceLock::new();
+    STEMMER
+        .get_or_init(|| rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English))
+        .stem(word)
+        .into_owned()
 }
 
 /// The path-like words of `text` (lowercased), as written and without a leading `./`
 /// or trailing punctuation.
-fn mentioned(text: &str) -> HashSet<String> {
+pub(crate) fn mentioned(text: &str) -> HashSet<String> {
     text.split(|c: char| c.is_whitespace() || matches!(c, '`' | '"' | '\'' | ',' | '(' | ')'))
         .map(|w| w.trim_end_matches(['.', '?', '!', ':', ';']))
         .map(|w| w.trim_start_matches("./").to_lowercase())
@@ -264,18 +332,41 @@ mod tests {
         )];
         let request = "Search the files in notes.txt for deadline";
         let spans = argument_spans(request, 2, &tool, "pattern", &choices);
-        assert_eq!(spans, ["for deadline", "deadline"]);
+        assert_eq!(spans, ["deadline"], "no span starts or ends idle");
         let spans = argument_spans(request, 2, &tool, "path", &choices);
-        assert_eq!(
-            spans,
-            [
-                "in notes.txt",
-                "notes.txt",
-                "notes.txt for",
-                "for deadline",
-                "deadline"
-            ]
+        assert_eq!(spans, ["notes.txt"], "a file named by its name is meant");
+        let spans = argument_spans(
+            "Search for lines containing ERROR",
+            8,
+            &tool,
+            "pattern",
+            &[],
         );
+        assert_eq!(spans, ["ERROR"]);
+    }
+
+    #[test]
+    fn a_verb_counts_more_than_a_thing_or_a_state() {
+        let choices = vec![(
+            "read_file".to_string(),
+            ArgumentChoices::from([("path".to_string(), vec!["todo.txt".to_string()])]),
+        )];
+        check(
+            "What is the first item on my list in todo.txt?",
+            &choices,
+            &["read_file"],
+        );
+        check(
+            "Tell me the names listed in todo.txt",
+            &choices,
+            &["read_file"],
+        );
+        check("Please list the files", &[], &["list_dir"]);
+        check("Can you run make", &[], &["run_command"]);
+        let weighed = weighed_words("Please run the project's tests on my list");
+        assert_eq!(weighed.get("run"), Some(&LEAD_WEIGHT));
+        assert_eq!(weighed.get("list"), Some(&NOUN_WEIGHT));
+        assert!(!weighed.contains_key("s"), "one letter is no word");
     }
 
     #[test]
@@ -285,6 +376,6 @@ mod tests {
             ["file", "list"]
         );
         assert_eq!(stem("searches"), "search");
-        assert_eq!(stem("runs"), "runs", "short words keep their ending");
+        assert_eq!(stem("changed"), stem("change"));
     }
 }

@@ -83,6 +83,7 @@ impl RunCommand {
                 "Run or execute a shell command in the workspace and return its exit code and output. Optionally in a subfolder (cwd) and with a timeout in seconds. Commands run in a sandbox: they write only in the workspace and have no network.",
             )
             .with_example("Run ls -la and show me the output.", json!({"command": "ls -la"}))
+            .with_example("Execute make test", json!({"command": "make test"}))
             .with_category(ToolCategory::Terminal)
             .with_risk(RiskLevel::Medium)
             .with_schema(json!({
