@@ -738,8 +738,11 @@ async fn search_files_finds_lines_and_honours_gitignore() {
     std::fs::write(dir.path().join("bin.dat"), b"line\0binary").unwrap();
     let search = SearchFiles::default();
     let r = exec(&search, dir.path(), json!({"pattern": "line (one|two)"})).await;
-    assert_eq!(r.content, "notes.txt:1: line one\nnotes.txt:2: line two");
-    assert_eq!(r.data.unwrap()["files"], 1);
+    assert_eq!(
+        r.content,
+        "notes.txt:1: line one\nnotes.txt:2: line two\nsrc/lib.rs:1: // Line one of lib"
+    );
+    assert_eq!(r.data.unwrap()["files"], 2);
 
     // Case, globs and subfolders; ignored and binary files are skipped.
     let r = exec(
@@ -755,10 +758,28 @@ async fn search_files_finds_lines_and_honours_gitignore() {
     let r = exec(
         &search,
         dir.path(),
-        json!({"pattern": "line", "path": "src"}),
+        json!({"pattern": "line", "path": "src", "case_insensitive": false}),
     )
     .await;
     assert_eq!(r.content, "src/lib.rs:2: pub fn line() {}");
+    // Not said: case is ignored when the pattern has no capital letter ("smart case").
+    let r = exec(
+        &search,
+        dir.path(),
+        json!({"pattern": "line", "path": "src"}),
+    )
+    .await;
+    assert_eq!(
+        r.content,
+        "src/lib.rs:1: // Line one of lib\nsrc/lib.rs:2: pub fn line() {}"
+    );
+    let r = exec(
+        &search,
+        dir.path(),
+        json!({"pattern": "Line", "path": "src"}),
+    )
+    .await;
+    assert_eq!(r.content, "src/lib.rs:1: // Line one of lib");
     let r = exec(
         &search,
         dir.path(),

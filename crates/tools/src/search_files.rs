@@ -64,7 +64,7 @@ impl SearchFiles {
                     "pattern": {"type": "string", "description": "Regular expression (Rust regex syntax)"},
                     "path": {"type": "string", "description": "Folder or file relative to the workspace (default \".\")"},
                     "glob": {"type": "string", "description": "Only files whose name matches this glob, e.g. *.rs"},
-                    "case_insensitive": {"type": "boolean"},
+                    "case_insensitive": {"type": "boolean", "description": "Ignore case (default: only when the pattern has no capital letter)"},
                     "max_results": {"type": "integer", "minimum": 1, "maximum": SEARCH_MAX_RESULTS}
                 },
                 "required": ["pattern"]
@@ -145,7 +145,7 @@ impl Tool for SearchFiles {
         let texts = crate::choices::file_texts(workspace, &self.launcher, limit)?;
         let found = crate::choices::narrowed(candidates, "pattern", |pattern| {
             // As the search itself reads a pattern (case and all).
-            RegexMatcherBuilder::new().build(pattern).is_ok_and(|m| {
+            matcher(pattern, None).is_ok_and(|m| {
                 texts
                     .iter()
                     .any(|t| m.is_match(t.as_bytes()).unwrap_or(false))
@@ -164,6 +164,21 @@ impl Tool for SearchFiles {
     }
 }
 
+/// The matcher for `pattern`: case ignored as `case_insensitive` says, or — not given —
+/// when the pattern has no capital letter ("smart case": `budget` finds "Budget", `TODO`
+/// only "TODO").
+fn matcher(
+    pattern: &str,
+    case_insensitive: Option<bool>,
+) -> Result<RegexMatcher, grep_regex::Error> {
+    let mut builder = RegexMatcherBuilder::new();
+    match case_insensitive {
+        Some(ignore) => builder.case_insensitive(ignore),
+        None => builder.case_smart(true),
+    };
+    builder.build(pattern)
+}
+
 fn search(workspace: &Workspace, params: &Value, token: &CancellationToken) -> ToolResult {
     let pattern = params
         .get("pattern")
@@ -176,10 +191,10 @@ fn search(workspace: &Workspace, params: &Value, token: &CancellationToken) -> T
         .unwrap_or(SEARCH_DEFAULT_RESULTS)
         .clamp(1, SEARCH_MAX_RESULTS);
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    let matcher = match RegexMatcherBuilder::new()
-        .case_insensitive(params.get("case_insensitive") == Some(&Value::Bool(true)))
-        .build(pattern)
-    {
+    let matcher = match matcher(
+        pattern,
+        params.get("case_insensitive").and_then(Value::as_bool),
+    ) {
         Ok(m) => m,
         Err(e) => return ToolResult::failed(format!("invalid pattern: {e}")),
     };

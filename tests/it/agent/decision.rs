@@ -309,3 +309,63 @@ async fn a_search_is_held_to_patterns_that_find_something() {
         Some(vec!["budget".to_string()])
     );
 }
+
+#[tokio::test]
+async fn a_later_step_of_the_request_is_a_second_routed_call_before_the_answer() {
+    let (dir, h) = setup(
+        vec![
+            call("read_file", json!({"path": "notes.txt"})),
+            call(
+                "write_file",
+                json!({"path": "copy.txt", "content": "the meeting is on Friday"}),
+            ),
+            text("Copied."),
+        ],
+        constrained(),
+    );
+    let asked = request(&dir, "Read notes.txt and write the same text into copy.txt");
+    let events = run_answering(&h.agent, asked, |a| {
+        a.approve().unwrap();
+    })
+    .await;
+    let done = complete(&events);
+    assert_eq!(
+        (done.tool_calls_executed, done.final_response.as_str()),
+        (2, "Copied.")
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("copy.txt")).unwrap(),
+        "the meeting is on Friday"
+    );
+    let sent = requests(&h);
+    assert_eq!(sent.len(), 3);
+    assert_eq!(sent[1].tool_choice, ToolChoice::Tool("write_file".into()));
+    assert_eq!(
+        held(&sent[1], "write_file", "path"),
+        Some(vec!["copy.txt".to_string()])
+    );
+    // The content may be the clause's words or what the first call read.
+    let content = held(&sent[1], "write_file", "content").unwrap();
+    assert!(
+        content.contains(&"the meeting is on Friday".to_string()),
+        "{content:?}"
+    );
+    assert_eq!(sent[2].tool_choice, ToolChoice::None, "then the answer");
+}
+
+#[tokio::test]
+async fn a_clause_that_only_mentions_a_tool_word_in_passing_is_no_step() {
+    let (dir, h) = setup(
+        vec![
+            call("read_file", json!({"path": "notes.txt"})),
+            text("Friday."),
+        ],
+        constrained(),
+    );
+    let asked = request(&dir, "Read notes.txt and tell me which day the folder says");
+    let events = run(&h.agent, asked).await;
+    assert_eq!(complete(&events).tool_calls_executed, 1);
+    let sent = requests(&h);
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent[1].tool_choice, ToolChoice::None);
+}

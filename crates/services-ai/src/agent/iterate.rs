@@ -17,9 +17,9 @@ pub(super) struct Setup {
     any_tools: bool,
     /// `auto` (and `required`) are carried out as a routed decision
     /// ([`crate::config::AutoToolChoice::Constrained`]).
-    decides: bool,
+    pub(super) decides: bool,
     /// The tools offered (for their argument choices).
-    tools: Vec<Arc<dyn core_models::Tool>>,
+    pub(super) tools: Vec<Arc<dyn core_models::Tool>>,
     system: Option<String>,
     definitions: Vec<ToolDefinition>,
     parser: FunctionCallParser,
@@ -45,10 +45,14 @@ impl Run {
                 return outcome;
             }
             let (mut request, text_only) = self.llm_request(&setup);
-            let text_only = if text_only {
-                true
-            } else {
+            let text_only = if !text_only {
                 self.hold_arguments(&setup, &mut request).await
+            } else if let Some(call) = self.follow_up(&setup).await {
+                // A step of the request is still to be taken: its call, not the answer.
+                request = call;
+                false
+            } else {
+                true
             };
             if let Err(e) = self
                 .fit_context(&mut request, setup.system.as_deref())
@@ -101,11 +105,7 @@ impl Run {
     /// constrained decision the first reply routed — to a plain answer, or to a forced
     /// call of the best-ranked tool. Whether the reply is now text only.
     async fn hold_arguments(&self, setup: &Setup, request: &mut LlmRequest) -> bool {
-        let workspace = self
-            .request
-            .tool_context
-            .as_ref()
-            .and_then(|c| c.workspace_path.clone());
+        let workspace = self.workspace();
         let limit = self.shared.config.path_choices_limit;
         let found = super::choices::gather(&setup.tools, workspace.clone(), limit).await;
         super::choices::apply(&mut request.tools, &found);
@@ -123,50 +123,16 @@ impl Run {
                 let tool = setup.tools.iter().find(|t| t.definition().id == id);
                 let definition = request.tools.iter_mut().find(|d| d.id == id);
                 if let (Some(tool), Some(definition)) = (tool, definition) {
-                    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-                    self.hold_routed(definition, tool, &found, workspace, limit)
-                        .await;
+                    let held = super::follow_up::Held {
+                        text: &self.request.message,
+                        earlier: None,
+                    };
+                    self.hold_routed(definition, tool, &found, held).await;
                 }
                 request.tool_choice = ToolChoice::Tool(id);
                 false
             }
         }
-    }
-
-    /// The routed call's arguments held: what the request names settled, the text
-    /// arguments held to spans of the request, and those narrowed by the tool.
-    async fn hold_routed(
-        &self,
-        definition: &mut ToolDefinition,
-        tool: &Arc<dyn core_models::Tool>,
-        found: &[(String, core_models::ArgumentChoices)],
-        workspace: Option<std::path::PathBuf>,
-        limit: usize,
-    ) {
-        let message = &self.request.message;
-        let settled = found
-            .iter()
-            .find(|(id, _)| *id == definition.id)
-            .map(|(_, own)| {
-                super::choices::settle_named(definition, tool.definition(), own, message)
-            })
-            .unwrap_or_default();
-        let max_words = self.shared.config.argument_span_words as usize;
-        if max_words == 0 {
-            return;
-        }
-        super::choices::hold_to_spans(definition, |tool, argument| {
-            super::route::argument_spans(message, max_words, tool, argument, found)
-        });
-        super::choices::narrow(
-            message,
-            definition,
-            Arc::clone(tool),
-            settled,
-            workspace,
-            limit,
-        )
-        .await;
     }
 
     /// The reply written again as plain text, no tool allowed: after a constrained

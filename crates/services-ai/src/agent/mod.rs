@@ -15,6 +15,7 @@ mod choices;
 mod context;
 mod execute;
 mod finish;
+mod follow_up;
 mod generate;
 pub(crate) mod guard;
 mod iterate;

@@ -58,6 +58,16 @@ pub(crate) fn route(
     tools: &[ToolDefinition],
     choices: &[(String, ArgumentChoices)],
 ) -> Route {
+    route_above(request, tools, choices, THRESHOLD)
+}
+
+/// [`route`], with the least score for a call `threshold`.
+pub(crate) fn route_above(
+    request: &str,
+    tools: &[ToolDefinition],
+    choices: &[(String, ArgumentChoices)],
+    threshold: f64,
+) -> Route {
     let asked = weighed_words(request);
     let mentions = mentioned(request);
     let vocabularies: Vec<HashMap<String, f64>> = tools.iter().map(vocabulary).collect();
@@ -95,8 +105,8 @@ pub(crate) fn route(
     let Some(&(best, _)) = scored.first() else {
         return Route::Answer;
     };
-    if best < THRESHOLD {
-        return Route::Answer;
+    if best < threshold {
+        return look_first(request, tools).map_or(Route::Answer, Route::Call);
     }
     // Among tools ranked alike, the one that risks least (the first listed, then): a
     // request that only names a file is about reading it.
@@ -106,6 +116,28 @@ pub(crate) fn route(
         .min_by_key(|(_, i)| (tools[*i].default_risk_level, *i))
         .map_or(0, |(_, i)| *i);
     Route::Call(tools[chosen].id.clone())
+}
+
+/// A request about the workspace's files ("Are there any Python files here?", "Show all
+/// files in the workspace") that no tool's own words fit is a look at the workspace
+/// first: the safe file tool that needs no argument. A question about a file in general
+/// ("what is a file?") is not.
+fn look_first(request: &str, tools: &[ToolDefinition]) -> Option<String> {
+    let about_files = request
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|w| matches!(w.to_lowercase().as_str(), "files" | "folders" | "workspace"));
+    if !about_files {
+        return None;
+    }
+    tools
+        .iter()
+        .filter(|t| {
+            t.category == core_models::ToolCategory::FileSystem
+                && t.default_risk_level == core_models::RiskLevel::Safe
+                && super::prompt::required_names(&t.input_schema).is_empty()
+        })
+        .map(|t| t.id.clone())
+        .next()
 }
 
 /// The values `tool`'s text argument `argument` may take for `request`: its runs of up
@@ -281,7 +313,9 @@ mod tests {
                 "List Directory",
                 "List the files and folders in a folder.",
             )
-            .with_example("Which files are in this folder?", json!({})),
+            .with_example("Which files are in this folder?", json!({}))
+            .with_category(core_models::ToolCategory::FileSystem)
+            .with_risk(core_models::RiskLevel::Safe),
             ToolDefinition::new(
                 "search_files",
                 "Search Files",
@@ -367,6 +401,13 @@ mod tests {
         assert_eq!(weighed.get("run"), Some(&LEAD_WEIGHT));
         assert_eq!(weighed.get("list"), Some(&NOUN_WEIGHT));
         assert!(!weighed.contains_key("s"), "one letter is no word");
+    }
+
+    #[test]
+    fn a_request_about_the_files_no_tool_fits_looks_first() {
+        check("Are there any Python files here?", &[], &["list_dir"]);
+        check("Which of the files are images?", &[], &["list_dir"]);
+        check("Explain what a computer file is", &[], &[]);
     }
 
     #[test]
