@@ -623,6 +623,8 @@ async fn run_command_reports_exit_code_and_output() {
         json!({"command": "ls", "cwd": "src/deep"}),
     )
     .await;
+    // Output alone, whole: the output itself.
+    assert_eq!(r.content, "er\n");
     assert_eq!(r.data.unwrap()["stdout"], "er\n");
 
     let r = exec(&run, dir.path(), json!({"command": "echo bad; exit 3"})).await;

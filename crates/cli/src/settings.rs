@@ -38,7 +38,7 @@ pub(crate) const SMALL_MODEL_DEFAULTS: &[(&str, &str)] = &[
     ("argument_span_words", "8"),
     (
         "answer_template",
-        "Context:\n{results}\n\nQuestion: {request}\nAnswer in one plain sentence.",
+        "Context:\nThe result was:\n{results}\n\nQuestion: {request}\nAnswer in one plain sentence.",
     ),
 ];
 

@@ -141,7 +141,15 @@ impl Tool for EditFile {
     ) -> Option<ArgumentChoices> {
         let path = settled.get("path")?.as_str()?;
         let text = crate::choices::current_text(workspace, &self.launcher, path)?;
-        Some(edit_choices(request, &text, candidates))
+        // The file's own name is where the edit is, not what it is.
+        let candidates: ArgumentChoices = candidates
+            .iter()
+            .map(|(argument, values)| {
+                let values = values.iter().filter(|v| !v.contains(path)).cloned();
+                (argument.clone(), values.collect())
+            })
+            .collect();
+        Some(edit_choices(request, &text, &candidates))
     }
 
     async fn execute(&self, context: ToolExecutionContext) -> ToolResult {
@@ -224,9 +232,10 @@ fn gap_between(words: &[&str], first: &str, then: &str) -> Option<usize> {
         .min()
 }
 
-/// The words of `text`, lowercased, outer punctuation taken off.
+/// The words of `text`, lowercased: runs of letters, digits and `.`, `_`, `-` ("port=80"
+/// is "port" and "80"; "1.0" stays one), outer punctuation taken off.
 fn text_words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split_whitespace()
+    text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '.' | '_' | '-')))
         .map(|w| {
             w.trim_matches(|c: char| !c.is_alphanumeric())
                 .to_lowercase()
@@ -386,6 +395,13 @@ mod tests {
             ),
             &["1.0"],
             &["2.0"],
+        );
+        check(
+            "Change the port from 80 to 8080",
+            "host=localhost\nport=80\n",
+            candidates(&["port", "80"], &["port from 80", "8080"]),
+            &["80"],
+            &["8080"],
         );
         check(
             "Fix the typo: Helo should be Hello",

@@ -198,6 +198,7 @@ pub(super) async fn narrow(
             Some((name, values))
         })
         .collect();
+    tracing::debug!(tool = %definition.id, ?candidates, ?kept, "argument choices narrowed");
     hold(&mut definition.input_schema, &kept);
 }
 

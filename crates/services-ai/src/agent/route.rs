@@ -89,10 +89,15 @@ pub(crate) fn route_above(
                 .iter()
                 .filter_map(|(w, said)| vocabularies[i].get(w).map(|weight| said * weight * idf(w)))
                 .sum();
+            // Only an argument the tool needs: a request that names a file is about the
+            // tools that work on one, not those that may be pointed at one.
+            let needs = super::prompt::required_names(&tool.input_schema);
             let named = choices
                 .iter()
                 .filter(|(id, _)| *id == tool.id)
-                .flat_map(|(_, c)| c.values().flatten())
+                .flat_map(|(_, c)| c.iter())
+                .filter(|(argument, _)| needs.contains(argument))
+                .flat_map(|(_, values)| values)
                 .any(|value| value != "." && mentions.contains(&value.to_lowercase()));
             (words + if named { MENTION } else { 0.0 }, i)
         })
@@ -307,7 +312,11 @@ mod tests {
                 "Read File",
                 "Read a text file in the workspace.",
             )
-            .with_example("What does plan.md say?", json!({})),
+            .with_example("What does plan.md say?", json!({}))
+            .with_schema(
+                json!({"type": "object", "properties": {"path": {"type": "string"}},
+                                "required": ["path"]}),
+            ),
             ToolDefinition::new(
                 "list_dir",
                 "List Directory",

@@ -322,8 +322,15 @@ fn report(finished: process::Finished, timeout: Duration) -> ToolResult {
     });
     let headline = match &finished.end {
         End::Exited(status) if status.success() => {
+            let plain = finished.stderr.is_empty()
+                && finished.stdout_total <= finished.stdout.len()
+                && !finished.stdout.is_empty();
             let content = if report.is_empty() {
                 "exit code 0 (no output)".to_string()
+            } else if plain {
+                // Only output, whole: the output itself (a small model reads "exit code 0"
+                // and section lines as the answer); `data` says the rest.
+                finished.stdout.clone()
             } else {
                 format!("exit code 0\n{report}")
             };
