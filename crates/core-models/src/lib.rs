@@ -93,8 +93,8 @@ pub use state::{
     TURN_EDGES,
 };
 pub use tool::{
-    request_words, ArgumentChoices, CallAssessment, FileChange, ProgressReporter, RiskLevel,
-    ToolCategory, ToolDefinition, ToolExample, ToolExecutionContext, ToolProgress, ToolResult,
+    ArgumentChoices, CallAssessment, FileChange, ProgressReporter, RiskLevel, ToolCategory,
+    ToolDefinition, ToolExample, ToolExecutionContext, ToolProgress, ToolResult,
     ToolValidationResult,
 };
 pub use tool_call::{

@@ -476,25 +476,6 @@ impl CallAssessment {
 /// (see [`crate::Tool::argument_choices`]).
 pub type ArgumentChoices = std::collections::BTreeMap<String, Vec<String>>;
 
-/// The words of a user's request as argument values are cut from them (see
-/// [`crate::Tool::narrow_choices`]): split at white space, outer quotes, brackets and
-/// punctuation taken off, and a final full stop.
-pub fn request_words(request: &str) -> Vec<&str> {
-    request
-        .split_whitespace()
-        .map(|w| {
-            w.trim_matches(|c: char| {
-                matches!(
-                    c,
-                    '"' | '\'' | '`' | ',' | ';' | ':' | '?' | '!' | '(' | ')'
-                )
-            })
-        })
-        .map(|w| w.trim_end_matches('.'))
-        .filter(|w| !w.is_empty())
-        .collect()
-}
-
 /// What a call that changes a file would change, judged before it runs so that a person
 /// approves a diff, not a blob of JSON (see [`crate::Tool::preview_change`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -47,7 +47,7 @@ impl EditFile {
             definition: ToolDefinition::new(
                 "edit_file",
                 "Edit File",
-                "Edit, change, fix or replace one exact piece of text in a file. The search text must occur exactly once; include enough surrounding lines to make it unique.",
+                "Edit, change, update, fix or replace one exact piece of text in a file. The search text must occur exactly once; include enough surrounding lines to make it unique.",
             )
             .with_example("In list.txt, change cats to dogs.", json!({"path": "list.txt", "search": "cats", "replace": "dogs"}))
             .with_example("Replace red with blue in colors.txt", json!({"path": "colors.txt", "search": "red", "replace": "blue"}))
@@ -173,11 +173,10 @@ fn edit_choices(request: &str, text: &str, candidates: &ArgumentChoices) -> Argu
     let (Some((_, searches)), Some((_, replaces))) = (&searches, &replaces) else {
         return searches.into_iter().chain(replaces).collect();
     };
-    let words = core_models::request_words(request);
     let gaps: Vec<(usize, &String, &String)> = searches
         .iter()
         .flat_map(|s| replaces.iter().map(move |r| (s, r)))
-        .filter_map(|(s, r)| Some((gap_between(&words, s, r)?, s, r)))
+        .filter_map(|(s, r)| Some((gap_between(request, s, r)?, s, r)))
         .collect();
     // The closest said together: "version from 1.0 to 2.0" pairs 1.0 with 2.0.
     let closest = gaps.iter().map(|(gap, _, _)| *gap).min();
@@ -208,25 +207,23 @@ fn edit_choices(request: &str, text: &str, candidates: &ArgumentChoices) -> Argu
 /// Most words between a search text and its replacement in a request ("should be").
 const PAIR_GAP: usize = 3;
 
-/// How many words stand between `first` and, after it, `then` in `words`, the least
+/// How many words stand between `first` and, after it, `then` in `request`, the least
 /// where they are said more than once; `None` when `then` never follows `first` within
 /// [`PAIR_GAP`] words.
-fn gap_between(words: &[&str], first: &str, then: &str) -> Option<usize> {
-    let at = |span: &str| -> Vec<(usize, usize)> {
-        let n = span.split_whitespace().count();
-        (0..words.len().saturating_sub(n.saturating_sub(1)))
-            .filter(|&i| n > 0 && words[i..i + n].join(" ") == span)
-            .map(|i| (i, i + n))
-            .collect()
-    };
-    let thens = at(then);
-    at(first)
-        .iter()
-        .flat_map(|&(_, end)| {
-            thens
-                .iter()
-                .filter(move |&&(start, _)| start >= end)
-                .map(move |&(start, _)| start - end)
+fn gap_between(request: &str, first: &str, then: &str) -> Option<usize> {
+    if first.is_empty() || then.is_empty() {
+        return None;
+    }
+    request
+        .match_indices(first)
+        .flat_map(|(at, _)| {
+            let after = &request[at + first.len()..];
+            after.match_indices(then).map(move |(to, _)| {
+                after[..to]
+                    .split_whitespace()
+                    .filter(|w| w.chars().any(char::is_alphanumeric))
+                    .count()
+            })
         })
         .filter(|&gap| gap <= PAIR_GAP)
         .min()

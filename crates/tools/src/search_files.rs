@@ -51,7 +51,7 @@ impl SearchFiles {
             definition: ToolDefinition::new(
                 "search_files",
                 "Search Files",
-                "Search, find or look for a word or regular expression in the workspace's files and return the matching lines as path:line: text. Files ignored by .gitignore and binary files are skipped.",
+                "Search, find, grep or look for a word or regular expression in the workspace's files and return the matching lines as path:line: text. Files ignored by .gitignore and binary files are skipped.",
             )
             .with_example("Find the files that mention invoices.", json!({"pattern": "invoices"}))
             .with_example("Where is the word timeout used?", json!({"pattern": "timeout"}))

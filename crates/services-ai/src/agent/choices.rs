@@ -46,23 +46,59 @@ pub(super) fn apply(definitions: &mut [ToolDefinition], found: &[(String, Argume
     }
 }
 
-/// The runs of up to `max_words` words of `request` (outer punctuation and quotes taken
-/// off each word), in order, without repeats: what a small model's arguments are held
-/// to under a constrained decision — it copies the user's words well, and writes its own
-/// badly.
+/// The runs of up to `max_words` words of `request` as written (quotes, brackets and
+/// punctuation that enclose or end a run taken off its ends: `"hi there"`, `notes.txt.`,
+/// but `print('hi')` and `eggs, milk` whole), in order, without repeats: what a small
+/// model's arguments are held to under a constrained decision — it copies the user's
+/// words well, and writes its own badly.
 pub(super) fn request_spans(request: &str, max_words: usize) -> Vec<String> {
-    let words = core_models::request_words(request);
+    let words: Vec<&str> = request.split_whitespace().collect();
     let mut spans: Vec<String> = Vec::new();
     for start in 0..words.len() {
         for end in start + 1..=words.len().min(start + max_words) {
             let span = words[start..end].join(" ");
-            let span = span.trim();
-            if !span.is_empty() && !spans.iter().any(|s| s == span) {
+            let span = trim_span(&span);
+            // A run that starts or ends inside a quotation or brackets is none.
+            let count = |c: char| span.chars().filter(|&x| x == c).count();
+            let broken = count('"') % 2 == 1 || count('`') % 2 == 1 || count('(') != count(')');
+            if !span.is_empty() && !broken && !spans.iter().any(|s| s == span) {
                 spans.push(span.to_string());
             }
         }
     }
     spans
+}
+
+/// `span` without what encloses or ends it: a trailing `,` `;` `:` `?` `!` or `.`, and
+/// a quote or bracket at an end whose partner is not inside (`"hi"` → `hi`, `(a` → `a`,
+/// `f(x)` stays).
+fn trim_span(span: &str) -> &str {
+    let mut span = span.trim();
+    loop {
+        let before = span;
+        span = span.trim_end_matches([',', ';', ':', '?', '!', '.']);
+        for (open, close) in [
+            ('"', '"'),
+            ('\'', '\''),
+            ('`', '`'),
+            ('(', ')'),
+            ('[', ']'),
+            ('{', '}'),
+        ] {
+            let inner = |s: &str, c: char| s.chars().filter(|&x| x == c).count();
+            if span.len() >= 2 && span.starts_with(open) && span.ends_with(close) {
+                span = &span[1..span.len() - 1];
+            } else if span.starts_with(open) && inner(&span[1..], close) == 0 {
+                span = &span[1..];
+            } else if span.ends_with(close) && inner(&span[..span.len() - 1], open) == 0 {
+                span = &span[..span.len() - 1];
+            }
+        }
+        span = span.trim();
+        if span == before {
+            return span;
+        }
+    }
 }
 
 /// Hold each required string argument of `definition` that has no choices yet to the
@@ -240,7 +276,29 @@ mod tests {
     fn spans_of_the_request() {
         assert_eq!(
             request_spans("Save \"hi there\" to a.txt.", 2),
-            ["Save", "Save hi", "hi", "hi there", "there", "there to", "to", "to a.txt", "a.txt"]
+            ["Save", "hi", "hi there", "there", "to", "to a.txt", "a.txt"]
+        );
+        assert_eq!(
+            request_spans("create a.py with print('hi'), then stop.", 3)[..6],
+            [
+                "create",
+                "create a.py",
+                "create a.py with",
+                "a.py",
+                "a.py with",
+                "a.py with print('hi')"
+            ]
+        );
+        assert_eq!(
+            request_spans("buy eggs, milk", 3),
+            [
+                "buy",
+                "buy eggs",
+                "buy eggs, milk",
+                "eggs",
+                "eggs, milk",
+                "milk"
+            ]
         );
         let mut definition = ToolDefinition::new("w", "W", "Write.").with_schema(json!({
             "type": "object",

@@ -81,6 +81,7 @@ pub(crate) fn route_above(
             (1.0 + count / df.max(1.0)).ln()
         }
     };
+    let mut any_named = false;
     let mut scored: Vec<(f64, usize)> = tools
         .iter()
         .enumerate()
@@ -99,6 +100,7 @@ pub(crate) fn route_above(
                 .filter(|(argument, _)| needs.contains(argument))
                 .flat_map(|(_, values)| values)
                 .any(|value| value != "." && mentions.contains(&value.to_lowercase()));
+            any_named |= named;
             (words + if named { MENTION } else { 0.0 }, i)
         })
         .collect();
@@ -110,6 +112,11 @@ pub(crate) fn route_above(
     let Some(&(best, _)) = scored.first() else {
         return Route::Answer;
     };
+    // "How do I reverse a list?" asks to be told, not for an action — unless it names a
+    // file or folder that is there.
+    if asks_how(request) && !any_named {
+        return Route::Answer;
+    }
     if best < threshold {
         return look_first(request, tools).map_or(Route::Answer, Route::Call);
     }
@@ -121,6 +128,21 @@ pub(crate) fn route_above(
         .min_by_key(|(_, i)| (tools[*i].default_risk_level, *i))
         .map_or(0, |(_, i)| *i);
     Route::Call(tools[chosen].id.clone())
+}
+
+/// Whether `request` is a how-to question ("How do I …", "how can you …", "How to …").
+fn asks_how(request: &str) -> bool {
+    let mut words = request.split_whitespace().map(|w| {
+        w.trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase()
+    });
+    words.next().as_deref() == Some("how")
+        && words.next().is_some_and(|w| {
+            matches!(
+                w.as_str(),
+                "do" | "does" | "can" | "could" | "should" | "would" | "to" | "is" | "are"
+            )
+        })
 }
 
 /// A request about the workspace's files ("Are there any Python files here?", "Show all
@@ -174,9 +196,7 @@ pub(crate) fn argument_spans(
                     || own.contains(&stemmed)
             })
     };
-    let names_a_file = ["path", "file", "filename", "dir", "folder", "cwd", "target"]
-        .iter()
-        .any(|p| argument.to_lowercase().contains(p));
+    let names_a_file = names_file(argument);
     let entries: HashSet<String> = if names_a_file {
         HashSet::new()
     } else {
@@ -187,12 +207,18 @@ pub(crate) fn argument_spans(
             .collect()
     };
     let spans = super::choices::request_spans(request, max_words);
-    // A file the request names by its name is meant: its other words are not.
-    let path_like = |span: &str| span.contains(['.', '/']) && !span.contains(' ');
+    // A file the request names by its name is meant: its other words are not. Where the
+    // tool takes a file too, that name is no other argument's value (a file's content is
+    // not its own name).
+    let path_like = |span: &str| file_name(span);
     let names_one = names_a_file && spans.iter().any(|s| path_like(s));
+    let takes_a_file = super::prompt::required_names(&tool.input_schema)
+        .iter()
+        .any(|name| names_file(name));
     spans
         .into_iter()
         .filter(|span| !names_one || path_like(span))
+        .filter(|span| names_a_file || !takes_a_file || !path_like(span))
         .filter(|span| {
             let parts: Vec<&str> = span.split_whitespace().collect();
             let entry = |w: &str| entries.contains(&w.to_lowercase());
@@ -209,12 +235,43 @@ pub(crate) fn argument_spans(
         .collect()
 }
 
+/// Whether an argument's name says it names a file or folder.
+fn names_file(argument: &str) -> bool {
+    let argument = argument.to_lowercase();
+    ["path", "file", "dir", "folder", "cwd", "target"]
+        .iter()
+        .any(|p| argument.contains(p))
+}
+
+/// Whether `span` is a file's name: one word with a folder in it or an extension
+/// (`notes.txt`, `src/main.rs`; not `1.0`).
+fn file_name(span: &str) -> bool {
+    !span.contains(' ')
+        && (span.contains('/')
+            || span.rsplit_once('.').is_some_and(|(stem, extension)| {
+                !stem.is_empty()
+                    && (1..=5).contains(&extension.len())
+                    && extension.chars().all(|c| c.is_ascii_alphanumeric())
+                    && extension.chars().any(|c| c.is_ascii_alphabetic())
+            }))
+}
+
 /// A tool's words with their weight: its examples' count half, its description's once,
 /// its id's and name's double.
 fn vocabulary(tool: &ToolDefinition) -> HashMap<String, f64> {
     let mut vocabulary = HashMap::new();
     for example in &tool.examples {
-        for word in words(&example.request) {
+        // What the example's call takes from it ("change *cats* to *dogs*") is content,
+        // not what asks for the tool.
+        let content: HashSet<String> = example
+            .arguments
+            .as_object()
+            .into_iter()
+            .flat_map(|arguments| arguments.values())
+            .filter_map(|value| value.as_str())
+            .flat_map(|value| words(value).collect::<Vec<_>>())
+            .collect();
+        for word in words(&example.request).filter(|w| !content.contains(w)) {
             vocabulary.insert(word, EXAMPLE_WEIGHT);
         }
     }
@@ -410,6 +467,33 @@ mod tests {
         assert_eq!(weighed.get("run"), Some(&LEAD_WEIGHT));
         assert_eq!(weighed.get("list"), Some(&NOUN_WEIGHT));
         assert!(!weighed.contains_key("s"), "one letter is no word");
+    }
+
+    #[test]
+    fn a_how_to_question_is_answered() {
+        check("How do I reverse a list in Python?", &[], &[]);
+        check("how to run a shell script", &[], &[]);
+        let choices = vec![(
+            "read_file".to_string(),
+            ArgumentChoices::from([("path".to_string(), vec!["plan.md".to_string()])]),
+        )];
+        check("How do I start, says plan.md?", &choices, &["read_file"]);
+        check(
+            "How many lines does plan.md have?",
+            &choices,
+            &["read_file"],
+        );
+    }
+
+    #[test]
+    fn an_examples_own_content_is_no_tool_word() {
+        let tool = ToolDefinition::new("edit_file", "Edit File", "Edit a file.").with_example(
+            "In a.txt, change cats to dogs.",
+            json!({"search": "cats", "replace": "dogs"}),
+        );
+        let vocabulary = vocabulary(&tool);
+        assert!(vocabulary.contains_key("chang"), "{vocabulary:?}");
+        assert!(!vocabulary.contains_key("cat") && !vocabulary.contains_key("dog"));
     }
 
     #[test]
