@@ -329,6 +329,17 @@ mod tests {
     }
 
     #[test]
+    fn the_shipped_suites_are_valid() {
+        for (text, tasks) in [
+            (include_str!("../../../../examples/eval/basic.jsonl"), 34),
+            (include_str!("../../../../examples/eval/varied.jsonl"), 54),
+        ] {
+            let suite = Suite::parse(text).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(suite.tasks.len(), tasks);
+        }
+    }
+
+    #[test]
     fn reads_every_field() {
         let suite = Suite::parse(
             r#"
