@@ -210,15 +210,14 @@ pub(crate) fn argument_spans(
     // A file the request names by its name is meant: its other words are not. Where the
     // tool takes a file too, that name is no other argument's value (a file's content is
     // not its own name).
-    let path_like = |span: &str| file_name(span);
-    let names_one = names_a_file && spans.iter().any(|s| path_like(s));
+    let names_one = names_a_file && spans.iter().any(|s| file_name(s));
     let takes_a_file = super::prompt::required_names(&tool.input_schema)
         .iter()
         .any(|name| names_file(name));
     spans
         .into_iter()
-        .filter(|span| !names_one || path_like(span))
-        .filter(|span| names_a_file || !takes_a_file || !path_like(span))
+        .filter(|span| !names_one || file_name(span))
+        .filter(|span| names_a_file || !takes_a_file || !file_name(span))
         .filter(|span| {
             let parts: Vec<&str> = span.split_whitespace().collect();
             let entry = |w: &str| entries.contains(&w.to_lowercase());
@@ -227,7 +226,7 @@ pub(crate) fn argument_spans(
             let says = parts.iter().any(|w| !entry(w) && !plain(w));
             let edge = |w: Option<&&str>| w.is_some_and(|w| entry(w) || !plain(w));
             if names_a_file {
-                path_like(span) || says
+                file_name(span) || says
             } else {
                 says && edge(parts.first()) && edge(parts.last())
             }
