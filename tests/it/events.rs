@@ -268,6 +268,37 @@ fn error_source_keeps_the_chain() {
 }
 
 #[test]
+fn a_summary_counts_in_words_and_names_denials() {
+    let id = Uuid::new_v4();
+    let one = AgentCompleteEvent::success(id, "ok", 1, 1, Duration::from_millis(500), 0, vec![])
+        .with_denied(1);
+    assert_eq!(
+        one.summary(),
+        "Complete: 1 iteration, 1 tool call run, 1 denied, 0.5s"
+    );
+    let mut call = ToolCallRequest::new("run_command", json!({"command": "ls"}));
+    call.tool_name = "Run Command".into();
+    let denied = ToolResultEvent::create(
+        id,
+        &call,
+        ToolResult::denied("Denied by the user: no"),
+        Duration::ZERO,
+        1,
+    );
+    assert_eq!(denied.summary(), "Tool Run Command denied (0ms)");
+    assert!(!denied.success());
+    let failed = ToolResultEvent::create(id, &call, ToolResult::failed("boom"), Duration::ZERO, 1);
+    assert_eq!(failed.summary(), "Tool Run Command failed (0ms)");
+    // The flag travels in the JSON protocol, and only when set.
+    let wire = serde_json::to_value(&denied.result).unwrap();
+    assert_eq!(wire["denied"], json!(true));
+    assert!(serde_json::to_value(&failed.result)
+        .unwrap()
+        .get("denied")
+        .is_none());
+}
+
+#[test]
 fn agent_complete_success_has_the_stats() {
     let id = Uuid::new_v4();
     let mut usage = ToolUsageSummary::new("read_file", "Read File");
@@ -289,7 +320,10 @@ fn agent_complete_success_has_the_stats() {
     );
     assert_eq!(e.reason, CompletionReason::Finished);
     assert!(!e.was_cancelled);
-    assert_eq!(e.summary(), "Complete: 3 iterations, 2 tools, 3.2s");
+    assert_eq!(
+        e.summary(),
+        "Complete: 3 iterations, 2 tool calls run, 3.2s"
+    );
     assert_eq!(
         e.tool_usage[0].average_duration(),
         Duration::from_millis(200)

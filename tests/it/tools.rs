@@ -293,8 +293,8 @@ async fn command_formatter_reports_changed_files() {
 fn tidy_agent(
     llm: std::sync::Arc<test_support::ScriptedLlm>,
     registry: std::sync::Arc<dyn core_models::ToolRegistry>,
-) -> services_ai::AgentServiceBuilder {
-    services_ai::AgentService::builder(llm, registry)
+) -> services_ai::AgentEngineBuilder {
+    services_ai::AgentEngine::builder(llm, registry)
         .config(services_ai::AgentConfig {
             iteration_delay_ms: 0,
             ..Default::default()

@@ -89,11 +89,7 @@ pub(crate) fn no_one_answers(a: &ApprovalRequestEvent) {
 /// closed, or no sandbox when there is one. Only a person (or a JSON client) may grant
 /// that, never `--approve`.
 fn escalates(a: &ApprovalRequestEvent, settings: &sandbox::SandboxSettings) -> bool {
-    a.sandbox.as_ref().is_some_and(|s| {
-        (s.network && !settings.network)
-            || (s.mode == core_models::SandboxMode::FullAccess
-                && settings.mode != core_models::SandboxMode::FullAccess)
-    })
+    a.escalates(settings.mode, settings.network)
 }
 
 /// Answer `a` as `mode` says.

@@ -14,7 +14,7 @@ use core_models::{
 };
 use futures::StreamExt;
 use serde::Deserialize;
-use services_ai::{AgentService, DefaultPermissionManager, FilePermissionStore};
+use services_ai::{AgentEngine, DefaultPermissionManager, FilePermissionStore};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -154,7 +154,7 @@ enum StdinCommand {
 
 /// The agent and what every request of the session shares.
 pub(crate) struct Session {
-    pub(crate) agent: AgentService,
+    pub(crate) agent: AgentEngine,
     llm: Arc<dyn core_models::LlmService>,
     args: SessionArgs,
     /// A small model: greedy, short replies (and the compact tool prompt).
@@ -248,7 +248,7 @@ impl Session {
             settings::load_config(
                 &workspace,
                 args.config.as_deref(),
-                crate::settings::SMALL_MODEL_DEFAULTS,
+                services_ai::SMALL_MODEL_DEFAULTS,
                 adjust,
             )?
             .0
@@ -687,12 +687,14 @@ pub(crate) fn inference_options(
     temperature: Option<f32>,
     max_tokens: Option<u32>,
 ) -> core_models::InferenceOptions {
-    let defaults = core_models::InferenceOptions::default();
+    let defaults = if small {
+        services_ai::small_model_inference()
+    } else {
+        core_models::InferenceOptions::default()
+    };
     core_models::InferenceOptions {
-        temperature: temperature
-            .unwrap_or(if small { 0.0 } else { defaults.temperature })
-            .max(0.0),
-        max_tokens: max_tokens.unwrap_or(if small { 512 } else { defaults.max_tokens }),
+        temperature: temperature.unwrap_or(defaults.temperature).max(0.0),
+        max_tokens: max_tokens.unwrap_or(defaults.max_tokens),
         ..defaults
     }
 }
@@ -705,8 +707,8 @@ pub(crate) fn build_agent(
     permissions: Arc<dyn core_models::PermissionManager>,
     launcher: &Arc<sandbox::Launcher>,
     config: services_ai::AgentConfig,
-) -> AgentService {
-    let mut builder = AgentService::builder(llm, registry)
+) -> AgentEngine {
+    let mut builder = AgentEngine::builder(llm, registry)
         .permissions(permissions)
         .git_inspector(Arc::new(tools::GitCommandInspector::new(Arc::clone(
             launcher,

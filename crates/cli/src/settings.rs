@@ -23,25 +23,6 @@ pub(crate) fn permissions_file() -> Result<PathBuf, String> {
 /// Largest workspace `aintern.toml` read.
 const WORKSPACE_FILE_CAP: u64 = 1024 * 1024;
 
-/// The settings a small model (the embedded one, or any under a billion parameters) gets
-/// unless the configuration says otherwise: the compact tool prompt; `auto` as a decision
-/// between the tools and a plain answer; tool results that end by asking for the answer;
-/// path arguments held to the files and folders that exist.
-pub(crate) const SMALL_MODEL_DEFAULTS: &[(&str, &str)] = &[
-    ("tool_prompt_style", "compact"),
-    ("auto_tool_choice", "constrained"),
-    (
-        "tool_result_instruction",
-        "Using this result, answer my original request in plain text. Do not call a tool again.",
-    ),
-    ("path_choices_limit", "100"),
-    ("argument_span_words", "8"),
-    (
-        "answer_template",
-        "Context:\nThe result was:\n{results}\n\nQuestion: {request}\nAnswer in one plain sentence.",
-    ),
-];
-
 /// The configuration, from its layers, lowest first: the built-in defaults, `app_defaults`,
 /// the user's `aintern.toml`, the workspace's `aintern.toml` (or `explicit` instead of both
 /// files), `AINTERN_*` environment variables; then `adjust` (flags), then validation. Also

@@ -316,7 +316,12 @@ impl Terminal {
             // The first line: a failed command's output follows in the preview.
             let message = r.result.error_message.as_deref().unwrap_or("failed");
             let first = message.lines().next().unwrap_or(message);
-            let mark = self.paint(Style::new().fg_color(Some(AnsiColor::Red.into())), "✗");
+            // A call that was not approved never ran: it did not fail.
+            let mark = if r.result.denied {
+                self.paint(Style::new().fg_color(Some(AnsiColor::Yellow.into())), "⊘")
+            } else {
+                self.paint(Style::new().fg_color(Some(AnsiColor::Red.into())), "✗")
+            };
             format!(
                 "{mark} {}: {}",
                 shown(&r.tool_name, false),

@@ -172,6 +172,35 @@ pub trait LlmService: Send + Sync {
     }
 }
 
+/// A shared model is a model: an application can keep one handle (to inspect a scripted
+/// model's requests, or to serve two agents) and give the agent another.
+#[async_trait]
+impl<T: LlmService + ?Sized> LlmService for Arc<T> {
+    fn model_name(&self) -> String {
+        (**self).model_name()
+    }
+
+    fn is_model_loaded(&self) -> bool {
+        (**self).is_model_loaded()
+    }
+
+    async fn generate(&self, request: LlmRequest) -> Result<LlmStream, Error> {
+        (**self).generate(request).await
+    }
+
+    fn chat_format(&self) -> Option<ChatFormat> {
+        (**self).chat_format()
+    }
+
+    fn model_details(&self) -> ModelDetails {
+        (**self).model_details()
+    }
+
+    async fn count_tokens(&self, request: &LlmRequest) -> Result<Option<u64>, Error> {
+        (**self).count_tokens(request).await
+    }
+}
+
 /// A model's own way of calling tools, as its chat template shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ChatFormat {

@@ -222,6 +222,10 @@ pub struct ToolResult {
     /// Structured output, when the tool has any.
     #[serde(default)]
     pub data: Option<Value>,
+    /// The call never ran because it was not approved: a person said no, nobody answered
+    /// in time, or the permission settings refuse it. Always with `success == false`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub denied: bool,
 }
 
 impl ToolResult {
@@ -232,6 +236,7 @@ impl ToolResult {
             content: content.into(),
             error_message: None,
             data: None,
+            denied: false,
         }
     }
 
@@ -250,6 +255,26 @@ impl ToolResult {
             content: String::new(),
             error_message: Some(error_message.into()),
             data: None,
+            denied: false,
+        }
+    }
+
+    /// A call that was not approved, and so never ran: `why` says who refused it.
+    pub fn denied(why: impl Into<String>) -> Self {
+        ToolResult {
+            denied: true,
+            ..ToolResult::failed(why)
+        }
+    }
+
+    /// How the call ended, in one word: "succeeded", "denied" or "failed".
+    pub fn outcome(&self) -> &'static str {
+        if self.success {
+            "succeeded"
+        } else if self.denied {
+            "denied"
+        } else {
+            "failed"
         }
     }
 

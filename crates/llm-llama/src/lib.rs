@@ -20,11 +20,26 @@
 //! * Generation stops at end-of-generation tokens, at stop strings and at `max_tokens`;
 //!   dropping the stream stops it within one token.
 //! * llama.cpp's own logging goes to `tracing` (targets under `llama-cpp-2`).
+//!
+//! ## Features
+//! * `llama-cpp` (default) — link llama.cpp (built from source by `llama-cpp-sys-2`: cmake
+//!   and a C++ compiler, several minutes the first time). Without it the crate still
+//!   compiles and documents its API — `cargo doc -p aintern-llm-llama
+//!   --no-default-features` needs no llama.cpp — but [`LlamaLlm::load`] fails with
+//!   [`Error::Backend`] saying why.
+//! * `cuda`, `vulkan`, `metal` — GPU offload through llama.cpp (imply `llama-cpp`).
 
 mod error;
+#[cfg(feature = "llama-cpp")]
 mod grammar;
+mod job;
 mod template;
+#[cfg(feature = "llama-cpp")]
 mod text;
+#[cfg(feature = "llama-cpp")]
+mod worker;
+#[cfg(not(feature = "llama-cpp"))]
+#[path = "docs_only.rs"]
 mod worker;
 
 pub use error::Error;

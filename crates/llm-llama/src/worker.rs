@@ -20,30 +20,7 @@ use std::sync::{mpsc, OnceLock};
 use std::time::Instant;
 use tokio::sync::mpsc::UnboundedSender;
 
-/// Work for the worker.
-pub(crate) enum Job {
-    /// Render a request's chat into a prompt.
-    Render {
-        request: LlmRequest,
-        reply: mpsc::Sender<Result<String, Error>>,
-    },
-    /// Measure prompt processing and generation throughput (see [`crate::Throughput`]).
-    Throughput {
-        prompt_tokens: u32,
-        gen_tokens: u32,
-        reply: mpsc::Sender<Result<crate::Throughput, Error>>,
-    },
-    /// Count the tokens of a request's prompt.
-    Count {
-        request: LlmRequest,
-        reply: tokio::sync::oneshot::Sender<Result<u64, Error>>,
-    },
-    /// Generate a reply, streaming it to `out`.
-    Generate {
-        request: LlmRequest,
-        out: UnboundedSender<Result<LlmChunk, core_models::Error>>,
-    },
-}
+pub(crate) use crate::job::Job;
 
 /// llama.cpp's backend can be initialized once per process.
 pub(crate) fn backend() -> Result<&'static LlamaBackend, Error> {

@@ -13,7 +13,7 @@ use core_models::{
 use futures::StreamExt;
 use llm_openai::{OpenAiConfig, OpenAiLlm, ToolMode};
 use serde_json::{json, Value};
-use services_ai::{AgentConfig, AgentService, DefaultPermissionManager, InMemoryToolRegistry};
+use services_ai::{AgentConfig, AgentEngine, DefaultPermissionManager, InMemoryToolRegistry};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -161,7 +161,7 @@ async fn native_tool_calls_arrive_structured_and_run_through_the_loop() {
             .into_iter()
             .collect::<InMemoryToolRegistry>(),
     );
-    let agent = AgentService::builder(llm.clone(), registry)
+    let agent = AgentEngine::builder(llm.clone(), registry)
         .config(AgentConfig {
             iteration_delay_ms: 0,
             ..AgentConfig::default()

@@ -15,7 +15,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criteri
 use futures::StreamExt;
 use serde_json::Value;
 use services_ai::scripted::{ScriptedLlm, ScriptedResponse};
-use services_ai::{AgentConfig, AgentService, InMemoryToolRegistry};
+use services_ai::{AgentConfig, AgentEngine, InMemoryToolRegistry};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,7 +37,7 @@ impl Tool for Echo {
     }
 }
 
-fn agent(responses: Vec<ScriptedResponse>) -> AgentService {
+fn agent(responses: Vec<ScriptedResponse>) -> AgentEngine {
     let echo = Echo(
         ToolDefinition::new("echo", "Echo", "echo")
             .with_category(ToolCategory::Custom)
@@ -53,12 +53,12 @@ fn agent(responses: Vec<ScriptedResponse>) -> AgentService {
         max_agent_iterations: 100,
         ..AgentConfig::default()
     };
-    AgentService::builder(Arc::new(ScriptedLlm::new(responses)), registry)
+    AgentEngine::builder(Arc::new(ScriptedLlm::new(responses)), registry)
         .config(config)
         .build()
 }
 
-async fn run(agent: AgentService) -> usize {
+async fn run(agent: AgentEngine) -> usize {
     let request = AgentRequest::new("go")
         .with_tool_context(ToolAvailabilityContext::for_workspace(std::env::temp_dir()));
     agent.process_message(request).unwrap().count().await

@@ -163,24 +163,24 @@ impl AgentEventEmitter {
     }
 
     /// A stream of the events of kind `E` emitted from now on. Dropping it unsubscribes.
-    pub fn stream<E: EventKind>(&self) -> EventStream<E> {
+    pub fn stream<E: EventKind>(&self) -> EmitterStream<E> {
         let (tx, rx) = mpsc::unbounded_channel();
         let subscription = self.subscribe::<E>(move |e| {
             let _ = tx.send(e.clone());
         });
-        EventStream {
+        EmitterStream {
             rx,
             _subscription: subscription,
         }
     }
 
     /// A stream of every event emitted from now on. Dropping it unsubscribes.
-    pub fn stream_all(&self) -> EventStream<AgentEvent> {
+    pub fn stream_all(&self) -> EmitterStream<AgentEvent> {
         let (tx, rx) = mpsc::unbounded_channel();
         let subscription = self.subscribe_all(move |e| {
             let _ = tx.send(e.clone());
         });
-        EventStream {
+        EmitterStream {
             rx,
             _subscription: subscription,
         }
@@ -197,18 +197,18 @@ impl AgentEventEmitter {
 }
 
 /// Events of one kind (or all events), as a [`Stream`].
-pub struct EventStream<E> {
+pub struct EmitterStream<E> {
     rx: mpsc::UnboundedReceiver<E>,
     _subscription: Subscription,
 }
 
-impl<E> fmt::Debug for EventStream<E> {
+impl<E> fmt::Debug for EmitterStream<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EventStream").finish_non_exhaustive()
+        f.debug_struct("EmitterStream").finish_non_exhaustive()
     }
 }
 
-impl<E> Stream for EventStream<E> {
+impl<E> Stream for EmitterStream<E> {
     type Item = E;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<E>> {

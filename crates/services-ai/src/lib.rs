@@ -9,7 +9,7 @@
 //! * [`permissions`] — [`DefaultPermissionManager`] with [`FilePermissionStore`];
 //! * [`registry`] — [`InMemoryToolRegistry`] and [`DirectToolExecutor`];
 //! * [`parser`] — the tool-call parser, batch and streaming;
-//! * [`agent`] — [`AgentService`], the agent loop;
+//! * [`agent`] — [`AgentEngine`], the agent loop (the engine behind the `core_models::AgentService` trait);
 //! * [`scripted`] — a model that plays back prepared responses (the `script:` backend).
 //!
 //! ## Example: the agent machine
@@ -56,13 +56,14 @@ pub mod registry;
 pub mod scripted;
 pub mod state_machine;
 
-pub use agent::{AgentService, AgentServiceBuilder};
+pub use agent::{AgentEngine, AgentEngineBuilder};
 pub use config::{
-    valid_server_name, AgentConfig, AutoToolChoice, BackendConfig, BackendKind, BudgetConfig,
-    ConfigLoader, FormatterConfig, McpServerConfig, SandboxConfig, ToolMode, ToolPromptStyle,
-    ValidationError, MAX_ITERATION_DELAY_MS,
+    small_model_inference, valid_server_name, AgentConfig, AutoToolChoice, BackendConfig,
+    BackendKind, BudgetConfig, ConfigLoader, FormatterConfig, McpServerConfig, SandboxConfig,
+    ToolMode, ToolPromptStyle, ValidationError, MAX_ITERATION_DELAY_MS, SMALL_MODEL_DEFAULTS,
+    SMALL_MODEL_MAX_TOKENS,
 };
-pub use emitter::{AgentEventEmitter, EventStream, Subscription};
+pub use emitter::{AgentEventEmitter, EmitterStream, Subscription};
 pub use error::{Error, Result};
 pub use parser::{
     detect_template, format_by_name, format_info, prompt_opens_reasoning, FormatInfo,

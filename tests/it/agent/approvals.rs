@@ -170,6 +170,9 @@ async fn approval_denied_is_reported_to_the_model() {
         r[0].result.error_message.as_deref(),
         Some("Denied by the user: not today")
     );
+    // Reported as denied, not as a failure of the tool.
+    assert!(r[0].result.denied);
+    assert_eq!(r[0].summary(), "Tool run denied (0ms)");
     assert!(h.llm.requests()[1]
         .messages
         .iter()
@@ -518,4 +521,29 @@ async fn the_requests_session_permissions_allow_like_a_session_rule() {
     .await;
     assert_eq!(approvals(&events).len(), 1);
     assert_eq!(critical.executions(), 0);
+}
+
+#[tokio::test]
+async fn a_call_that_needs_a_workspace_is_refused_before_anyone_is_asked() {
+    let definition = ToolDefinition::new("edit", "edit", "Change a file")
+        .with_risk(RiskLevel::High)
+        .requiring_workspace();
+    let tool = Arc::new(MockTool::new("edit").with_definition(definition));
+    let h = harness(
+        vec![text(&call("edit", json!({"path": "a.txt"}))), text("done")],
+        vec![tool.clone()],
+        config(),
+    );
+    // No tool context at all: no workspace.
+    let events = run(&h.agent, AgentRequest::new("edit a.txt")).await;
+    assert!(
+        !kinds(&events).contains(&"approval_request"),
+        "{:?}",
+        kinds(&events)
+    );
+    assert_eq!(tool.executions(), 0);
+    let r = results(&events);
+    let message = r[0].result.error_message.as_deref().unwrap_or_default();
+    assert!(message.contains("needs a workspace folder"), "{message}");
+    assert!(!r[0].result.denied);
 }

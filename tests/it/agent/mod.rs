@@ -16,7 +16,7 @@ mod seed_004;
 use core_models::{AgentService as _, *};
 use futures::StreamExt;
 use serde_json::json;
-use services_ai::{AgentConfig, AgentService, DefaultPermissionManager, InMemoryToolRegistry};
+use services_ai::{AgentConfig, AgentEngine, DefaultPermissionManager, InMemoryToolRegistry};
 use std::sync::Arc;
 use std::time::Duration;
 use test_support::{MockTool, ScriptedLlm, ScriptedResponse};
@@ -32,7 +32,7 @@ pub(crate) fn config() -> AgentConfig {
 }
 
 pub(crate) struct Harness {
-    pub(crate) agent: AgentService,
+    pub(crate) agent: AgentEngine,
     pub(crate) llm: Arc<ScriptedLlm>,
 }
 
@@ -68,7 +68,7 @@ pub(crate) fn harness_over(
     let llm = Arc::new(llm);
     let registry: Arc<dyn ToolRegistry> =
         Arc::new(tools.into_iter().collect::<InMemoryToolRegistry>());
-    let agent = AgentService::builder(llm.clone(), registry)
+    let agent = AgentEngine::builder(llm.clone(), registry)
         .config(config)
         .permissions(permissions)
         .build();
@@ -89,7 +89,7 @@ pub(crate) fn text(s: &str) -> ScriptedResponse {
 
 /// Run to the end, answering approval requests with `answer`.
 pub(crate) async fn run_answering(
-    agent: &AgentService,
+    agent: &AgentEngine,
     request: AgentRequest,
     mut answer: impl FnMut(&ApprovalRequestEvent),
 ) -> Vec<AgentEvent> {
@@ -115,7 +115,7 @@ pub(crate) async fn run_answering(
     events
 }
 
-pub(crate) async fn run(agent: &AgentService, request: AgentRequest) -> Vec<AgentEvent> {
+pub(crate) async fn run(agent: &AgentEngine, request: AgentRequest) -> Vec<AgentEvent> {
     run_answering(agent, request, |_| {}).await
 }
 

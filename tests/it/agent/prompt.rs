@@ -292,7 +292,7 @@ async fn a_native_template_gets_the_tools_in_its_own_language() {
             .into_iter()
             .collect::<services_ai::InMemoryToolRegistry>(),
     );
-    let agent = services_ai::AgentService::builder(llm.clone(), registry)
+    let agent = services_ai::AgentEngine::builder(llm.clone(), registry)
         .config(config())
         .permissions(Arc::new(services_ai::DefaultPermissionManager::in_memory()))
         .build();

@@ -7,7 +7,7 @@ use super::{
 use core_models::{AgentService as _, *};
 use futures::StreamExt;
 use serde_json::json;
-use services_ai::{AgentService, InMemoryToolRegistry};
+use services_ai::{AgentEngine, InMemoryToolRegistry};
 use std::sync::{Arc, Mutex};
 use test_support::{MockTool, ScriptedLlm, ScriptedResponse};
 
@@ -97,7 +97,7 @@ async fn new_commits_are_detected_formatted_and_told_to_the_model() {
             .into_iter()
             .collect::<InMemoryToolRegistry>(),
     );
-    let agent = AgentService::builder(llm.clone(), registry)
+    let agent = AgentEngine::builder(llm.clone(), registry)
         .config(config())
         .git_inspector(Arc::new(git))
         .formatter(Arc::new(formatter))

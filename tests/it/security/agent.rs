@@ -11,7 +11,7 @@ use crate::agent::{
 use core_models::{AgentService as _, *};
 use futures::StreamExt;
 use serde_json::{json, Value};
-use services_ai::{AgentConfig, AgentService, DefaultPermissionManager, InMemoryToolRegistry};
+use services_ai::{AgentConfig, AgentEngine, DefaultPermissionManager, InMemoryToolRegistry};
 use std::sync::Arc;
 use std::time::Duration;
 use test_support::{MockTool, ScriptedLlm, ScriptedResponse};
@@ -100,7 +100,7 @@ async fn a_panic_inside_the_loop_ends_the_request_with_one_fatal_error() {
             .into_iter()
             .collect::<InMemoryToolRegistry>(),
     );
-    let agent = AgentService::builder(llm, registry)
+    let agent = AgentEngine::builder(llm, registry)
         .config(config())
         .git_inspector(Arc::new(git))
         .build();

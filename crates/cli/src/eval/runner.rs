@@ -113,7 +113,7 @@ pub(crate) async fn run_task(bench: &Bench, task: &Task) -> RunRecord {
 /// A task's workspace and agent, ready to run.
 struct Prepared {
     workspace: tempfile::TempDir,
-    agent: services_ai::AgentService,
+    agent: services_ai::AgentEngine,
     request: AgentRequest,
 }
 
@@ -141,7 +141,7 @@ fn prepare(bench: &Bench, task: &Task) -> Result<Prepared, String> {
         }
     };
     let defaults: &[(&str, &str)] = if bench.small {
-        crate::settings::SMALL_MODEL_DEFAULTS
+        services_ai::SMALL_MODEL_DEFAULTS
     } else {
         &[]
     };

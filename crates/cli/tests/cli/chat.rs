@@ -99,7 +99,7 @@ fn the_approval_prompt_under_a_terminal() {
     let rest = p.expect("Fine.").unwrap();
     let before = String::from_utf8_lossy(rest.before()).into_owned();
     assert!(
-        before.contains("✗ Write File: Denied by the user"),
+        before.contains("⊘ Write File: Denied by the user"),
         "{before}"
     );
     assert!(

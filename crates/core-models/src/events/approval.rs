@@ -214,6 +214,17 @@ impl ApprovalRequestEvent {
             .unwrap_or(Duration::ZERO)
     }
 
+    /// Whether approving the call grants more than the configured sandbox (`mode`, with
+    /// the network open or not): the network while it is closed, or no sandbox where there
+    /// is one. Only a person should grant that, never a blanket policy.
+    pub fn escalates(&self, mode: crate::SandboxMode, network: bool) -> bool {
+        self.sandbox.as_ref().is_some_and(|s| {
+            (s.network && !network)
+                || (s.mode == crate::SandboxMode::FullAccess
+                    && mode != crate::SandboxMode::FullAccess)
+        })
+    }
+
     /// Approve, remembering nothing.
     ///
     /// # Errors

@@ -230,11 +230,24 @@ impl AgentCompleteEvent {
 
     /// One-line description.
     pub fn summary(&self) -> String {
-        format!(
-            "Complete: {} iterations, {} tools, {:.1}s",
-            self.total_iterations,
-            self.tool_calls_executed,
-            self.total_duration.as_secs_f64()
-        )
+        let mut text = format!(
+            "Complete: {}, {} run",
+            counted(self.total_iterations, "iteration"),
+            counted(self.tool_calls_executed, "tool call"),
+        );
+        if self.tool_calls_denied > 0 {
+            text.push_str(&format!(", {} denied", self.tool_calls_denied));
+        }
+        text.push_str(&format!(", {:.1}s", self.total_duration.as_secs_f64()));
+        text
+    }
+}
+
+/// `n` and `noun`, the noun in the plural unless `n` is 1.
+fn counted(n: u32, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
     }
 }

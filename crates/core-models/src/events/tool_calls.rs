@@ -319,11 +319,7 @@ impl ToolResultEvent {
         format!(
             "Tool {} {} ({}ms)",
             self.tool_name,
-            if self.success() {
-                "succeeded"
-            } else {
-                "failed"
-            },
+            self.result.outcome(),
             self.duration.as_millis()
         )
     }

@@ -10,10 +10,10 @@
 //! templates that drop (or refuse) the tool role; a system message is folded into the
 //! first user message for templates without a system role.
 
-use crate::grammar::GrammarTarget;
 use crate::Error;
 use core_models::{ChatMessage, ToolDefinition};
 use serde::Serialize;
+use tool_grammar::GrammarTarget;
 
 /// What a chat template does with the parts of a conversation that not every template
 /// understands, found by rendering probe conversations.
@@ -38,6 +38,7 @@ pub struct ChatTemplate {
     format: core_models::ChatFormat,
     profile: services_ai::TemplateProfile,
     /// Mistral's `[TOOL_CALLS]NAME[ARGS]{…}` form.
+    #[cfg_attr(not(feature = "llama-cpp"), allow(dead_code))]
     name_then_args: bool,
 }
 
@@ -114,6 +115,7 @@ impl ChatTemplate {
         }
     }
 
+    #[cfg_attr(not(feature = "llama-cpp"), allow(dead_code))]
     /// What a tool grammar for a reply to `prompt` is written for: the model's own call
     /// format when the template renders tools (else AIntern's fence, which the system
     /// prompt teaches), its reasoning markers, and whether `prompt` opened reasoning.

@@ -53,7 +53,7 @@ impl Run {
             }
             None => {
                 self.count_denial();
-                let result = ToolResult::failed(format!(
+                let result = ToolResult::denied(format!(
                     "Not approved: nobody answered within {}s, which counts as a denial",
                     timeout.as_secs()
                 ));
@@ -64,7 +64,7 @@ impl Run {
         if !decision.approved {
             self.count_denial();
             let reason = decision.reason.as_deref().unwrap_or("no reason given");
-            let result = ToolResult::failed(format!("Denied by the user: {reason}"));
+            let result = ToolResult::denied(format!("Denied by the user: {reason}"));
             return Ok(Prepared::Settled { call, result });
         }
         Ok(match decision.modified_parameters {
@@ -103,7 +103,7 @@ impl Run {
             Some(why) => {
                 self.count_denial();
                 let result =
-                    ToolResult::failed(format!("Denied by the permission settings: {why}"));
+                    ToolResult::denied(format!("Denied by the permission settings: {why}"));
                 Prepared::Settled { call, result }
             }
             None => Prepared::Run {

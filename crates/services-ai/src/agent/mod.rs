@@ -1,4 +1,4 @@
-//! The agent (seed 001 part i, seed 004): [`AgentService`] turns a request into a stream of
+//! The agent (seed 001 part i, seed 004): [`AgentEngine`] turns a request into a stream of
 //! events — it asks the model, finds tool calls, checks permissions and asks for approval,
 //! runs tools (with timeouts and cancellation: in parallel when every call of the reply
 //! only reads, else in order, a call checked again after an earlier one could have changed
@@ -103,21 +103,21 @@ pub(crate) struct Shared {
 
 /// The agent. Cheap to clone: clones share the same state.
 #[derive(Clone)]
-pub struct AgentService {
+pub struct AgentEngine {
     shared: Arc<Shared>,
 }
 
-impl fmt::Debug for AgentService {
+impl fmt::Debug for AgentEngine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AgentService")
+        f.debug_struct("AgentEngine")
             .field("state", &self.shared.machine.current_state())
             .field("turn", &self.shared.turn.current_state())
             .finish_non_exhaustive()
     }
 }
 
-/// Builds an [`AgentService`] from its ports.
-pub struct AgentServiceBuilder {
+/// Builds an [`AgentEngine`] from its ports.
+pub struct AgentEngineBuilder {
     llm: Arc<dyn LlmService>,
     registry: Arc<dyn ToolRegistry>,
     executor: Arc<dyn ToolExecutionService>,
@@ -128,15 +128,15 @@ pub struct AgentServiceBuilder {
     parser_options: ParserOptions,
 }
 
-impl fmt::Debug for AgentServiceBuilder {
+impl fmt::Debug for AgentEngineBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AgentServiceBuilder")
+        f.debug_struct("AgentEngineBuilder")
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
 }
 
-impl AgentServiceBuilder {
+impl AgentEngineBuilder {
     /// Run tools through this service (default: directly).
     pub fn executor(mut self, executor: Arc<dyn ToolExecutionService>) -> Self {
         self.executor = executor;
@@ -174,8 +174,8 @@ impl AgentServiceBuilder {
     }
 
     /// Build the agent.
-    pub fn build(self) -> AgentService {
-        AgentService {
+    pub fn build(self) -> AgentEngine {
+        AgentEngine {
             shared: Arc::new(Shared {
                 ports: Ports {
                     llm: self.llm,
@@ -197,13 +197,13 @@ impl AgentServiceBuilder {
     }
 }
 
-impl AgentService {
+impl AgentEngine {
     /// Start building an agent over a model and a tool registry.
     pub fn builder(
         llm: Arc<dyn LlmService>,
         registry: Arc<dyn ToolRegistry>,
-    ) -> AgentServiceBuilder {
-        AgentServiceBuilder {
+    ) -> AgentEngineBuilder {
+        AgentEngineBuilder {
             llm,
             registry,
             executor: Arc::new(DirectToolExecutor),
@@ -257,7 +257,7 @@ impl AgentService {
     }
 }
 
-impl core_models::AgentService for AgentService {
+impl core_models::AgentService for AgentEngine {
     fn process_message(&self, request: AgentRequest) -> Result<EventStream, Error> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
         if let Some(options) = &request.inference_options {

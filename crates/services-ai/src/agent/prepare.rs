@@ -119,6 +119,15 @@ impl Run {
             let result = ToolResult::failed(format!("Tool not found: {}", call.tool_id));
             return Screened::Settled { call, result };
         };
+        // Refused here, before anyone is asked to approve a call that cannot run.
+        if tool.definition().requires_workspace && self.workspace.is_none() {
+            let result = ToolResult::failed(format!(
+                "{} needs a workspace folder and this request has none: open one with \
+                 ToolAvailabilityContext::for_workspace (or the workspace of the application's agent)",
+                call.tool_id
+            ));
+            return Screened::Settled { call, result };
+        }
         match self.validate_and_assess(&mut call, tool.as_ref(), "Validation") {
             Ok(assessment) => Screened::Ready {
                 call,
@@ -217,7 +226,7 @@ impl Run {
             Route::Deny(why) => {
                 self.count_denial();
                 let result =
-                    ToolResult::failed(format!("Denied by the permission settings: {why}"));
+                    ToolResult::denied(format!("Denied by the permission settings: {why}"));
                 Ok(Prepared::Settled { call, result })
             }
             Route::Run { approved } => Ok(Prepared::Run {

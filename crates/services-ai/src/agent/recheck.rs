@@ -83,7 +83,7 @@ impl Run {
                 self.count_denial();
                 Prepared::Settled {
                     call,
-                    result: ToolResult::failed(format!(
+                    result: ToolResult::denied(format!(
                         "Denied by the permission settings (after an earlier call of this reply): {why}"
                     )),
                 }

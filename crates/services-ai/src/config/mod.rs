@@ -7,9 +7,11 @@
 
 mod backend;
 mod mcp;
+mod preset;
 
 pub use backend::{BackendConfig, BackendKind, ToolMode};
 pub use mcp::{valid_server_name, McpServerConfig};
+pub use preset::{small_model_inference, SMALL_MODEL_DEFAULTS, SMALL_MODEL_MAX_TOKENS};
 
 use crate::error::{Error, Result};
 use core_models::{SandboxFallback, SandboxMode};

@@ -1,0 +1,50 @@
+//! The embedded model, SmolLM2-135M, answering a question about a file.
+//!
+//! It runs on the CPU in this process; the agent gives it the small-model preset (it
+//! reports its size). Fetch the model once with the project's `scripts/fetch-model`, then
+//!
+//!     cargo run -p aintern --features llama --example embedded
+//!     cargo run -p aintern --features llama --example embedded -- DIR "QUESTION"
+
+// An example prints what it shows.
+#![allow(clippy::print_stdout)]
+
+use aintern::prelude::*;
+
+#[aintern::tokio::main(crate = "aintern::tokio")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let demo = tempfile::tempdir()?;
+    let (workspace, question) = match (args.next(), args.next()) {
+        (Some(dir), Some(question)) => (std::path::PathBuf::from(dir), question),
+        _ => {
+            std::fs::write(
+                demo.path().join("notes.txt"),
+                "The meeting is on Friday at 10.\n",
+            )?;
+            (
+                demo.path().to_path_buf(),
+                "What does notes.txt say?".to_string(),
+            )
+        }
+    };
+
+    let model = aintern::load_embedded_model().await?;
+    let agent = Agent::builder()
+        .model(model)
+        .workspace(&workspace)
+        // Reads run without asking; anything else is refused.
+        .approval(ApprovalPolicy::ApproveSafe)
+        .build()?;
+
+    let reply = agent.ask(question).await?;
+    for r in &reply.tool_results {
+        println!("[{}]", r.summary());
+    }
+    println!("{}", reply.text());
+    println!("({})", reply.completion.summary());
+    if reply.text().trim().is_empty() {
+        return Err("the model gave no answer".into());
+    }
+    Ok(())
+}

@@ -1,0 +1,473 @@
+//! [`Agent`] and its builder: the model, the tools, the workspace, the configuration, the
+//! approval policy and the sandbox, given in one place.
+
+use crate::approval::ApprovalPolicy;
+use crate::error::{Error, Result};
+use crate::run::{Reply, Run};
+use core_models::{
+    AgentRequest, AgentService as _, ChatMessage, InferenceOptions, LlmService, PermissionManager,
+    SandboxMode, Tool, ToolAvailabilityContext, ToolChoice,
+};
+use services_ai::{AgentConfig, AgentEngine, DefaultPermissionManager, InMemoryToolRegistry};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use uuid::Uuid;
+
+/// Which settings the agent starts from when no [`AgentConfig`] is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Preset {
+    /// The small-model preset when the model reports under a billion parameters (the
+    /// embedded SmolLM2-135M does), else the standard settings. What `aintern run` does.
+    #[default]
+    Auto,
+    /// The standard settings: the full tool prompt, the model deciding on its own,
+    /// temperature 0.7 and up to 4096 tokens a reply.
+    Standard,
+    /// The small-model preset ([`AgentConfig::small_model`] and
+    /// [`services_ai::small_model_inference`]): the compact tool prompt, calls routed by
+    /// the request's words, arguments held to the request's words and the files that
+    /// exist, greedy sampling and 512 tokens a reply.
+    SmallModel,
+}
+
+/// Builds an [`Agent`]. Only the model and the workspace are required; see
+/// [`Agent::builder`].
+#[must_use]
+pub struct AgentBuilder {
+    model: Option<Arc<dyn LlmService>>,
+    workspace: Option<PathBuf>,
+    config: Option<AgentConfig>,
+    preset: Preset,
+    inference: Option<InferenceOptions>,
+    approval: ApprovalPolicy,
+    sandbox: Option<SandboxMode>,
+    builtin_tools: bool,
+    tools: Vec<Arc<dyn Tool>>,
+    permissions: Option<Arc<dyn PermissionManager>>,
+}
+
+impl std::fmt::Debug for AgentBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentBuilder")
+            .field("workspace", &self.workspace)
+            .field("preset", &self.preset)
+            .field("approval", &self.approval)
+            .field("sandbox", &self.sandbox)
+            .field("builtin_tools", &self.builtin_tools)
+            .field("tools", &self.tools.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentBuilder {
+    fn new() -> Self {
+        AgentBuilder {
+            model: None,
+            workspace: None,
+            config: None,
+            preset: Preset::Auto,
+            inference: None,
+            approval: ApprovalPolicy::Ask,
+            sandbox: None,
+            builtin_tools: cfg!(feature = "tools"),
+            tools: Vec::new(),
+            permissions: None,
+        }
+    }
+
+    /// The language model: [`crate::ScriptedLlm`], a GGUF model
+    /// ([`crate::load_gguf`], feature `llama`), an OpenAI-compatible server
+    /// ([`crate::openai`], feature `openai`), or any [`LlmService`] of your own. An
+    /// `Arc` of a model is a model too: keep a clone to look at it later.
+    pub fn model(self, model: impl LlmService + 'static) -> Self {
+        self.shared_model(Arc::new(model))
+    }
+
+    /// The language model, already shared.
+    pub fn shared_model(mut self, model: Arc<dyn LlmService>) -> Self {
+        self.model = Some(model);
+        self
+    }
+
+    /// The folder the tools work in (required): file tools never reach outside it, and
+    /// commands run in it under the sandbox.
+    pub fn workspace(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.workspace = Some(dir.into());
+        self
+    }
+
+    /// The whole configuration (iteration limits, timeouts, prompts, budget, sandbox
+    /// settings, formatters…), e.g. from [`services_ai::ConfigLoader`]. Given, it is used
+    /// as it is and the [`Preset`] only chooses the sampling.
+    pub fn config(mut self, config: AgentConfig) -> Self {
+        self.config = Some(config);
+        self
+    }
+
+    /// The settings to start from when no configuration is given (default
+    /// [`Preset::Auto`]).
+    pub fn preset(mut self, preset: Preset) -> Self {
+        self.preset = preset;
+        self
+    }
+
+    /// The sampling options of every request (default: the preset's).
+    pub fn inference(mut self, options: InferenceOptions) -> Self {
+        self.inference = Some(options);
+        self
+    }
+
+    /// How calls that need approval are answered (default [`ApprovalPolicy::Ask`]: the
+    /// application answers each [`core_models::ApprovalRequestEvent`]).
+    pub fn approval(mut self, policy: ApprovalPolicy) -> Self {
+        self.approval = policy;
+        self
+    }
+
+    /// The sandbox commands run under (default: the configuration's, `workspace-write`:
+    /// commands may write only in the workspace, with no network).
+    pub fn sandbox(mut self, mode: SandboxMode) -> Self {
+        self.sandbox = Some(mode);
+        self
+    }
+
+    /// Add a tool of your own. Its calls are validated, rated, approved and timed out like
+    /// the built-in ones.
+    pub fn tool(mut self, tool: impl Tool + 'static) -> Self {
+        self.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// Add a tool that is already shared.
+    pub fn shared_tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Offer the built-in tools (read, list, search, write and edit files, run commands,
+    /// git status and diff) or not (default: offered with the `tools` feature).
+    pub fn builtin_tools(mut self, offered: bool) -> Self {
+        self.builtin_tools = offered && cfg!(feature = "tools");
+        self
+    }
+
+    /// Where "always" approvals are kept (default: in memory, for this agent's life).
+    pub fn permissions(mut self, permissions: Arc<dyn PermissionManager>) -> Self {
+        self.permissions = Some(permissions);
+        self
+    }
+
+    /// Build the agent.
+    ///
+    /// # Errors
+    /// [`Error::NoModel`] or [`Error::NoWorkspace`] when one was not given;
+    /// [`Error::Workspace`] when the workspace is not an existing folder;
+    /// [`Error::Config`] when the configuration breaks a rule;
+    /// [`Error::DuplicateTool`] when two tools share an id.
+    pub fn build(self) -> Result<Agent> {
+        let model = self.model.ok_or(Error::NoModel)?;
+        let workspace = self.workspace.ok_or(Error::NoWorkspace)?;
+        let workspace = open_workspace(&workspace)?;
+        let small = match self.preset {
+            Preset::Auto => model.model_details().is_small(),
+            Preset::Standard => false,
+            Preset::SmallModel => true,
+        };
+        let mut config = match self.config {
+            Some(config) => config,
+            None if small => AgentConfig::small_model(),
+            None => AgentConfig::default(),
+        };
+        if let Some(mode) = self.sandbox {
+            config.sandbox.mode = mode;
+        }
+        config.validate()?;
+        let inference = self.inference.unwrap_or_else(|| {
+            if small {
+                services_ai::small_model_inference()
+            } else {
+                InferenceOptions::default()
+            }
+        });
+        let registry = Arc::new(InMemoryToolRegistry::new());
+        let mut engine = wiring::Wiring::new(&config);
+        if self.builtin_tools {
+            for tool in engine.builtin_tools() {
+                registry.register(tool);
+            }
+        }
+        for tool in self.tools {
+            let id = tool.definition().id.clone();
+            if registry.register(tool).is_some() {
+                return Err(Error::DuplicateTool(id));
+            }
+        }
+        let permissions = self
+            .permissions
+            .unwrap_or_else(|| Arc::new(DefaultPermissionManager::in_memory()));
+        let builder = AgentEngine::builder(Arc::clone(&model), registry).permissions(permissions);
+        let engine = engine.finish(builder).config(config.clone()).build();
+        Ok(Agent {
+            engine,
+            model,
+            workspace,
+            inference,
+            approval: self.approval,
+            sandbox: (config.sandbox.mode, config.sandbox.network),
+            conversation: Mutex::new(Conversation::fresh()),
+        })
+    }
+}
+
+/// The workspace as a canonical, existing folder.
+fn open_workspace(dir: &Path) -> Result<PathBuf> {
+    let refuse = |reason: String| Error::Workspace {
+        path: dir.to_path_buf(),
+        reason,
+    };
+    let canonical = std::fs::canonicalize(dir).map_err(|e| refuse(e.to_string()))?;
+    if !canonical.is_dir() {
+        return Err(refuse("it is not a folder".into()));
+    }
+    Ok(canonical)
+}
+
+/// What the built-in tools and the engine's command ports run through.
+mod wiring {
+    use core_models::Tool;
+    use services_ai::{AgentConfig, AgentEngineBuilder};
+    use std::sync::Arc;
+
+    /// The sandbox launcher (feature `tools`) and the formatters of the configuration.
+    pub(super) struct Wiring {
+        #[cfg(feature = "tools")]
+        launcher: Arc<sandbox::Launcher>,
+        #[cfg(feature = "tools")]
+        formatters: Vec<(String, services_ai::FormatterConfig)>,
+    }
+
+    impl Wiring {
+        #[cfg(feature = "tools")]
+        pub(super) fn new(config: &AgentConfig) -> Self {
+            let s = &config.sandbox;
+            let settings = sandbox::SandboxSettings {
+                mode: s.mode,
+                network: s.network,
+                writable: s.writable_paths.iter().map(Into::into).collect(),
+                deny_read: s.deny_read.iter().map(Into::into).collect(),
+                pass_env: s.pass_env.clone(),
+                secret_env: config.backend.api_key_env.iter().cloned().collect(),
+                fallback: s.fallback,
+                home: None,
+            };
+            Wiring {
+                launcher: Arc::new(sandbox::Launcher::new(settings)),
+                formatters: config
+                    .formatters
+                    .iter()
+                    .map(|(n, f)| (n.clone(), f.clone()))
+                    .collect(),
+            }
+        }
+
+        #[cfg(not(feature = "tools"))]
+        pub(super) fn new(_config: &AgentConfig) -> Self {
+            Wiring {}
+        }
+
+        /// The built-in tools, their commands under the sandbox.
+        pub(super) fn builtin_tools(&mut self) -> Vec<Arc<dyn Tool>> {
+            #[cfg(feature = "tools")]
+            return tools::builtin_tools_with(Arc::clone(&self.launcher));
+            #[cfg(not(feature = "tools"))]
+            return Vec::new();
+        }
+
+        /// The engine's git inspector and formatters, their commands under the sandbox.
+        pub(super) fn finish(self, builder: AgentEngineBuilder) -> AgentEngineBuilder {
+            #[cfg(feature = "tools")]
+            {
+                let mut builder = builder.git_inspector(Arc::new(tools::GitCommandInspector::new(
+                    Arc::clone(&self.launcher),
+                )));
+                for (name, f) in self.formatters {
+                    builder = builder.formatter(Arc::new(
+                        tools::CommandFormatter::new(name, f.extensions, f.command)
+                            .with_launcher(Arc::clone(&self.launcher)),
+                    ));
+                }
+                builder
+            }
+            #[cfg(not(feature = "tools"))]
+            builder
+        }
+    }
+}
+
+/// The conversation the agent continues.
+struct Conversation {
+    id: Uuid,
+    /// Forget what the engine remembers: the next request starts a new conversation.
+    fresh: bool,
+}
+
+impl Conversation {
+    fn fresh() -> Self {
+        Conversation {
+            id: Uuid::new_v4(),
+            fresh: true,
+        }
+    }
+}
+
+/// An agent over one model and one workspace: give it requests with [`Agent::run`] (a
+/// stream of events) or [`Agent::ask`] (the answer). Each request continues the
+/// conversation of the ones before it until [`Agent::reset`].
+///
+/// Needs a tokio runtime: requests run as tasks on it.
+pub struct Agent {
+    engine: AgentEngine,
+    model: Arc<dyn LlmService>,
+    workspace: PathBuf,
+    inference: InferenceOptions,
+    approval: ApprovalPolicy,
+    sandbox: (SandboxMode, bool),
+    conversation: Mutex<Conversation>,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("model", &self.model.model_name())
+            .field("workspace", &self.workspace)
+            .field("approval", &self.approval)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    /// Start building an agent:
+    ///
+    /// ```
+    /// # async fn demo(dir: &std::path::Path) -> Result<(), aintern::Error> {
+    /// use aintern::prelude::*;
+    ///
+    /// let agent = Agent::builder()
+    ///     .model(ScriptedLlm::from_texts(["Hello!"]))
+    ///     .workspace(dir)
+    ///     .approval(ApprovalPolicy::ApproveSafe)
+    ///     .build()?;
+    /// assert_eq!(agent.ask("Say hello").await?.text(), "Hello!");
+    /// # Ok(()) }
+    /// # aintern::tokio::runtime::Runtime::new().unwrap().block_on(demo(&std::env::temp_dir())).unwrap();
+    /// ```
+    pub fn builder() -> AgentBuilder {
+        AgentBuilder::new()
+    }
+
+    /// Start a request: its events arrive on the returned [`Run`], the last being
+    /// `agent_complete` (or a fatal `agent_error`). Approval requests are answered by the
+    /// agent's [`ApprovalPolicy`] before you see them, except under
+    /// [`ApprovalPolicy::Ask`]: then answer each one
+    /// ([`core_models::ApprovalRequestEvent::approve`] or `deny`) — the call waits.
+    ///
+    /// # Errors
+    /// [`core_models::Error::Busy`] (as [`Error::Agent`]) while another request runs;
+    /// [`core_models::Error::NoRuntime`] outside a tokio runtime.
+    pub fn run(&self, message: impl Into<String>) -> Result<Run> {
+        self.run_with(message, ToolChoice::Auto)
+    }
+
+    /// [`Agent::run`] with a tool choice: `Required` makes the first reply a call, `None`
+    /// offers no tool, `Tool(id)` forces that tool.
+    ///
+    /// # Errors
+    /// As [`Agent::run`].
+    pub fn run_with(&self, message: impl Into<String>, tool_choice: ToolChoice) -> Result<Run> {
+        let mut request = AgentRequest::new(message)
+            .with_tool_context(ToolAvailabilityContext::for_workspace(&self.workspace));
+        request.inference_options = Some(self.inference.clone());
+        request.tool_choice = tool_choice;
+        {
+            let mut conversation = lock(&self.conversation);
+            request.conversation_id = conversation.id;
+            if !conversation.fresh {
+                request.history = self.engine.conversation();
+            }
+            conversation.fresh = false;
+        }
+        let events = self.engine.process_message(request)?;
+        Ok(Run::new(
+            events,
+            self.engine.clone(),
+            self.approval,
+            self.sandbox,
+        ))
+    }
+
+    /// Run a request to its end and return the answer. Approval requests are answered by
+    /// the policy; under [`ApprovalPolicy::Ask`] nobody is there to answer, so they are
+    /// denied (use [`Agent::run`] to answer them yourself).
+    ///
+    /// # Errors
+    /// As [`Agent::run`]; [`Error::Failed`] when the request ends without an answer (the
+    /// model failed, the request timed out).
+    pub async fn ask(&self, message: impl Into<String>) -> Result<Reply> {
+        self.run(message)?.reply().await
+    }
+
+    /// Cancel the running request, if any: its [`Run`] ends with `agent_complete`
+    /// (reason `cancelled`).
+    pub fn cancel(&self) {
+        self.engine.cancel();
+    }
+
+    /// Send a message into the running request: it reaches the model with the next tool
+    /// results.
+    ///
+    /// # Errors
+    /// [`core_models::Error::NotProcessing`] when no request is running.
+    pub fn send_message(&self, text: impl Into<String>) -> Result<()> {
+        Ok(self.engine.send_user_message(text.into())?)
+    }
+
+    /// Forget the conversation: the next request starts a new one.
+    pub fn reset(&self) {
+        *lock(&self.conversation) = Conversation::fresh();
+    }
+
+    /// The conversation so far (history, requests, replies and tool results), as the
+    /// last request left it.
+    pub fn conversation(&self) -> Vec<ChatMessage> {
+        if lock(&self.conversation).fresh {
+            return Vec::new();
+        }
+        self.engine.conversation()
+    }
+
+    /// The workspace folder (canonical).
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// The model.
+    pub fn model(&self) -> &Arc<dyn LlmService> {
+        &self.model
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &AgentConfig {
+        self.engine.config()
+    }
+
+    /// The engine underneath, for what the facade does not wrap (state changes, the
+    /// event emitter, the first prompt a request would make).
+    pub fn engine(&self) -> &AgentEngine {
+        &self.engine
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,258 @@
+//! The facade as an application uses it: building an agent, running requests, approvals
+//! answered by policy and in code, denied calls, presets, the conversation.
+
+#![allow(clippy::unwrap_used)]
+
+use aintern::prelude::*;
+use std::path::Path;
+use std::sync::Arc;
+
+fn call(tool: &str, arguments: Value) -> String {
+    format!(
+        "<tool_call>{}</tool_call>",
+        json!({ "name": tool, "arguments": arguments })
+    )
+}
+
+fn agent(dir: &Path, replies: Vec<String>, policy: ApprovalPolicy) -> Agent {
+    Agent::builder()
+        .model(ScriptedLlm::from_texts(replies))
+        .workspace(dir)
+        .approval(policy)
+        .build()
+        .unwrap()
+}
+
+fn write_then_answer() -> Vec<String> {
+    vec![
+        call("write_file", json!({"path": "out.txt", "content": "hi\n"})),
+        "done".to_string(),
+    ]
+}
+
+#[test]
+fn the_builder_names_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let no_workspace = Agent::builder()
+        .model(ScriptedLlm::from_texts(["x"]))
+        .build();
+    assert!(matches!(no_workspace, Err(aintern::Error::NoWorkspace)));
+    let message = no_workspace.unwrap_err().to_string();
+    assert!(message.contains("AgentBuilder::workspace"), "{message}");
+    let no_model = Agent::builder().workspace(dir.path()).build();
+    assert!(matches!(no_model, Err(aintern::Error::NoModel)));
+    let missing = Agent::builder()
+        .model(ScriptedLlm::from_texts(["x"]))
+        .workspace(dir.path().join("nowhere"))
+        .build();
+    assert!(matches!(missing, Err(aintern::Error::Workspace { .. })));
+    std::fs::write(dir.path().join("file"), "").unwrap();
+    let file = Agent::builder()
+        .model(ScriptedLlm::from_texts(["x"]))
+        .workspace(dir.path().join("file"))
+        .build();
+    let message = file.unwrap_err().to_string();
+    assert!(message.contains("not a folder"), "{message}");
+}
+
+#[test]
+fn an_invalid_configuration_and_a_duplicate_tool_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = AgentConfig {
+        max_agent_iterations: 0,
+        ..AgentConfig::default()
+    };
+    let invalid = Agent::builder()
+        .model(ScriptedLlm::from_texts(["x"]))
+        .workspace(dir.path())
+        .config(config)
+        .build();
+    let message = invalid.unwrap_err().to_string();
+    assert!(message.contains("max_agent_iterations"), "{message}");
+    let twice = Agent::builder()
+        .model(ScriptedLlm::from_texts(["x"]))
+        .workspace(dir.path())
+        .shared_tool(aintern::tools::builtin_tools().remove(0))
+        .build();
+    assert!(matches!(twice, Err(aintern::Error::DuplicateTool(id)) if id == "read_file"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn approvals_answered_in_code_let_the_call_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent(dir.path(), write_then_answer(), ApprovalPolicy::Ask);
+    let mut run = agent.run("write hi into out.txt").unwrap();
+    let mut asked = 0;
+    while let Some(event) = run.next().await {
+        if let AgentEvent::ApprovalRequest(a) = event {
+            asked += 1;
+            assert_eq!(a.request.tool_id, "write_file");
+            a.approve().unwrap();
+        }
+    }
+    assert_eq!(asked, 1);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("out.txt")).unwrap(),
+        "hi\n"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_denied_call_is_reported_as_denied_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    for policy in [
+        ApprovalPolicy::DenyAll,
+        ApprovalPolicy::ApproveSafe,
+        ApprovalPolicy::Ask,
+    ] {
+        let agent = agent(dir.path(), write_then_answer(), policy);
+        // `ask` reads the run itself: under `Ask` nobody answers, so the call is denied.
+        let reply = agent.ask("write hi into out.txt").await.unwrap();
+        assert!(!dir.path().join("out.txt").exists(), "{policy:?}");
+        assert_eq!(reply.denied().count(), 1, "{policy:?}");
+        let result = &reply.tool_results[0];
+        assert!(result.result.denied && !result.result.success);
+        assert_eq!(result.summary(), "Tool Write File denied (0ms)");
+        assert_eq!(reply.completion.tool_calls_denied, 1);
+        assert_eq!(reply.completion.tool_calls_executed, 0);
+        assert_eq!(reply.text(), "done");
+        assert_eq!(reply.reason(), CompletionReason::Finished);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn approve_all_runs_what_the_sandbox_allows() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent(dir.path(), write_then_answer(), ApprovalPolicy::ApproveAll);
+    let reply = agent.ask("write hi into out.txt").await.unwrap();
+    assert_eq!(reply.denied().count(), 0);
+    assert!(dir.path().join("out.txt").is_file());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_safe_call_runs_without_asking() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "Buy milk").unwrap();
+    let agent = agent(
+        dir.path(),
+        vec![
+            call("read_file", json!({"path": "notes.txt"})),
+            "Buy milk".into(),
+        ],
+        ApprovalPolicy::DenyAll,
+    );
+    let reply = agent.ask("what do my notes say?").await.unwrap();
+    assert!(reply.tool_results[0].success());
+    assert!(reply.tool_results[0].result.content.contains("Buy milk"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_cannot_reach_outside_the_workspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent(
+        dir.path(),
+        vec![
+            call(
+                "write_file",
+                json!({"path": "../escaped.txt", "content": "x"}),
+            ),
+            "done".into(),
+        ],
+        ApprovalPolicy::ApproveAll,
+    );
+    let reply = agent.ask("write outside").await.unwrap();
+    assert!(!reply.tool_results[0].success());
+    assert!(!dir.path().parent().unwrap().join("escaped.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn requests_continue_the_conversation_until_reset() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = Arc::new(ScriptedLlm::from_texts(["one", "two", "three"]));
+    let agent = Agent::builder()
+        .model(Arc::clone(&model)) // keep a handle to see what the model was sent
+        .workspace(dir.path())
+        .build()
+        .unwrap();
+    assert_eq!(agent.ask("first question").await.unwrap().text(), "one");
+    assert_eq!(agent.ask("second question").await.unwrap().text(), "two");
+    let seen = |i: usize| {
+        model.requests()[i]
+            .messages
+            .iter()
+            .map(|m| m.content.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert!(seen(1).contains("first question") && seen(1).contains("one"));
+    assert_eq!(agent.conversation().len(), 4);
+    agent.reset();
+    assert!(agent.conversation().is_empty());
+    agent.ask("third question").await.unwrap();
+    assert!(!seen(2).contains("first question"));
+}
+
+#[test]
+fn the_preset_follows_the_model_unless_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let build = |preset| {
+        Agent::builder()
+            .model(ScriptedLlm::from_texts(["x"]))
+            .workspace(dir.path())
+            .preset(preset)
+            .build()
+            .unwrap()
+    };
+    // The scripted model reports no size: the standard settings.
+    let auto = build(Preset::Auto);
+    assert_eq!(auto.config(), &AgentConfig::default());
+    let small = build(Preset::SmallModel);
+    assert_eq!(small.config(), &AgentConfig::small_model());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_model_is_an_error_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = Agent::builder()
+        .model(ScriptedLlm::new([ScriptedResponse::failure(
+            "the GPU caught fire",
+        )]))
+        .workspace(dir.path())
+        .build()
+        .unwrap();
+    let err = agent.ask("hello").await.unwrap_err();
+    assert!(matches!(err, aintern::Error::Failed(_)));
+    assert!(err.to_string().contains("the GPU caught fire"), "{err}");
+}
+
+#[test]
+fn outside_a_runtime_the_request_is_refused_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent(dir.path(), vec!["x".into()], ApprovalPolicy::Ask);
+    let err = agent.run("hello").unwrap_err();
+    assert!(matches!(err, aintern::Error::Agent(_)), "{err}");
+}
+
+#[test]
+fn the_readme_shows_the_readme_example_and_it_is_short() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("../../README.md")).unwrap();
+    let example = std::fs::read_to_string(root.join("examples/readme.rs")).unwrap();
+    // The example's code after its header comment is the README's first Rust block.
+    let code = example
+        .split("\n\n")
+        .skip(2)
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    let block = readme
+        .split("```rust\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .unwrap();
+    assert_eq!(block, code);
+    assert!(
+        block.lines().count() < 30,
+        "{} lines",
+        block.lines().count()
+    );
+}

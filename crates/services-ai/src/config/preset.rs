@@ -1,0 +1,115 @@
+//! The small-model preset: the settings under which a model of under a billion parameters
+//! (the embedded SmolLM2-135M among them) does useful work with tools. The `aintern`
+//! command applies it whenever the model reports such a size; an application gets the
+//! same behaviour from [`AgentConfig::small_model`], [`ConfigLoader::small_model_defaults`]
+//! and [`small_model_inference`].
+
+use super::{AgentConfig, AutoToolChoice, ConfigLoader, ToolPromptStyle};
+use core_models::InferenceOptions;
+
+/// The sentence after each tool result that turns a small model from echoing its call to
+/// answering.
+const RESULT_INSTRUCTION: &str =
+    "Using this result, answer my original request in plain text. Do not call a tool again.";
+
+/// The answer's prompt after tool results.
+const ANSWER_TEMPLATE: &str =
+    "Context:\nThe result was:\n{results}\n\nQuestion: {request}\nAnswer in one plain sentence.";
+
+/// The small-model preset as configuration keys and values, for
+/// [`ConfigLoader::default_value`]: the compact tool prompt; `auto` as a routed decision
+/// between the tools and a plain answer; text arguments held to the request's words
+/// (runs of up to 8); path arguments held to the files that exist in a workspace of at
+/// most 100 entries; tool results that end by asking for the answer; the answer asked as
+/// one plain question after the results.
+pub const SMALL_MODEL_DEFAULTS: &[(&str, &str)] = &[
+    ("tool_prompt_style", "compact"),
+    ("auto_tool_choice", "constrained"),
+    ("tool_result_instruction", RESULT_INSTRUCTION),
+    ("path_choices_limit", "100"),
+    ("argument_span_words", "8"),
+    ("answer_template", ANSWER_TEMPLATE),
+];
+
+/// The most tokens a small model writes in one reply under the preset.
+pub const SMALL_MODEL_MAX_TOKENS: u32 = 512;
+
+impl AgentConfig {
+    /// The defaults with the small-model preset ([`SMALL_MODEL_DEFAULTS`]) applied. Pair
+    /// it with [`small_model_inference`] for each request.
+    ///
+    /// ```
+    /// use services_ai::{AgentConfig, AutoToolChoice};
+    ///
+    /// let config = AgentConfig::small_model();
+    /// assert_eq!(config.auto_tool_choice, AutoToolChoice::Constrained);
+    /// assert!(config.validate().is_ok());
+    /// ```
+    pub fn small_model() -> AgentConfig {
+        AgentConfig {
+            tool_prompt_style: ToolPromptStyle::Compact,
+            auto_tool_choice: AutoToolChoice::Constrained,
+            tool_result_instruction: RESULT_INSTRUCTION.to_string(),
+            path_choices_limit: 100,
+            argument_span_words: 8,
+            answer_template: ANSWER_TEMPLATE.to_string(),
+            ..AgentConfig::default()
+        }
+    }
+}
+
+impl ConfigLoader {
+    /// Make the small-model preset the defaults: files, environment variables and
+    /// [`ConfigLoader::set`] still override each setting.
+    pub fn small_model_defaults(self) -> Self {
+        SMALL_MODEL_DEFAULTS
+            .iter()
+            .fold(self, |loader, (key, value)| {
+                loader.default_value(*key, *value)
+            })
+    }
+}
+
+/// The sampling of a small model under the preset: greedy, at most
+/// [`SMALL_MODEL_MAX_TOKENS`] tokens a reply; the other options as their defaults.
+pub fn small_model_inference() -> InferenceOptions {
+    InferenceOptions {
+        temperature: 0.0,
+        max_tokens: SMALL_MODEL_MAX_TOKENS,
+        ..InferenceOptions::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn the_keys_and_the_config_are_the_same_preset() {
+        let loaded = ConfigLoader::new()
+            .env_source(HashMap::new())
+            .small_model_defaults()
+            .load();
+        assert_eq!(loaded.ok(), Some(AgentConfig::small_model()));
+    }
+
+    #[test]
+    fn a_file_still_overrides_the_preset() {
+        let loaded = ConfigLoader::new()
+            .env_source(HashMap::new())
+            .small_model_defaults()
+            .toml_text("tool_prompt_style = \"full\"")
+            .load()
+            .ok();
+        let style = loaded.map(|c| c.tool_prompt_style);
+        assert_eq!(style, Some(ToolPromptStyle::Full));
+    }
+
+    #[test]
+    fn sampling_is_greedy_and_short() {
+        let options = small_model_inference();
+        assert_eq!(options.temperature, 0.0);
+        assert_eq!(options.max_tokens, 512);
+    }
+}
