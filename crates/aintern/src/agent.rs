@@ -389,15 +389,16 @@ impl Agent {
             .with_tool_context(ToolAvailabilityContext::for_workspace(&self.workspace));
         request.inference_options = Some(self.inference.clone());
         request.tool_choice = tool_choice;
-        {
-            let mut conversation = lock(&self.conversation);
-            request.conversation_id = conversation.id;
-            if !conversation.fresh {
-                request.history = self.engine.conversation();
-            }
-            conversation.fresh = false;
+        let mut conversation = lock(&self.conversation);
+        request.conversation_id = conversation.id;
+        if !conversation.fresh {
+            request.history = self.engine.conversation();
         }
         let events = self.engine.process_message(request)?;
+        // Only a request that started continues the conversation: after a refused one
+        // (another request running), a reset still holds.
+        conversation.fresh = false;
+        drop(conversation);
         Ok(Run::new(
             events,
             self.engine.clone(),

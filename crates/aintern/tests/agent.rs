@@ -192,6 +192,40 @@ async fn requests_continue_the_conversation_until_reset() {
     assert!(!seen(2).contains("first question"));
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_refused_while_another_runs_does_not_undo_a_reset() {
+    let dir = tempfile::tempdir().unwrap();
+    let slow = ScriptedResponse::chunks(["two"]).with_delay(std::time::Duration::from_millis(300));
+    let model = Arc::new(ScriptedLlm::new([
+        ScriptedResponse::chunks(["one"]),
+        slow,
+        ScriptedResponse::chunks(["three"]),
+    ]));
+    let agent = Agent::builder()
+        .model(Arc::clone(&model))
+        .workspace(dir.path())
+        .build()
+        .unwrap();
+    agent.ask("first question").await.unwrap();
+    let running = agent.run("second question").unwrap();
+    agent.reset();
+    let refused = agent.run("refused");
+    assert!(
+        matches!(refused, Err(aintern::Error::Agent(_))),
+        "{refused:?}"
+    );
+    running.reply().await.unwrap();
+    agent.ask("third question").await.unwrap();
+    let last = model.requests()[2]
+        .messages
+        .iter()
+        .map(|m| m.content.to_string())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(!last.contains("first question"), "{last}");
+    assert!(!last.contains("second question"), "{last}");
+}
+
 #[test]
 fn the_preset_follows_the_model_unless_told() {
     let dir = tempfile::tempdir().unwrap();
