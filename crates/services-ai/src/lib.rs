@@ -72,6 +72,7 @@ pub use parser::{
 };
 pub use permissions::{DefaultPermissionManager, FilePermissionStore, MemoryPermissionStore};
 pub use registry::{DirectToolExecutor, InMemoryToolRegistry};
+pub use scripted::{Script, ScriptedLlm, ScriptedResponse};
 pub use state_machine::{
     AgentStateMachine, Change, StateMachine, TurnStateMachine, HISTORY_CAPACITY,
 };
