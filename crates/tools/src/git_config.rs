@@ -53,10 +53,14 @@
 //! directory, and the history in it, is outside. Open the main work tree or the
 //! superproject instead. Submodules inside the workspace are never entered.
 
+mod harden;
+mod keys;
+mod parse;
 mod repository;
 
+pub(crate) use harden::Hardening;
 pub(crate) use repository::{
-    confined, confined_git_dir, discover, names_work_tree_or_includes, Kind,
+    configuration_concern, confined, confined_git_dir, discover, read_capped, Kind,
 };
 
 use crate::error::Error;

@@ -16,7 +16,7 @@ use tools::{GitCommandInspector, GitDiff, GitStatus};
 const PATIENCE: Duration = Duration::from_secs(30);
 
 /// Plain git for setting the repository up, with no configuration of the machine's.
-fn setup_git(dir: &Path, args: &[&str]) -> String {
+pub(super) fn setup_git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
         .args(["-c", "commit.gpgsign=false"])

@@ -7,6 +7,7 @@
 mod agent;
 mod files;
 mod git;
+mod git_commands;
 mod kernel_sandbox;
 mod permissions;
 mod processes;

@@ -15,6 +15,8 @@
 //! and every link in the git and common directories, in the object stores and in their
 //! subfolders (the loose objects and packs), leads inside it.
 
+use super::keys::read_only_danger;
+use super::parse::{variables, Variable};
 use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -23,7 +25,7 @@ use std::path::{Path, PathBuf};
 const GITFILE_CAP: u64 = 4096;
 /// Longest `commondir`, `HEAD` or `alternates` file read.
 const SMALL_FILE_CAP: u64 = 64 * 1024;
-/// Longest configuration file read by [`names_work_tree_or_includes`].
+/// Longest configuration file read by [`configuration_concern`].
 const CONFIG_CAP: u64 = 1024 * 1024;
 /// Most folder entries looked at to check one repository's links; past them the
 /// repository is taken as not confined.
@@ -152,41 +154,76 @@ pub(crate) fn confined_git_dir(git_dir: &Path, within: &Path) -> Result<GitDirs,
     Ok(GitDirs { git_dir, common })
 }
 
-/// Whether the configuration git reads from the repository (`config` in the common
-/// directory, `config.worktree` in the git directory) may set the work tree
-/// (`core.worktree`) or include another file (`[include]`, `[includeIf …]`); also when it
-/// cannot be read. Conservative: any `worktree` word (not `worktreeConfig`) counts.
-pub(crate) fn names_work_tree_or_includes(dirs: &GitDirs) -> bool {
+/// Why the configuration git reads from the repository (`config` in the common
+/// directory, `config.worktree` in the git directory) keeps a read-only git command on it
+/// from being safe: it cannot be read as git reads it, it moves the work tree
+/// (`core.worktree`), includes another file (`[include]`, `[includeIf …]`), or sets a
+/// variable through which a read-only command would run a program or read a file it
+/// names ([`super::keys`]); or the `.gitmodules` of the work tree `top` does not read
+/// (the names of its submodules are needed to keep commands out of them). `None` when
+/// nothing does.
+pub(crate) fn configuration_concern(dirs: &GitDirs, top: &Path) -> Option<String> {
     let files = [
         dirs.common.join("config"),
         dirs.git_dir.join("config.worktree"),
     ];
-    files.iter().any(|file| {
+    for file in &files {
         if std::fs::symlink_metadata(file).is_err() {
-            return false;
+            continue;
         }
-        match std::fs::metadata(file) {
-            Ok(m) if m.is_file() => {}
-            _ => return true,
+        let text = match std::fs::metadata(file) {
+            Ok(m) if m.is_file() => read_capped(file, CONFIG_CAP),
+            _ => None,
+        };
+        let Some(text) = text else {
+            return Some("the repository's configuration cannot be read".to_string());
+        };
+        let found = match variables(&text) {
+            Ok(found) => found,
+            Err(at) => {
+                return Some(format!(
+                    "the repository's configuration does not read as git's (line {})",
+                    at.line
+                ))
+            }
+        };
+        if let Some(why) = found.iter().find_map(concern) {
+            return Some(why);
         }
-        match read_capped(file, CONFIG_CAP) {
-            Some(text) => worrying(&text.to_ascii_lowercase()),
-            None => true,
-        }
-    })
+    }
+    let gitmodules = top.join(".gitmodules");
+    if std::fs::symlink_metadata(&gitmodules).is_ok()
+        && super::harden::gitmodules(top).is_none_or(|names| names.len() > SUBMODULES_CAP)
+    {
+        return Some("the repository's .gitmodules cannot be read".to_string());
+    }
+    None
 }
 
-/// Whether lowercased configuration text holds an include section or a `worktree` key.
-fn worrying(text: &str) -> bool {
-    if text.contains("[include") {
-        return true;
+/// Most submodules a repository may name for a read-only command to be safe in it.
+const SUBMODULES_CAP: usize = 1000;
+
+/// What a variable of the repository's configuration does that keeps a read-only git
+/// command from being safe.
+fn concern(v: &Variable) -> Option<String> {
+    if v.section == "include" || v.section == "includeif" {
+        return Some(
+            "the repository's configuration includes other files: git may read outside the workspace"
+                .to_string(),
+        );
     }
-    let is_key_char = |c: char| c.is_ascii_alphanumeric() || c == '-';
-    text.match_indices("worktree").any(|(at, word)| {
-        let before = text[..at].chars().next_back();
-        let after = text[at + word.len()..].chars().next();
-        !before.is_some_and(is_key_char) && !after.is_some_and(is_key_char)
-    })
+    if v.section == "core" && v.name == "worktree" && v.subsection.is_none() {
+        return Some(
+            "the repository's configuration names a work tree: git may read outside the workspace"
+                .to_string(),
+        );
+    }
+    let choice = read_only_danger(v)?;
+    Some(format!(
+        "the repository's configuration sets {} ({}): git would run or read what the repository chose",
+        v.key().escape_debug(),
+        choice.words()
+    ))
 }
 
 /// Whether `dir` is a git directory as git decides it: a valid `HEAD`, and `objects` and
@@ -360,7 +397,7 @@ fn entries(
 
 /// The first `cap` bytes of the regular file `path` as text, or `None` when it cannot
 /// be read, is longer, or is not UTF-8.
-fn read_capped(path: &Path, cap: u64) -> Option<String> {
+pub(crate) fn read_capped(path: &Path, cap: u64) -> Option<String> {
     let file = std::fs::File::open(path).ok()?;
     if !file.metadata().ok()?.is_file() {
         return None;
@@ -431,7 +468,7 @@ mod tests {
         let found = discover(&root).unwrap();
         let dirs = confined(&found, &root).unwrap();
         assert_eq!(dirs.git_dir, root.join(".git"));
-        assert!(!names_work_tree_or_includes(&dirs));
+        assert_eq!(configuration_concern(&dirs, &root), None);
 
         // A `.git` file naming a git directory outside, or inside.
         std::fs::remove_dir_all(root.join(".git")).unwrap();
@@ -496,20 +533,42 @@ mod tests {
     }
 
     #[test]
-    fn configuration_that_moves_the_work_tree_or_includes_is_seen() {
+    fn configuration_that_moves_the_work_tree_includes_or_names_programs_is_seen() {
+        let tmp = tempfile::tempdir().unwrap();
+        let top = canonical(&tmp);
+        git_dir(&top.join(".git"));
+        let dirs = GitDirs {
+            git_dir: top.join(".git"),
+            common: top.join(".git"),
+        };
+        let concern_with = |text: &str| {
+            std::fs::write(top.join(".git/config"), text).unwrap();
+            configuration_concern(&dirs, &top)
+        };
         for text in [
             "[core]\n\tworktree = /x\n",
             "[core] WorkTree=/x",
             "[include]\n\tpath = /x\n",
             "[includeIf \"gitdir:/\"]\n\tpath = /x\n",
+            "[core]\n\tfsmonitor = cat /x\n",
+            "[diff \"d\"]\n\ttextconv = cat /x\n",
+            "[filter \"f\"]\n\tclean = cat /x\n",
+            "[blame]\n\tignoreRevsFile = /x\n",
+            "[core]\n\tbare = \"open\n",
         ] {
-            assert!(worrying(&text.to_ascii_lowercase()), "{text}");
+            assert!(concern_with(text).is_some(), "{text}");
         }
         for text in [
             "[core]\n\tbare = false\n",
             "[extensions]\n\tworktreeConfig = true\n",
+            "[remote \"origin\"]\n\turl = ../external.git\n",
+            "[core]\n\thooksPath = .husky\n",
         ] {
-            assert!(!worrying(&text.to_ascii_lowercase()), "{text}");
+            assert_eq!(concern_with(text), None, "{text}");
         }
+        std::fs::write(top.join(".gitmodules"), "[submodule \"x\"\n").unwrap();
+        assert!(configuration_concern(&dirs, &top).is_some());
+        std::fs::write(top.join(".gitmodules"), "[submodule \"x\"]\npath = x\n").unwrap();
+        assert_eq!(configuration_concern(&dirs, &top), None);
     }
 }

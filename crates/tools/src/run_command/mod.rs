@@ -11,11 +11,17 @@
 //! or `"full-access"`); such calls are rated high or critical and are always put to a
 //! person.
 //!
+//! Whatever git the command runs — directly, in a pipeline or from a script — runs with
+//! the repository's choices of programs and files taken away (fsmonitor, hooks, filter
+//! and diff drivers, external diffs, signature programs, …; see
+//! [`crate::git_config::Hardening`]), and, judged safe, with submodules not entered.
+//!
 //! The command leads a new session and process group and, sandboxed, cannot leave it: on
 //! cancellation, on timeout (of the whole command) and after it exits, the group is ended
 //! (SIGTERM, a short grace, then SIGKILL whatever the shell did).
 
 use crate::fs_tools::confined;
+use crate::git_config::Hardening;
 use crate::params::{positive, verdict};
 use async_trait::async_trait;
 use core_models::{
@@ -252,6 +258,13 @@ impl Tool for RunCommand {
                 shell.env("GIT_CEILING_DIRECTORIES", parent);
             }
         }
+        // Whatever git the command runs, the repository's configuration does not choose
+        // a program or a file for it (see `git_config::Hardening`).
+        let reader = crate::git::git_sandbox(&self.launcher, workspace.root());
+        let read_only = variant == Variant::ReadOnly;
+        Hardening::prepare(&dir, &judged.repositories, read_only, &reader)
+            .await
+            .apply(&mut shell);
         match process::run(
             shell,
             &sandbox,

@@ -128,6 +128,10 @@ pub(crate) struct Judgement {
     /// `complete` = false when the judge cannot see every command that will run (see the
     /// module documentation).
     pub subjects: PermissionSubjects,
+    /// The git directories the line's git commands would use that the judge found to be
+    /// the workspace's own (their configuration read, see `git`): the command's git
+    /// hardening covers them.
+    pub repositories: Vec<std::path::PathBuf>,
 }
 
 /// The risk of a shell command line, judged from the text alone (no folder, no
@@ -149,6 +153,7 @@ pub(crate) fn judge(command: &str, cwd: Option<&str>, workspace: Option<&Path>) 
                 deny_only,
                 complete: false,
             },
+            repositories: Vec::new(),
         };
     }
     let mut findings = Vec::new();
@@ -196,10 +201,18 @@ pub(crate) fn judge(command: &str, cwd: Option<&str>, workspace: Option<&Path>) 
     let mut subjects = PermissionSubjects::of(commands.iter().flat_map(Cmd::subjects));
     subjects.deny_only = deny_only;
     subjects.complete = complete;
+    let repositories = place
+        .verdicts
+        .borrow()
+        .iter()
+        .filter(|(_, verdict)| verdict.is_none())
+        .map(|(dir, _)| dir.clone())
+        .collect();
     Judgement {
         risk,
         reasons: reasons(findings),
         subjects,
+        repositories,
     }
 }
 

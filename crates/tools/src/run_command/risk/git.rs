@@ -10,10 +10,13 @@
 //! gpg) or names a format git's configuration could define.
 //! Operands (revisions and paths alike) are checked as paths, conservatively.
 //!
-//! A repository's own configuration can still make git run programs (a pager, a textconv
-//! or fsmonitor hook); commands judged safe run under a read-only sandbox, which contains
-//! that. The judge's job is the command line — and, when the workspace is known, which
-//! repository git would read.
+//! A repository's own configuration can make git run programs or read files it names (an
+//! fsmonitor hook, a textconv or filter driver, an external diff, a gpg program with
+//! `log.showSignature`, a `blame.ignoreRevsFile`…): when the workspace is known, git is
+//! safe only in a repository whose configuration sets none of those (see
+//! `git_config::configuration_concern`), and every command runs with them overridden
+//! anyway (`git_config::Hardening`). The judge's job is the command line — and, when the
+//! workspace is known, which repository git would read and what its configuration says.
 //!
 //! Git reads the repository it finds from the folder it runs in upward, wherever that is:
 //! a home folder kept in git above the workspace, or the git directory a `.git` file
@@ -24,8 +27,8 @@
 //! `--git-dir` — is the workspace's own: its `.git` a real folder (not a file or link) in
 //! the workspace (at its root, or in a folder of it for a repository nested there), and
 //! its git directory, common directory, object stores (alternates included) and every link
-//! in them inside the workspace, its configuration naming no other work tree and including
-//! no other file. Otherwise — the workspace a folder of a larger repository, a `.git` file
+//! in them inside the workspace, its configuration naming no other work tree, including
+//! no other file and naming no program or file a read-only command would use. Otherwise — the workspace a folder of a larger repository, a `.git` file
 //! or link, no repository in the workspace at all (git would look above it), a bare
 //! repository — every git command is at least medium, with the reason. Without the
 //! workspace the judgement stays lexical.
@@ -34,7 +37,7 @@ use super::git_options::{GLOBAL_FLAGS, SUBCOMMANDS};
 use super::paths::Place;
 use super::programs::{scan, Operands};
 use super::Finding;
-use crate::git_config::{confined_git_dir, discover, names_work_tree_or_includes, Kind};
+use crate::git_config::{configuration_concern, confined_git_dir, discover, Kind};
 use core_models::RiskLevel;
 use std::path::Path;
 
@@ -113,8 +116,6 @@ const LINKED: &str = "git would read a repository outside the workspace: a .git 
 /// The folder is a git directory.
 const BARE: &str =
     "git would read a git directory as a bare repository, which the judge does not check";
-/// `core.worktree`, `[include]`.
-const CONFIGURED: &str = "the repository's configuration names a work tree or includes other files: git may read outside the workspace";
 
 /// Why the repository git would use from the call's folder with `dirs` below it (or the
 /// one `--git-dir` names) is not plainly the workspace's own (see the module
@@ -161,8 +162,7 @@ fn own_git_dir(entry: &Path, root: &Path) -> Option<String> {
         Err(why) => Some(format!(
             "git would read a repository outside the workspace: {why}"
         )),
-        Ok(dirs) if names_work_tree_or_includes(&dirs) => Some(CONFIGURED.to_string()),
-        Ok(_) => None,
+        Ok(dirs) => configuration_concern(&dirs, entry.parent().unwrap_or(root)),
     }
 }
 
@@ -190,6 +190,9 @@ fn subcommand(sub: &str, rest: &[String], place: &Place, dirs: &[&str]) -> Vec<S
     };
     let mut reasons = Vec::new();
     for (option, value) in &scanned.seen {
+        if let Some(why) = enters_submodules(option, value.as_deref()) {
+            reasons.push(format!("'git {sub} {option}' {why}"));
+        }
         let Some(value) = value else { continue };
         let refs = matches!(spec_name, "branch" | "tag");
         let shows_signatures = match option.as_str() {
@@ -238,6 +241,18 @@ fn subcommand(sub: &str, rest: &[String], place: &Place, dirs: &[&str]) -> Vec<S
         }
     }
     reasons
+}
+
+/// Why an option makes git enter submodules (whose own configuration the judge does not
+/// read: a safe command runs with submodules ignored, which these options undo).
+fn enters_submodules(option: &str, value: Option<&str>) -> Option<&'static str> {
+    match (option, value) {
+        ("--recurse-submodules", _) => Some("runs git in each submodule"),
+        ("--ignore-submodules", Some("all")) => None,
+        ("--ignore-submodules", _) => Some("looks into submodules, which runs git in them"),
+        ("--submodule", Some("diff")) => Some("runs git diff in each submodule"),
+        _ => None,
+    }
 }
 
 /// `git remote`, `git remote -v`, `git remote get-url [--push] [--all] NAME`.
