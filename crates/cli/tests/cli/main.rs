@@ -9,6 +9,7 @@ mod chat;
 mod configuration;
 mod editor;
 mod eval;
+mod hostile_git;
 mod mcp;
 mod model;
 mod parse;
