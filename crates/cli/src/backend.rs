@@ -254,9 +254,9 @@ pub(crate) async fn open(
             })
         }
         Choice::Script(file) => {
-            let text = std::fs::read_to_string(&file)
+            let text = std::fs::File::open(&file)
                 .map_err(|e| format!("cannot read the script {}: {e}", file.display()))?;
-            let llm = ScriptedLlm::from_json(&text).map_err(|e| {
+            let llm = ScriptedLlm::from_reader(text).map_err(|e| {
                 format!(
                     "the script {} is not valid (expected {{\"responses\": [{{\"chunks\": [...], \"delay_ms\": 0}}]}}): {e}",
                     file.display()

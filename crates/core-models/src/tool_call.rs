@@ -49,7 +49,8 @@ pub struct ToolCallRequest {
     pub execution_summary: String,
     /// When the call was parsed.
     pub requested_at: DateTime<Utc>,
-    /// The call's text as the model wrote it (shared).
+    /// The call's text as the model wrote it (shared); not kept for a call longer than
+    /// 64 KiB (its parameters hold what it says).
     #[serde(default)]
     pub raw_json: Option<Arc<str>>,
     /// The iteration that produced it.

@@ -140,7 +140,23 @@ impl ScriptedLlm {
     /// # Errors
     /// The JSON error when `json` is not a valid script.
     pub fn from_json(json: &str) -> Result<Self, serde_json::Error> {
-        let script: Script = serde_json::from_str(json)?;
+        // Each chunk allocated once (a script may carry a file of many megabytes).
+        let script: Script = match crate::parser::value::from_str(json) {
+            Some(value) => serde_json::from_value(value)?,
+            None => serde_json::from_str(json)?,
+        };
+        Ok(Self::new(script.responses))
+    }
+
+    /// A model from the JSON script format, read from `reader` (with no copy of the whole
+    /// text: a script carrying a 50 MB file costs about 50 MB).
+    ///
+    /// # Errors
+    /// The error in words when the text cannot be read or is not a valid script.
+    pub fn from_reader(reader: impl std::io::Read) -> Result<Self, String> {
+        let value = crate::parser::value::from_reader(std::io::BufReader::new(reader))
+            .ok_or_else(|| "it cannot be read, or it is not JSON".to_string())?;
+        let script: Script = serde_json::from_value(value).map_err(|e| e.to_string())?;
         Ok(Self::new(script.responses))
     }
 

@@ -92,5 +92,9 @@ fn under_approve_all_a_hostile_repository_s_git_runs_nothing_it_names() {
     assert!(!aside.path().join("marker").exists(), "the fsmonitor ran");
     let r = results(&events);
     assert!(r[0].result.success, "{:?}", r[0].result);
-    assert!(r[0].result.content.contains(" M notes.txt\n"), "{:?}", r[0].result);
+    assert!(
+        r[0].result.content.contains(" M notes.txt\n"),
+        "{:?}",
+        r[0].result
+    );
 }

@@ -15,6 +15,32 @@ use std::time::Duration;
 /// Text waiting to be sent: the text, whether it is thinking, the chunks gathered.
 type Pending = (String, bool, u32);
 
+/// A piece of text longer than this (a whole reply sent at once) is parsed in slices.
+const SLICED: usize = 1 << 20;
+/// The size of those slices.
+const SLICE: usize = 64 * 1024;
+
+/// `text` in order, in slices of about [`SLICE`] bytes when it is longer than
+/// [`SLICED`]: cut from its end, each cut freeing what it took, so that the text is held
+/// once while the parser takes it in (and lets go of a slice once parsed).
+fn slices(mut text: String) -> Vec<String> {
+    if text.len() <= SLICED {
+        return vec![text];
+    }
+    let mut cut = Vec::with_capacity(text.len() / SLICE + 1);
+    while text.len() > SLICE {
+        let mut at = text.len() - SLICE;
+        while !text.is_char_boundary(at) {
+            at += 1;
+        }
+        cut.push(text.split_off(at));
+        text.shrink_to_fit();
+    }
+    cut.push(text);
+    cut.reverse();
+    cut
+}
+
 impl Run {
     /// Ask the model and stream its reply through the parser.
     pub(super) async fn generate(
@@ -37,6 +63,7 @@ impl Run {
         let mut parsing = parser.streaming();
         let mut reply = Reply {
             raw: String::new(),
+            raw_dropped: false,
             visible: String::new(),
             thinking: String::new(),
             calls: Vec::new(),
@@ -113,17 +140,17 @@ impl Run {
                 }
                 Some(Ok(LlmChunk::Text { text })) => {
                     self.tokens += 1;
-                    // The piece is kept once, in the reply, and parsed from there.
-                    let start = reply.raw.len();
-                    if start == 0 {
-                        reply.raw = text;
-                    } else {
-                        reply.raw.push_str(&text);
-                        drop(text);
-                    }
                     pending.2 += 1;
-                    let events = parsing.process_token(&reply.raw[start..]);
-                    if self.take_piece(events, &mut reply, &mut pending, buffer, &mut looping) {
+                    let mut looped = false;
+                    for piece in slices(text) {
+                        let events = parsing.process_token(&piece);
+                        reply.keep(piece);
+                        if self.take_piece(events, &mut reply, &mut pending, buffer, &mut looping) {
+                            looped = true;
+                            break;
+                        }
+                    }
+                    if looped {
                         break;
                     }
                 }
@@ -292,5 +319,21 @@ impl Run {
             ));
         }
         pending.2 = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{slices, SLICE, SLICED};
+
+    #[test]
+    fn long_text_is_sliced_in_order_on_character_boundaries() {
+        let short = "héllo".to_string();
+        assert_eq!(slices(short.clone()), vec![short]);
+        let long = "aé€😀".repeat(SLICED / 4);
+        let cut = slices(long.clone());
+        assert!(cut.len() > 1);
+        assert!(cut.iter().all(|s| s.len() <= SLICE));
+        assert_eq!(cut.concat(), long);
     }
 }

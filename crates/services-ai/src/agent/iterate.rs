@@ -271,7 +271,8 @@ impl Run {
     fn answered(&mut self, reply: Reply) {
         self.agent(T::NoToolCalls, None);
         self.final_response = reply.visible.trim().to_string();
-        self.history.push(ChatMessage::assistant(reply.raw));
+        self.history
+            .push(ChatMessage::assistant(reply.into_answer()));
         self.agent(T::Complete, None);
         self.turn(S::EndOfTurn, None);
         self.turn(S::WaitingForUserInput, None);

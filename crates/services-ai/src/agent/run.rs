@@ -67,9 +67,17 @@ impl Prepared {
     }
 }
 
+/// Most of a reply's output as written kept for the history; past it only the visible text
+/// and the structured calls are kept (no prompt holds that much of one reply, and the
+/// calls are what runs: a call carrying a 50 MB file is not held twice).
+pub(super) const RAW_KEPT: usize = 1 << 20;
+
 /// A model reply.
 pub(super) struct Reply {
+    /// The output as written, while it is at most [`RAW_KEPT`] bytes.
     pub(super) raw: String,
+    /// The output grew past [`RAW_KEPT`]: `raw` is empty and not kept.
+    pub(super) raw_dropped: bool,
     pub(super) visible: String,
     pub(super) thinking: String,
     pub(super) calls: Vec<ToolCallRequest>,
@@ -90,12 +98,41 @@ impl Reply {
             .collect();
         let thinking = self.thinking.trim();
         let reasoning = (!thinking.is_empty()).then(|| std::sync::Arc::from(thinking));
-        core_models::ChatMessage::assistant_with_calls(
+        let mut message = core_models::ChatMessage::assistant_with_calls(
             self.visible.trim(),
             calls,
             reasoning,
             self.raw.as_str(),
-        )
+        );
+        if self.raw_dropped {
+            message.original = None;
+        }
+        message
+    }
+
+    /// Keep `text`, the next piece of the output, as written (see [`RAW_KEPT`]).
+    pub(super) fn keep(&mut self, text: String) {
+        if self.raw_dropped {
+            return;
+        }
+        if self.raw.len() + text.len() > RAW_KEPT {
+            self.raw_dropped = true;
+            self.raw = String::new();
+        } else if self.raw.is_empty() {
+            self.raw = text;
+        } else {
+            self.raw.push_str(&text);
+        }
+    }
+
+    /// The answer as the history keeps it: as written, or its visible text when that was
+    /// not kept.
+    pub(super) fn into_answer(self) -> String {
+        if self.raw_dropped {
+            self.visible
+        } else {
+            self.raw
+        }
     }
 }
 

@@ -35,6 +35,9 @@ impl fmt::Debug for ToolCatalog {
     }
 }
 
+/// Most bytes of a call as written kept in its `raw_json`.
+pub(crate) const RAW_JSON_KEPT: usize = 64 * 1024;
+
 impl ToolCatalog {
     /// A catalog of these definitions.
     pub fn from_definitions(definitions: impl IntoIterator<Item = ToolDefinition>) -> Self {
@@ -52,10 +55,14 @@ impl ToolCatalog {
         }
     }
 
-    /// A request for `id` with `parameters`, filled from the catalog.
+    /// A request for `id` with `parameters`, filled from the catalog; `raw`, the call as
+    /// written, is kept as its `raw_json` up to 64 KiB (a call carrying
+    /// a large file is not held twice).
     pub fn request(&self, id: &str, parameters: Value, raw: &str) -> ToolCallRequest {
         let mut call = ToolCallRequest::new(id, parameters);
-        call.raw_json = Some(Arc::from(raw));
+        if raw.len() <= RAW_JSON_KEPT {
+            call.raw_json = Some(Arc::from(raw));
+        }
         match self {
             ToolCatalog::Empty => {}
             ToolCatalog::Registry(r) => {

@@ -291,8 +291,13 @@ pub(crate) fn repair(text: &str) -> Option<String> {
     changed.then_some(out)
 }
 
-/// Parse JSON text, repairing raw control characters in strings if needed.
+/// Parse JSON text, repairing raw control characters in strings if needed. Valid text is
+/// read with each string allocated once ([`super::value`]); serde_json gives the error
+/// and the repaired reading of the rest.
 pub(crate) fn parse(text: &str) -> Result<serde_json::Value, serde_json::Error> {
+    if let Some(value) = super::value::from_str(text) {
+        return Ok(value);
+    }
     match serde_json::from_str(text) {
         Ok(v) => Ok(v),
         Err(e) => match repair(text) {

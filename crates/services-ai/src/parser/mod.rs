@@ -27,6 +27,7 @@ mod calls;
 mod formats;
 mod json;
 mod stream;
+pub(crate) mod value;
 mod values;
 
 pub use calls::ToolCatalog;
