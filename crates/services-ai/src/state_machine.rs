@@ -252,6 +252,13 @@ impl<M: StateTable> StateMachine<M> {
         Ok(change)
     }
 
+    /// The request the following changes belong to, without a transition: for a machine
+    /// that outlives one request (the turn machine follows a whole conversation), so that
+    /// each change reports the request that made it.
+    pub fn set_request_id(&self, request_id: Uuid) {
+        self.lock().request_id = request_id;
+    }
+
     /// Back to the initial state: iteration 0, no request, history and totals cleared.
     /// Subscribers stay subscribed; no change is reported.
     pub fn reset(&self) {

@@ -6,6 +6,7 @@
 mod approvals;
 mod calls;
 mod context;
+mod conversation;
 mod decision;
 mod limits;
 mod native;

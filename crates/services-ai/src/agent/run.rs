@@ -266,6 +266,9 @@ impl Run {
                 Ok(change) => self.emit(StateChangedEvent::turn(&change)),
                 Err(e) => invalid_transition(&e.to_string()),
             }
+        } else {
+            // The conversation goes on: its machine's changes are this request's now.
+            shared.turn.set_request_id(request_id);
         }
         self.history = self.request.history.clone();
         self.request_start = self.history.len();
