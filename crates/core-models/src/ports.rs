@@ -113,12 +113,22 @@ pub trait ToolRegistry: Send + Sync {
     fn all_tools(&self) -> Vec<Arc<dyn Tool>>;
 
     /// Tools that may be offered under `context` (all available ones when `None`).
+    ///
+    /// The default leaves out a tool whose [`Tool::definition`] or [`Tool::is_available`]
+    /// panics: a tool that cannot say whether it is available is not offered, and the
+    /// others still are.
     fn available_tools(&self, context: Option<&ToolAvailabilityContext>) -> Vec<Arc<dyn Tool>> {
         self.all_tools()
             .into_iter()
-            .filter(|tool| match context {
-                Some(ctx) => ctx.allows(tool.definition()) && tool.is_available(ctx),
-                None => true,
+            .filter(|tool| {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match context {
+                    Some(ctx) => ctx.allows(tool.definition()) && tool.is_available(ctx),
+                    None => {
+                        let _ = tool.definition();
+                        true
+                    }
+                }))
+                .unwrap_or(false)
             })
             .collect()
     }

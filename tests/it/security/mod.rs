@@ -11,3 +11,4 @@ mod kernel_sandbox;
 mod permissions;
 mod processes;
 mod risk;
+mod tool_hooks;

@@ -69,7 +69,9 @@ impl Run {
                         .ports
                         .registry
                         .get_tool(&call.tool_id)
-                        .is_some_and(|t| t.definition().modifies_files)
+                        .is_some_and(|t| {
+                            super::guard::definition(t.as_ref()).is_ok_and(|d| d.modifies_files)
+                        })
             })
             .filter_map(|(call, _)| {
                 call.parameters

@@ -39,6 +39,7 @@ struct Carry {
 impl Run {
     pub(super) async fn iterate(&mut self) -> Outcome {
         let setup = self.setup();
+        self.offered = setup.definitions.iter().map(|d| d.id.clone()).collect();
         let mut carry = Carry::default();
         loop {
             if let Some(outcome) = self.begin_iteration(&setup, &mut carry) {
@@ -120,7 +121,10 @@ impl Run {
             // A call is required, and no tool stands out: the model chooses.
             super::route::Route::Answer => false,
             super::route::Route::Call(id) => {
-                let tool = setup.tools.iter().find(|t| t.definition().id == id);
+                let tool = setup
+                    .tools
+                    .iter()
+                    .find(|t| super::guard::definition(t.as_ref()).is_ok_and(|d| d.id == id));
                 let definition = request.tools.iter_mut().find(|d| d.id == id);
                 if let (Some(tool), Some(definition)) = (tool, definition) {
                     let held = super::follow_up::Held {
@@ -162,7 +166,14 @@ pub(super) fn setup(
             .max_iterations
             .unwrap_or(shared.config.max_agent_iterations)
             .max(1);
-        let definitions: Vec<_> = tools.iter().map(|t| t.definition().clone()).collect();
+        // The tools offered passed their definition once; one that panics now is left out.
+        let (tools, definitions): (Vec<_>, Vec<_>) = tools
+            .into_iter()
+            .filter_map(|t| {
+                let definition = super::guard::definition(t.as_ref()).ok()?.clone();
+                Some((t, definition))
+            })
+            .unzip();
         // `required` is routed too: to the best-ranked tool.
         let decides = shared.config.auto_tool_choice == crate::config::AutoToolChoice::Constrained
             && matches!(request.tool_choice, ToolChoice::Auto | ToolChoice::Required)
