@@ -9,6 +9,7 @@ mod context;
 mod conversation;
 mod decision;
 mod limits;
+mod messages;
 mod native;
 mod prompt;
 mod replies;

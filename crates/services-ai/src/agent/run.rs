@@ -104,7 +104,6 @@ pub(crate) struct Run {
     pub(super) handle: RunHandle,
     pub(super) request: AgentRequest,
     tx: mpsc::UnboundedSender<AgentEvent>,
-    pub(super) messages: mpsc::UnboundedReceiver<String>,
     pub(super) started: Instant,
     pub(super) workspace: Option<PathBuf>,
     pub(super) iteration: u32,
@@ -124,6 +123,8 @@ pub(crate) struct Run {
     pub(super) final_response: String,
     /// Results of calls made in this request, to answer repeats.
     pub(super) done: Vec<(ToolCallRequest, ToolResult)>,
+    /// The messages sent into the request that reached the model, in order.
+    pub(super) received: Vec<String>,
     /// The ids of the tools offered in this request: a call of any other tool is refused.
     pub(super) offered: HashSet<String>,
 }
@@ -140,7 +141,6 @@ impl Run {
         handle: RunHandle,
         request: AgentRequest,
         tx: mpsc::UnboundedSender<AgentEvent>,
-        messages: mpsc::UnboundedReceiver<String>,
     ) -> Self {
         let workspace = request
             .tool_context
@@ -152,7 +152,6 @@ impl Run {
             handle,
             request,
             tx,
-            messages,
             started: Instant::now(),
             workspace,
             iteration: 0,
@@ -167,6 +166,7 @@ impl Run {
             request_start: 0,
             final_response: String::new(),
             done: Vec::new(),
+            received: Vec::new(),
             offered: HashSet::new(),
         }
     }
