@@ -229,7 +229,7 @@ async fn a_request_refused_while_another_runs_does_not_undo_a_reset() {
 /// A reply streamed a word at a time, slowly enough to write to the agent meanwhile.
 fn slow(words: &[&str]) -> ScriptedResponse {
     ScriptedResponse::chunks(words.iter().map(|w| w.to_string()))
-        .with_delay(std::time::Duration::from_millis(60))
+        .with_delay(std::time::Duration::from_millis(100))
 }
 
 fn is_text(event: &AgentEvent) -> bool {
