@@ -482,4 +482,19 @@ fn concurrent_transitions_never_tear_state() {
     for pair in seen.windows(2) {
         assert_eq!(pair[0].current_state, pair[1].previous_state);
     }
+    // Notified outside the state's lock, yet in exactly the order of the history, which
+    // is written under it.
+    let tail = &seen[seen.len() - history.len()..];
+    let key = |c: &AgentStateChange| {
+        (
+            c.previous_state,
+            c.transition,
+            c.iteration_number,
+            c.timestamp,
+        )
+    };
+    assert_eq!(
+        tail.iter().map(key).collect::<Vec<_>>(),
+        history.iter().map(key).collect::<Vec<_>>()
+    );
 }

@@ -488,8 +488,15 @@ fn event_kind_links_structs_and_variants() {
             "session_started",
             "context_compacted",
             "repetition_detected",
+            "messages_carried",
         ]
     );
+    let carried = MessagesCarriedEvent::create(id, vec!["a".into(), "b".into()], 2);
+    assert_eq!(
+        carried.summary(),
+        "2 message(s) did not reach the model before the request ended: carried to the next request"
+    );
+    assert_eq!(AgentEvent::from(carried).event_type(), "messages_carried");
 }
 
 #[test]

@@ -98,6 +98,7 @@ fn all_events() -> Vec<AgentEvent> {
         SessionStartedEvent::create(id, Uuid::new_v4(), true, 6).into(),
         ContextCompactedEvent::create(id, 2100, 900, "summary", 3).into(),
         RepetitionDetectedEvent::create(id, "again ", 40, 234, 1).into(),
+        MessagesCarriedEvent::create(id, vec!["and then?".into()], 2).into(),
     ]
 }
 
@@ -136,6 +137,10 @@ fn event_json_uses_the_agreed_names_and_units() {
     assert_eq!(r["result"]["error_message"], Value::Null);
     assert_eq!(r["result"]["data"]["lines"], 3);
 
+    assert_eq!(
+        by_type("messages_carried")["messages"],
+        json!(["and then?"])
+    );
     assert_eq!(by_type("tool_execution")["elapsed_ms"], 1500);
     assert_eq!(by_type("tool_execution")["status"], "in_progress");
     assert_eq!(by_type("agent_iteration")["elapsed_ms"], 1500);

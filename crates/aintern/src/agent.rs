@@ -424,11 +424,17 @@ impl Agent {
         self.engine.cancel();
     }
 
-    /// Send a message into the running request: it reaches the model with the next tool
-    /// results.
+    /// Send a message into the running request. `Ok` means the model reads it: in this
+    /// request (with the next tool results, or, when the model answers without calling a
+    /// tool, it is asked again after its answer), or — when the request ends first
+    /// (cancelled, failed, a limit) — in the next one: the run reports it in a
+    /// `messages_carried` event ([`core_models::MessagesCarriedEvent`]) and it stays in
+    /// [`Agent::conversation`], which the next request continues.
     ///
     /// # Errors
-    /// [`core_models::Error::NotProcessing`] when no request is running.
+    /// [`core_models::Error::NotProcessing`] when no request is running, and
+    /// [`core_models::Error::RequestEnding`] once the running request has taken its final
+    /// answer (both as [`Error::Agent`]): the message was not delivered.
     pub fn send_message(&self, text: impl Into<String>) -> Result<()> {
         Ok(self.engine.send_user_message(text.into())?)
     }

@@ -226,6 +226,106 @@ async fn a_request_refused_while_another_runs_does_not_undo_a_reset() {
     assert!(!last.contains("second question"), "{last}");
 }
 
+/// A reply streamed a word at a time, slowly enough to write to the agent meanwhile.
+fn slow(words: &[&str]) -> ScriptedResponse {
+    ScriptedResponse::chunks(words.iter().map(|w| w.to_string()))
+        .with_delay(std::time::Duration::from_millis(100))
+}
+
+fn is_text(event: &AgentEvent) -> bool {
+    matches!(event, AgentEvent::TextGeneration(t) if !t.is_complete && !t.token.is_empty())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_message_sent_while_the_model_answers_is_answered_in_the_same_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = Arc::new(ScriptedLlm::new([
+        slow(&["The ", "answer ", "is ", "42."]),
+        ScriptedResponse::chunks(["Forty-two."]),
+    ]));
+    let agent = Agent::builder()
+        .model(Arc::clone(&model))
+        .workspace(dir.path())
+        .build()
+        .unwrap();
+    let early = agent.send_message("too early");
+    assert!(
+        matches!(
+            early,
+            Err(aintern::Error::Agent(aintern::models::Error::NotProcessing))
+        ),
+        "{early:?}"
+    );
+    let mut run = agent.run("what is it?").unwrap();
+    let (mut sent, mut answer) = (None, None);
+    while let Some(event) = run.next().await {
+        if is_text(&event) && sent.is_none() {
+            sent = Some(agent.send_message("in words, please"));
+        }
+        if let AgentEvent::AgentComplete(done) = &event {
+            answer = Some(done.final_response.clone());
+        }
+    }
+    assert!(matches!(sent, Some(Ok(()))), "{sent:?}");
+    assert_eq!(answer.as_deref(), Some("Forty-two."));
+    let asked_again = model.requests()[1]
+        .messages
+        .last()
+        .unwrap()
+        .content
+        .to_string();
+    assert_eq!(asked_again, "in words, please");
+    // The run is over: a message now is refused, never taken.
+    assert!(agent.send_message("after").is_err());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_message_a_cancelled_run_did_not_read_goes_with_the_next_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = Arc::new(ScriptedLlm::new([
+        slow(&["Working ", "on ", "it ", "slowly."]),
+        ScriptedResponse::chunks(["Both done."]),
+    ]));
+    let agent = Agent::builder()
+        .model(Arc::clone(&model))
+        .workspace(dir.path())
+        .build()
+        .unwrap();
+    let mut run = agent.run("first").unwrap();
+    let (mut sent, mut carried, mut cancelled) = (None, None, false);
+    while let Some(event) = run.next().await {
+        if is_text(&event) && sent.is_none() {
+            sent = Some(agent.send_message("and also this"));
+            agent.cancel();
+        }
+        match event {
+            AgentEvent::MessagesCarried(c) => carried = Some(c.messages),
+            AgentEvent::AgentComplete(done) => cancelled = done.was_cancelled,
+            _ => {}
+        }
+    }
+    assert!(matches!(sent, Some(Ok(()))), "{sent:?}");
+    assert!(cancelled);
+    assert_eq!(carried, Some(vec!["and also this".to_string()]));
+    assert_eq!(
+        agent
+            .conversation()
+            .last()
+            .map(|m| m.content.to_string())
+            .as_deref(),
+        Some("and also this")
+    );
+    assert_eq!(agent.ask("go on").await.unwrap().text(), "Both done.");
+    let sent_next: Vec<String> = model.requests()[1]
+        .messages
+        .iter()
+        .rev()
+        .take(2)
+        .map(|m| m.content.to_string())
+        .collect();
+    assert_eq!(sent_next, ["go on", "and also this"]);
+}
+
 #[test]
 fn the_preset_follows_the_model_unless_told() {
     let dir = tempfile::tempdir().unwrap();

@@ -621,7 +621,13 @@ impl Session {
                 self.agent.cancel();
                 Ok(())
             }
-            StdinCommand::UserMessage { text } => self.agent.send_user_message(text),
+            StdinCommand::UserMessage { text } => {
+                // Refused (no request, or one that has answered): the sender is told.
+                if let Err(e) = self.agent.send_user_message(text) {
+                    eprintln!("aintern: the user_message was refused: {e}");
+                }
+                return;
+            }
         };
         if let Err(e) = result {
             eprintln!("aintern: {e}");
@@ -669,9 +675,11 @@ impl Driving {
     }
 }
 
-/// Whether a message sent in `state` reaches the running request: while tools are
-/// prepared and run, before the loop gathers the messages for the next iteration. While
-/// the model writes, its reply may be the last one, and the message would come too late.
+/// Whether a line typed in `state` goes to the running request: while tools are prepared
+/// and run (the model reads it with their results). While the model writes, a typed line
+/// is kept as the next request instead: a chat takes turns. (The agent would take it too —
+/// it asks the model again after an answer when messages are waiting — and a message it
+/// refuses, as the request ends, is kept as the next request here as well.)
 fn takes_messages(state: core_models::AgentState) -> bool {
     use core_models::AgentState as A;
     matches!(

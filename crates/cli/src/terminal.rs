@@ -252,6 +252,14 @@ impl Terminal {
                     c.strategy, c.tokens_before, c.tokens_after
                 ));
             }
+            AgentEvent::MessagesCarried(m) => {
+                let count = m.messages.len();
+                self.note(&format!(
+                    "({count} message{} typed during the request did not reach the model before it ended: {} with your next message)",
+                    if count == 1 { "" } else { "s" },
+                    if count == 1 { "it goes" } else { "they go" }
+                ));
+            }
             AgentEvent::SessionStarted(s) if s.resumed => {
                 self.note(&format!(
                     "resumed session {} ({} messages)",

@@ -29,6 +29,12 @@ pub enum Error {
     #[error("no request is running")]
     NotProcessing,
 
+    /// The running request takes no more messages: the model has given its final answer
+    /// and the request is ending. The message was not delivered (send it as the next
+    /// request).
+    #[error("the request is ending and takes no more messages: this one was not delivered")]
+    RequestEnding,
+
     /// The request cannot be processed as it is (every problem, in words).
     #[error("invalid request: {}", .0.join("; "))]
     InvalidRequest(Vec<String>),

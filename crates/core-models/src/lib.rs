@@ -69,9 +69,9 @@ pub use events::{
     AgentCompleteEvent, AgentErrorCategory, AgentErrorEvent, AgentEvent, AgentIterationEvent,
     ApprovalAnswer, ApprovalReceiver, ApprovalRequestEvent, ApprovalResponder, AutoformatEvent,
     CompletionReason, ContextCompactedEvent, ErrorSource, EventHeader, EventKind, GitCommit,
-    GitCommitsDetectedEvent, MachineTransition, RepetitionDetectedEvent, SessionStartedEvent,
-    StateChangedEvent, TextGenerationEvent, ToolCallRequestEvent, ToolExecutionEvent,
-    ToolExecutionStatus, ToolResultEvent, ToolUsageSummary, TransitionRecord,
+    GitCommitsDetectedEvent, MachineTransition, MessagesCarriedEvent, RepetitionDetectedEvent,
+    SessionStartedEvent, StateChangedEvent, TextGenerationEvent, ToolCallRequestEvent,
+    ToolExecutionEvent, ToolExecutionStatus, ToolResultEvent, ToolUsageSummary, TransitionRecord,
 };
 pub use llm::{LlmChunk, LlmRequest, LlmStream, LlmToolCall, LlmUsage, ModelDetails};
 pub use permission::{

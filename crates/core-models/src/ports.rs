@@ -113,12 +113,22 @@ pub trait ToolRegistry: Send + Sync {
     fn all_tools(&self) -> Vec<Arc<dyn Tool>>;
 
     /// Tools that may be offered under `context` (all available ones when `None`).
+    ///
+    /// The default leaves out a tool whose [`Tool::definition`] or [`Tool::is_available`]
+    /// panics: a tool that cannot say whether it is available is not offered, and the
+    /// others still are.
     fn available_tools(&self, context: Option<&ToolAvailabilityContext>) -> Vec<Arc<dyn Tool>> {
         self.all_tools()
             .into_iter()
-            .filter(|tool| match context {
-                Some(ctx) => ctx.allows(tool.definition()) && tool.is_available(ctx),
-                None => true,
+            .filter(|tool| {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match context {
+                    Some(ctx) => ctx.allows(tool.definition()) && tool.is_available(ctx),
+                    None => {
+                        let _ = tool.definition();
+                        true
+                    }
+                }))
+                .unwrap_or(false)
             })
             .collect()
     }
@@ -361,10 +371,23 @@ pub trait AgentService: Send + Sync {
     /// [`Error::NoPendingApproval`] when that call is not waiting.
     fn provide_approval(&self, call_id: Uuid, decision: ApprovalDecision) -> Result<(), Error>;
 
-    /// Send a message into the running request; it reaches the model with the next tool
-    /// results (seed 004's "gathering additional messages").
+    /// Send a message into the running request. `Ok` is a promise that the message is not
+    /// lost: it reaches the model in this request — with the next tool results (seed 004's
+    /// "gathering additional messages"), or, when the model answers without calling a
+    /// tool, the model is asked again with the message after its answer (within the
+    /// request's iteration limit).
+    ///
+    /// When the request ends before the message reached the model (cancelled, failed,
+    /// timed out, a limit or the budget reached), the message is carried: it is added to
+    /// the conversation the agent keeps (as a user message after the request's own), so a
+    /// request that continues that conversation sends it to the model before its own
+    /// message, and a `messages_carried` event
+    /// ([`crate::MessagesCarriedEvent`]), just before the request's terminal event, lists
+    /// every message carried.
     ///
     /// # Errors
-    /// [`Error::NotProcessing`] when no request is running.
+    /// [`Error::NotProcessing`] when no request is running; [`Error::RequestEnding`] once
+    /// the running request has taken its final answer and takes no more messages. Either
+    /// way the message was not delivered.
     fn send_user_message(&self, text: String) -> Result<(), Error>;
 }

@@ -3,8 +3,11 @@
 //!
 //! All state lives behind one mutex, so a transition and its bookkeeping (iteration,
 //! timing, history, per-state totals) are never seen half-done. Subscribers are notified
-//! outside the lock, in transition order per subscriber, through unbounded channels: a
-//! slow subscriber never blocks a transition.
+//! outside that lock, in transition order per subscriber, through unbounded channels: a
+//! slow subscriber never blocks a transition, and reading the state never waits for a
+//! notification. The subscribers have a lock of their own, taken before the state's lock
+//! is released (hand over hand): of two concurrent transitions, the one that changed the
+//! state first also notifies first.
 
 use crate::error::Error;
 use chrono::Utc;
@@ -34,12 +37,17 @@ struct Inner<M: StateTable> {
     request_id: Uuid,
     history: VecDeque<Change<M>>,
     time_in_state: HashMap<M::State, Duration>,
-    subscribers: Vec<mpsc::UnboundedSender<Change<M>>>,
 }
+
+/// Where changes are sent.
+type Subscribers<M> = Vec<mpsc::UnboundedSender<Change<M>>>;
 
 /// A state machine running table `M`. Safe to share between threads (`Arc<StateMachine<M>>`).
 pub struct StateMachine<M: StateTable> {
     inner: Mutex<Inner<M>>,
+    /// Taken only while `inner` is held, or alone (never the other way round): see the
+    /// module's documentation.
+    subscribers: Mutex<Subscribers<M>>,
 }
 
 impl<M: StateTable> fmt::Debug for StateMachine<M> {
@@ -71,8 +79,8 @@ impl<M: StateTable> StateMachine<M> {
                 request_id: Uuid::nil(),
                 history: VecDeque::with_capacity(HISTORY_CAPACITY),
                 time_in_state: HashMap::new(),
-                subscribers: Vec::new(),
             }),
+            subscribers: Mutex::new(Vec::new()),
         }
     }
 
@@ -80,6 +88,20 @@ impl<M: StateTable> StateMachine<M> {
         // Every update is completed before the guard is released and none can panic
         // half-way, so a poisoned lock still holds consistent state.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lock_subscribers(&self) -> MutexGuard<'_, Subscribers<M>> {
+        self.subscribers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Send `change` to every subscriber, outside the state's lock: `inner` (held, with
+    /// the change applied) is released only once the subscribers' lock is taken, so
+    /// concurrent transitions notify in the order they changed the state.
+    fn notify(&self, inner: MutexGuard<'_, Inner<M>>, change: &Change<M>) {
+        let mut subscribers = self.lock_subscribers();
+        drop(inner);
+        // Unbounded sends never block; a subscriber that is gone is dropped.
+        subscribers.retain(|tx| tx.send(change.clone()).is_ok());
     }
 
     /// The current state.
@@ -133,7 +155,9 @@ impl<M: StateTable> StateMachine<M> {
         context: Option<&str>,
     ) -> Result<Change<M>, StateTransitionError<M::State, M::Transition>> {
         let mut inner = self.lock();
-        self.apply(&mut inner, transition, context)
+        let change = self.apply(&mut inner, transition, context)?;
+        self.notify(inner, &change);
+        Ok(change)
     }
 
     fn apply(
@@ -187,11 +211,6 @@ impl<M: StateTable> StateMachine<M> {
             inner.history.pop_front();
         }
         inner.history.push_back(change.clone());
-        // Sending under the lock keeps every subscriber's order equal to transition order;
-        // unbounded sends never block.
-        inner
-            .subscribers
-            .retain(|tx| tx.send(change.clone()).is_ok());
         Ok(change)
     }
 
@@ -223,11 +242,21 @@ impl<M: StateTable> StateMachine<M> {
             });
         }
         inner.request_id = request_id;
-        self.apply(&mut inner, M::START, None)
+        let change = self
+            .apply(&mut inner, M::START, None)
             .map_err(|e| Error::NotIdle {
                 machine: M::KIND,
                 state: e.from_state.to_string(),
-            })
+            })?;
+        self.notify(inner, &change);
+        Ok(change)
+    }
+
+    /// The request the following changes belong to, without a transition: for a machine
+    /// that outlives one request (the turn machine follows a whole conversation), so that
+    /// each change reports the request that made it.
+    pub fn set_request_id(&self, request_id: Uuid) {
+        self.lock().request_id = request_id;
     }
 
     /// Back to the initial state: iteration 0, no request, history and totals cleared.
@@ -247,7 +276,7 @@ impl<M: StateTable> StateMachine<M> {
     /// Notifications of every change from now on.
     pub fn subscribe(&self) -> mpsc::UnboundedReceiver<Change<M>> {
         let (tx, rx) = mpsc::unbounded_channel();
-        self.lock().subscribers.push(tx);
+        self.lock_subscribers().push(tx);
         rx
     }
 

@@ -6,8 +6,10 @@
 mod approvals;
 mod calls;
 mod context;
+mod conversation;
 mod decision;
 mod limits;
+mod messages;
 mod native;
 mod prompt;
 mod replies;

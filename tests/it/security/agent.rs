@@ -121,6 +121,67 @@ async fn a_panic_inside_the_loop_ends_the_request_with_one_fatal_error() {
     assert_eq!(complete(&events).final_response, "fine now");
 }
 
+/// The model is shown the tools its request offers; a call of any other — one the
+/// request's context disables, or one not available now — is refused, never run.
+#[tokio::test]
+async fn a_call_of_a_tool_the_request_does_not_offer_is_not_run() {
+    let hidden = Arc::new(MockTool::new("hidden"));
+    let unavailable = Arc::new(MockTool::new("unavailable"));
+    unavailable.set_available(false);
+    let good = Arc::new(MockTool::new("good"));
+    let reply = format!(
+        "{}{}{}",
+        call("hidden", json!({})),
+        call("unavailable", json!({})),
+        call("good", json!({}))
+    );
+    let tools: Vec<Arc<dyn Tool>> = vec![hidden.clone(), unavailable.clone(), good.clone()];
+    let h = harness(vec![text(&reply), text("done")], tools, config());
+    let context = ToolAvailabilityContext {
+        disabled_tool_ids: Some(["hidden".to_string()].into()),
+        ..ToolAvailabilityContext::for_workspace(std::env::temp_dir())
+    };
+    let events = run(&h.agent, AgentRequest::new("x").with_tool_context(context)).await;
+    let offered: Vec<String> = h.llm.requests()[0]
+        .tools
+        .iter()
+        .map(|t| t.id.clone())
+        .collect();
+    assert_eq!(offered, ["good"]);
+    let outcomes: Vec<(String, bool, String)> = results(&events)
+        .iter()
+        .map(|r| {
+            let message = r.result.error_message.clone().unwrap_or_default();
+            (r.tool_id.clone(), r.success(), message)
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            (
+                "hidden".to_string(),
+                false,
+                "Tool not available in this request: hidden".to_string()
+            ),
+            (
+                "unavailable".to_string(),
+                false,
+                "Tool not available in this request: unavailable".to_string()
+            ),
+            ("good".to_string(), true, String::new()),
+        ]
+    );
+    assert_eq!(
+        (
+            hidden.executions(),
+            unavailable.executions(),
+            good.executions()
+        ),
+        (0, 0, 1)
+    );
+    assert_eq!(complete(&events).final_response, "done");
+}
+
 // --- exactly one terminal event ----------------------------------------------------------------
 
 #[tokio::test]

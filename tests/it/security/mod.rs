@@ -12,3 +12,4 @@ mod kernel_sandbox;
 mod permissions;
 mod processes;
 mod risk;
+mod tool_hooks;

@@ -142,6 +142,45 @@ fn run_cancel_over_stdin() {
     assert!(done.was_cancelled);
 }
 
+/// A `user_message` sent over stdin while the model writes its final answer is not lost:
+/// the model is asked again with it, in the same request.
+#[test]
+fn run_user_message_over_stdin_while_the_model_answers() {
+    let ws = Workspace::new();
+    let file = ws.dir.path().join("answers.json");
+    std::fs::write(
+        &file,
+        json!({"responses": [
+            {"chunks": ["The ", "answer ", "is ", "42."], "delay_ms": 100},
+            {"chunks": ["Forty-two."], "delay_ms": 0}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let script = format!("script:{}", file.display());
+    let (mut child, mut stdin, stdout) = spawn_json(&ws, &script, "what is it?");
+    let mut events: Vec<AgentEvent> = Vec::new();
+    let mut sent = false;
+    for line in stdout {
+        let event: AgentEvent = serde_json::from_str(&line.unwrap()).unwrap();
+        if !sent && matches!(&event, AgentEvent::TextGeneration(_)) {
+            let command = json!({"op": "user_message", "text": "in words, please"});
+            writeln!(stdin, "{command}").unwrap();
+            sent = true;
+        }
+        events.push(event);
+    }
+    assert!(child.wait().unwrap().success());
+    let Some(AgentEvent::AgentComplete(done)) = events.last() else {
+        panic!("{:?}", events.last())
+    };
+    assert_eq!(done.final_response, "Forty-two.");
+    assert_eq!(done.total_iterations, 2, "the model was asked again");
+    assert!(!events
+        .iter()
+        .any(|e| matches!(e, AgentEvent::MessagesCarried(_))));
+}
+
 #[test]
 fn run_reports_model_failures_and_usage_errors() {
     let ws = Workspace::new();

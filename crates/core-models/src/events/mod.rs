@@ -17,7 +17,9 @@ mod workspace;
 pub use approval::{ApprovalAnswer, ApprovalReceiver, ApprovalRequestEvent, ApprovalResponder};
 pub use completion::{AgentCompleteEvent, CompletionReason, ToolUsageSummary};
 pub use errors::{AgentErrorCategory, AgentErrorEvent, ErrorSource};
-pub use session::{ContextCompactedEvent, RepetitionDetectedEvent, SessionStartedEvent};
+pub use session::{
+    ContextCompactedEvent, MessagesCarriedEvent, RepetitionDetectedEvent, SessionStartedEvent,
+};
 pub use state_changed::{MachineTransition, StateChangedEvent, TransitionRecord};
 pub use text::{AgentIterationEvent, TextGenerationEvent};
 pub use tool_calls::{
@@ -88,6 +90,9 @@ pub enum AgentEvent {
     ContextCompacted(ContextCompactedEvent),
     /// The reply looped and its generation was stopped (`"repetition_detected"`).
     RepetitionDetected(RepetitionDetectedEvent),
+    /// Messages sent into the request that had not reached the model when it ended,
+    /// carried to the next request (`"messages_carried"`).
+    MessagesCarried(MessagesCarriedEvent),
 }
 
 /// Implemented by each event struct: the link between it and its [`AgentEvent`] variant.
@@ -169,6 +174,7 @@ event_kinds! {
     SessionStarted(SessionStartedEvent) = "session_started",
     ContextCompacted(ContextCompactedEvent) = "context_compacted",
     RepetitionDetected(RepetitionDetectedEvent) = "repetition_detected",
+    MessagesCarried(MessagesCarriedEvent) = "messages_carried",
 }
 
 impl AgentEvent {

@@ -125,3 +125,36 @@ impl RepetitionDetectedEvent {
         )
     }
 }
+
+/// Messages sent into a request (`AgentService::send_user_message`) that had not reached
+/// the model when the request ended (`"messages_carried"`): cancelled, failed, timed out,
+/// or stopped at a limit or the budget. They were added to the conversation the agent
+/// keeps, as user messages after the request's own, so the next request that continues
+/// it sends them to the model before its own message. Sent just before the terminal
+/// event, only when there are some.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessagesCarriedEvent {
+    /// Shared fields.
+    #[serde(flatten)]
+    pub header: EventHeader,
+    /// The messages, in the order they were sent.
+    pub messages: Vec<String>,
+}
+
+impl MessagesCarriedEvent {
+    /// `messages` of request `request_id`, carried after `iteration`.
+    pub fn create(request_id: Uuid, messages: Vec<String>, iteration: u32) -> Self {
+        MessagesCarriedEvent {
+            header: EventHeader::new(request_id, iteration),
+            messages,
+        }
+    }
+
+    /// One-line description.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} message(s) did not reach the model before the request ended: carried to the next request",
+            self.messages.len()
+        )
+    }
+}

@@ -29,13 +29,8 @@ impl Run {
             return ControlFlow::Break(Outcome::Budget(why));
         }
         self.turn(S::GatheringAdditionalMessages, None);
-        let mut gathered = Vec::new();
-        while let Ok(text) = self.messages.try_recv() {
-            gathered.push(text);
-        }
-        for text in gathered {
-            self.history.push(ChatMessage::user(text));
-        }
+        let gathered = self.handle.inbox.gather();
+        self.take_messages(gathered);
         let delay = self.shared.config.iteration_delay();
         if !delay.is_zero() {
             tokio::select! {
@@ -44,6 +39,14 @@ impl Run {
             }
         }
         ControlFlow::Continue(())
+    }
+
+    /// Messages sent into the request, into the conversation: the model reads them next.
+    pub(super) fn take_messages(&mut self, messages: Vec<String>) {
+        for text in messages {
+            self.history.push(ChatMessage::user(text.clone()));
+            self.received.push(text);
+        }
     }
 
     pub(super) async fn git_head(&self) -> Option<String> {
@@ -69,7 +72,9 @@ impl Run {
                         .ports
                         .registry
                         .get_tool(&call.tool_id)
-                        .is_some_and(|t| t.definition().modifies_files)
+                        .is_some_and(|t| {
+                            super::guard::definition(t.as_ref()).is_ok_and(|d| d.modifies_files)
+                        })
             })
             .filter_map(|(call, _)| {
                 call.parameters

@@ -2,11 +2,12 @@
 //! asked), the answer or its timeout, remembering the decision, and a call the person
 //! edited (validated, assessed and put to the deny rules again).
 
+use super::guard::guarded;
 use super::run::{Prepared, Run, Stopped};
 use super::{lock, StopReason};
 use core_models::{
     AgentErrorCategory, AgentErrorEvent, ApprovalAnswer, ApprovalDecision, ApprovalRequestEvent,
-    CallAssessment, RiskLevel, Tool, ToolCallRequest, ToolCategory, ToolResult,
+    CallAssessment, RiskLevel, Tool, ToolCallRequest, ToolCategory, ToolDefinition, ToolResult,
 };
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -21,6 +22,22 @@ impl Run {
         assessment: CallAssessment,
     ) -> Result<Prepared, Stopped> {
         let timeout = self.shared.config.approval_timeout();
+        // The tool's code, before anyone is asked: a panic fails this call only.
+        let definition = match super::guard::definition(tool.as_ref()) {
+            Ok(definition) => definition,
+            Err(panic) => {
+                let result = self.tool_panicked(&call, "definition", &panic);
+                return Ok(Prepared::Settled { call, result });
+            }
+        };
+        let workspace = self.workspace.as_deref();
+        let change = match guarded(|| tool.preview_change(&call.parameters, workspace)) {
+            Ok(change) => change,
+            Err(panic) => {
+                let result = self.tool_panicked(&call, "preview_change", &panic);
+                return Ok(Prepared::Settled { call, result });
+            }
+        };
         let (event, rx) = ApprovalRequestEvent::create(
             self.request.request_id,
             call.clone(),
@@ -28,11 +45,11 @@ impl Run {
             self.iteration,
         );
         let event = event
-            .with_details(approval_details(&call, tool.as_ref(), &assessment))
-            .with_warnings(approval_warnings(&call, tool.as_ref(), &assessment))
+            .with_details(approval_details(&call, definition, &assessment))
+            .with_warnings(approval_warnings(&call, definition, &assessment))
             .with_sandbox(assessment.sandbox.clone())
             .with_must_ask(assessment.must_ask.clone())
-            .with_change(tool.preview_change(&call.parameters, self.workspace.as_deref()));
+            .with_change(change);
         lock(&self.handle.approvals).insert(call.id, event.responder.clone());
         self.emit(event);
         let stop = self.handle.stop.clone();
@@ -143,14 +160,10 @@ impl Run {
 
 fn approval_details(
     call: &ToolCallRequest,
-    tool: &dyn Tool,
+    definition: &ToolDefinition,
     assessment: &CallAssessment,
 ) -> Vec<String> {
-    let mut details = vec![format!(
-        "Tool: {} ({})",
-        tool.definition().name,
-        call.tool_id
-    )];
+    let mut details = vec![format!("Tool: {} ({})", definition.name, call.tool_id)];
     for key in core_models::MAIN_ARGUMENT_KEYS {
         if let Some(value) = call.parameters.get(key).and_then(|v| v.as_str()) {
             let mut label = key.replace('_', " ");
@@ -270,11 +283,10 @@ fn ceil_boundary(s: &str, at: usize) -> usize {
 
 fn approval_warnings(
     call: &ToolCallRequest,
-    tool: &dyn Tool,
+    definition: &ToolDefinition,
     assessment: &CallAssessment,
 ) -> Vec<String> {
     let mut warnings = Vec::new();
-    let definition = tool.definition();
     if call.risk_level >= RiskLevel::High {
         warnings.push(format!(
             "This call is rated {} risk: review it carefully",

@@ -25,11 +25,16 @@ pub(super) async fn gather(
         tools
             .iter()
             .filter_map(|tool| {
-                let choices =
-                    super::guard::guarded(|| tool.argument_choices(Some(&workspace), limit))
-                        .ok()
-                        .flatten()?;
-                Some((tool.definition().id.clone(), choices))
+                let asked = super::guard::guarded(|| {
+                    let choices = tool.argument_choices(Some(&workspace), limit)?;
+                    Some((tool.definition().id.clone(), choices))
+                });
+                asked
+                    .map_err(|panic| {
+                        tracing::error!(%panic, "a tool panicked listing its argument choices: its arguments are not held");
+                    })
+                    .ok()
+                    .flatten()
             })
             .collect::<Vec<_>>()
     })
@@ -218,6 +223,9 @@ pub(super) async fn narrow(
     let narrowed = tokio::task::spawn_blocking(move || {
         super::guard::guarded(|| {
             tool.narrow_choices(&request, &settled, &asked, workspace.as_deref(), limit)
+        })
+        .map_err(|panic| {
+            tracing::error!(%panic, "a tool panicked narrowing its argument choices: nothing is narrowed");
         })
         .ok()
         .flatten()

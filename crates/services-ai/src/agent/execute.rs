@@ -243,7 +243,11 @@ impl Run {
             progress,
         };
         let executor = Arc::clone(&self.shared.ports.executor);
-        let mut run = Box::pin(AssertUnwindSafe(executor.execute(tool, context)).catch_unwind());
+        // Called inside the guarded future: an executor that panics before its future
+        // exists fails the call too.
+        let mut run = Box::pin(
+            AssertUnwindSafe(async move { executor.execute(tool, context).await }).catch_unwind(),
+        );
         let timeout = self.shared.config.tool_execution_timeout();
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);

@@ -1,13 +1,16 @@
 //! The end of a request: the machines brought to their end states and exactly one
 //! terminal event, the last one: `agent_complete` (finished, cancelled, or stopped by the
 //! timeout, the iteration limit or the budget, with the reason in words), or a fatal
-//! `agent_error` when the model failed or the loop itself broke.
+//! `agent_error` when the model failed or the loop itself broke. Before it, the messages
+//! sent into the request that never reached the model are carried (see
+//! [`super::inbox`]): added to the conversation the agent keeps and listed in a
+//! `messages_carried` event.
 
 use super::lock;
 use super::run::{Outcome, Run};
 use core_models::{
     AgentCompleteEvent, AgentErrorCategory, AgentErrorEvent, AgentEvent, AgentStateTransition as T,
-    CompletionReason, TurnState as S, TURN_EDGES,
+    ChatMessage, CompletionReason, MessagesCarriedEvent, TurnState as S, TURN_EDGES,
 };
 use std::collections::{BTreeMap, VecDeque};
 
@@ -73,10 +76,22 @@ impl Run {
                 .into()
             }
         };
+        let carried = self.handle.inbox.close();
+        if !carried.is_empty() {
+            tracing::info!(
+                messages = carried.len(),
+                "messages sent into the request did not reach the model: carried to the next request"
+            );
+            self.history
+                .extend(carried.iter().cloned().map(ChatMessage::user));
+        }
         *lock(&self.shared.conversation) = (
             Some(self.request.conversation_id),
             std::mem::take(&mut self.history),
         );
+        if !carried.is_empty() {
+            self.emit(MessagesCarriedEvent::create(id, carried, self.iteration));
+        }
         self.emit(event);
     }
 

@@ -78,7 +78,11 @@ impl Run {
             if self.served(&id, clause) {
                 continue;
             }
-            let Some(tool) = setup.tools.iter().find(|t| t.definition().id == id) else {
+            let tool = setup
+                .tools
+                .iter()
+                .find(|t| super::guard::definition(t.as_ref()).is_ok_and(|d| d.id == id));
+            let Some(tool) = tool else {
                 continue;
             };
             let Some(at) = request.tools.iter().position(|d| d.id == id) else {
@@ -111,17 +115,23 @@ impl Run {
         found: &[(String, ArgumentChoices)],
         held: Held<'_>,
     ) {
+        // A tool whose definition panics now has nothing settled (its call, if made,
+        // fails when it is screened).
         let own = found
             .iter()
             .find(|(id, _)| *id == definition.id)
-            .map(|(_, own)| own);
+            .map(|(_, own)| own)
+            .zip(super::guard::definition(tool.as_ref()).ok());
         let mut settled = own
-            .map(|own| super::choices::settle_named(definition, tool.definition(), own, held.text))
+            .map(|(own, original)| {
+                super::choices::settle_named(definition, original, own, held.text)
+            })
             .unwrap_or_default();
-        if let (true, Some(own), Some(earlier)) = (settled.is_empty(), own, held.earlier) {
+        if let (true, Some((own, original)), Some(earlier)) =
+            (settled.is_empty(), own, held.earlier)
+        {
             // "then open *it*": the file the earlier calls named.
-            settled =
-                super::choices::settle_named(definition, tool.definition(), own, &earlier.names);
+            settled = super::choices::settle_named(definition, original, own, &earlier.names);
         }
         let max_words = self.shared.config.argument_span_words as usize;
         if max_words == 0 {

@@ -1,7 +1,24 @@
-//! A tool that panics must not take the request down with it: every call into a tool's
-//! code (validation, assessment, summary, execution) is guarded, and a panic becomes a
-//! failed result.
+//! A tool that panics must not take the request down with it: every call the engine makes
+//! into a tool's code is guarded.
+//!
+//! - Hooks about one call — `validate`, `effective_risk_level`, `assess`,
+//!   `execution_summary` (at screening, for edited parameters and at the re-check before a
+//!   later call of a reply), `preview_change` (the approval prompt's diff), `definition`
+//!   when a call is looked at, and `execute` — fail that call: its result is "the tool
+//!   failed unexpectedly: …", with a non-fatal `agent_error`; the reply's other calls go
+//!   on.
+//! - Hooks about the tool rather than a call — `definition` and `is_available` when the
+//!   request's tools are chosen — leave the tool out of the request, with an error in the
+//!   log; a call the model makes of it anyway is refused like any call of a tool the
+//!   request does not offer.
+//! - `argument_choices` and `narrow_choices` only hold a small model's arguments to what
+//!   exists: a panic there holds nothing (logged), and the tool's calls are still
+//!   validated, assessed and approved as any.
+//! - Where a definition is needed after the call was screened (whether a call could change
+//!   what later calls touch, which files formatters run on), a panic takes the cautious
+//!   answer: the call could change something; its files are not formatted.
 
+use core_models::{Tool, ToolDefinition};
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -19,6 +36,11 @@ pub(crate) fn panic_message(panic: &(dyn Any + Send)) -> String {
 /// Run `f`, turning a panic into its message.
 pub(crate) fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     catch_unwind(AssertUnwindSafe(f)).map_err(|panic| panic_message(panic.as_ref()))
+}
+
+/// The tool's definition, or what its panic said.
+pub(crate) fn definition(tool: &dyn Tool) -> Result<&ToolDefinition, String> {
+    guarded(|| tool.definition())
 }
 
 /// The text of a failed result for a tool that panicked.

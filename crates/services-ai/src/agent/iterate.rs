@@ -34,11 +34,16 @@ struct Carry {
     /// Every call of the previous reply was refused after asking: the agent machine went
     /// back to Thinking already.
     skip_begin: bool,
+    /// The model answered and messages sent meanwhile are to be answered: the agent
+    /// machine is still Thinking, the turn machine waits for the user's input (which is
+    /// there).
+    after_answer: bool,
 }
 
 impl Run {
     pub(super) async fn iterate(&mut self) -> Outcome {
         let setup = self.setup();
+        self.offered = setup.definitions.iter().map(|d| d.id.clone()).collect();
         let mut carry = Carry::default();
         loop {
             if let Some(outcome) = self.begin_iteration(&setup, &mut carry) {
@@ -80,6 +85,9 @@ impl Run {
                 };
             }
             if reply.calls.is_empty() {
+                if self.answered_with_messages_waiting(&setup, &reply, &mut carry) {
+                    continue;
+                }
                 self.answered(reply);
                 return Outcome::Finished;
             }
@@ -120,7 +128,10 @@ impl Run {
             // A call is required, and no tool stands out: the model chooses.
             super::route::Route::Answer => false,
             super::route::Route::Call(id) => {
-                let tool = setup.tools.iter().find(|t| t.definition().id == id);
+                let tool = setup
+                    .tools
+                    .iter()
+                    .find(|t| super::guard::definition(t.as_ref()).is_ok_and(|d| d.id == id));
                 let definition = request.tools.iter_mut().find(|d| d.id == id);
                 if let (Some(tool), Some(definition)) = (tool, definition) {
                     let held = super::follow_up::Held {
@@ -162,7 +173,14 @@ pub(super) fn setup(
             .max_iterations
             .unwrap_or(shared.config.max_agent_iterations)
             .max(1);
-        let definitions: Vec<_> = tools.iter().map(|t| t.definition().clone()).collect();
+        // The tools offered passed their definition once; one that panics now is left out.
+        let (tools, definitions): (Vec<_>, Vec<_>) = tools
+            .into_iter()
+            .filter_map(|t| {
+                let definition = super::guard::definition(t.as_ref()).ok()?.clone();
+                Some((t, definition))
+            })
+            .unzip();
         // `required` is routed too: to the best-ranked tool.
         let decides = shared.config.auto_tool_choice == crate::config::AutoToolChoice::Constrained
             && matches!(request.tool_choice, ToolChoice::Auto | ToolChoice::Required)
@@ -219,6 +237,10 @@ impl Run {
         if self.iteration == 1 {
             self.agent(T::BeginThinking, None);
             self.turn(S::SendingToLlm, None);
+        } else if carry.after_answer {
+            // The machine stays in Thinking (as after refused calls); the user's input,
+            // the messages, goes to the model.
+            self.turn(S::SendingToLlm, Some(MESSAGES_AFTER_ANSWER));
         } else {
             if !carry.skip_begin {
                 self.agent(T::BeginThinking, None);
@@ -226,6 +248,7 @@ impl Run {
             self.turn(S::SendingToolResults, None);
         }
         carry.skip_begin = false;
+        carry.after_answer = false;
         self.emit(AgentIterationEvent::create(
             self.request.request_id,
             self.iteration,
@@ -251,9 +274,14 @@ impl Run {
                     prompt::result_text(result, self.shared.config.max_tool_result_tokens)
                 })
                 .collect();
+            // The request, and the messages sent into it since.
+            let asked = std::iter::once(self.request.message.trim())
+                .chain(self.received.iter().map(|m| m.trim()))
+                .collect::<Vec<_>>()
+                .join("\n");
             let text = template
                 .replace("{results}", results.join("\n").trim_end())
-                .replace("{request}", self.request.message.trim());
+                .replace("{request}", &asked);
             request.messages = setup
                 .system
                 .iter()
@@ -265,6 +293,34 @@ impl Run {
         }
         let text_only = request.tool_choice == ToolChoice::None;
         (request, text_only)
+    }
+
+    /// The model answered without calling a tool: are messages sent meanwhile waiting
+    /// (see [`super::inbox`])? Then the answer is kept, the messages follow it, and the
+    /// model is asked again — while the iteration limit allows; at the limit they stay in
+    /// the inbox, and the request's end carries them. With none waiting, the inbox is
+    /// closed in the same step and the request ends.
+    fn answered_with_messages_waiting(
+        &mut self,
+        setup: &Setup,
+        reply: &Reply,
+        carry: &mut Carry,
+    ) -> bool {
+        if self.iteration >= setup.max {
+            return false;
+        }
+        let waiting = self.handle.inbox.gather_or_close();
+        if waiting.is_empty() {
+            return false;
+        }
+        self.final_response = reply.visible.trim().to_string();
+        self.history.push(ChatMessage::assistant(reply.raw.clone()));
+        self.take_messages(waiting);
+        self.turn(S::EndOfTurn, Some(MESSAGES_AFTER_ANSWER));
+        self.turn(S::WaitingForUserInput, Some(MESSAGES_AFTER_ANSWER));
+        carry.previous_tools = 0;
+        carry.after_answer = true;
+        true
     }
 
     /// The model answered without calling a tool.
@@ -375,6 +431,9 @@ impl Run {
         }
     }
 }
+
+/// Why the model is asked again after it answered.
+const MESSAGES_AFTER_ANSWER: &str = "messages were sent while the model answered";
 
 /// The model request of `iteration` of `request` over `history`.
 pub(super) fn llm_request(

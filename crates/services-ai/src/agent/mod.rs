@@ -18,6 +18,7 @@ mod finish;
 mod follow_up;
 mod generate;
 pub(crate) mod guard;
+mod inbox;
 mod iterate;
 mod prepare;
 pub mod prompt;
@@ -60,7 +61,8 @@ pub(crate) struct RunHandle {
     pub(crate) stop: CancellationToken,
     pub(crate) reason: Arc<Mutex<Option<StopReason>>>,
     pub(crate) approvals: Arc<Mutex<HashMap<Uuid, ApprovalResponder>>>,
-    pub(crate) messages: mpsc::UnboundedSender<String>,
+    /// Messages sent into the request (see [`inbox`]).
+    pub(crate) inbox: Arc<inbox::Inbox>,
 }
 
 impl RunHandle {
@@ -267,12 +269,11 @@ impl core_models::AgentService for AgentEngine {
             }
         }
         let (tx, rx) = mpsc::unbounded_channel::<AgentEvent>();
-        let (msg_tx, msg_rx) = mpsc::unbounded_channel::<String>();
         let handle = RunHandle {
             stop: CancellationToken::new(),
             reason: Arc::new(Mutex::new(None)),
             approvals: Arc::new(Mutex::new(HashMap::new())),
-            messages: msg_tx,
+            inbox: Arc::new(inbox::Inbox::open()),
         };
         {
             let mut slot = lock(&self.shared.run);
@@ -283,7 +284,7 @@ impl core_models::AgentService for AgentEngine {
             }
             *slot = Some(handle.clone());
         }
-        let run = run::Run::new(Arc::clone(&self.shared), handle, request, tx, msg_rx);
+        let run = run::Run::new(Arc::clone(&self.shared), handle, request, tx);
         runtime.spawn(run.execute());
         Ok(Box::pin(futures::stream::unfold(rx, |mut rx| async move {
             rx.recv().await.map(|event| (event, rx))
@@ -327,8 +328,10 @@ impl core_models::AgentService for AgentEngine {
         responder.respond(ApprovalAnswer::Decided(decision))
     }
 
+    /// See [`core_models::AgentService::send_user_message`]: delivered in this request, or
+    /// carried to the next one and reported, or refused — never accepted and lost.
     fn send_user_message(&self, text: String) -> Result<(), Error> {
         let run = self.current_run().ok_or(Error::NotProcessing)?;
-        run.messages.send(text).map_err(|_| Error::NotProcessing)
+        run.inbox.send(text)
     }
 }

@@ -119,11 +119,27 @@ impl Run {
             let result = ToolResult::failed(format!("Tool not found: {}", call.tool_id));
             return Screened::Settled { call, result };
         };
+        let requires_workspace = match super::guard::definition(tool.as_ref()) {
+            Ok(definition) => definition.requires_workspace,
+            Err(panic) => {
+                let result = self.tool_panicked(&call, "definition", &panic);
+                return Screened::Settled { call, result };
+            }
+        };
         // Refused here, before anyone is asked to approve a call that cannot run.
-        if tool.definition().requires_workspace && self.workspace.is_none() {
+        if requires_workspace && self.workspace.is_none() {
             let result = ToolResult::failed(format!(
                 "{} needs a workspace folder and this request has none: open one with \
                  ToolAvailabilityContext::for_workspace (or the workspace of the application's agent)",
+                call.tool_id
+            ));
+            return Screened::Settled { call, result };
+        }
+        // A tool the request does not offer (its context leaves it out, it is not
+        // available, or it could not say) is not run, whatever the model wrote.
+        if !self.offered.contains(&call.tool_id) {
+            let result = ToolResult::failed(format!(
+                "Tool not available in this request: {}",
                 call.tool_id
             ));
             return Screened::Settled { call, result };

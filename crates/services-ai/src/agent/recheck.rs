@@ -20,9 +20,12 @@ use core_models::{RiskLevel, Tool, ToolCallRequest, ToolCategory, ToolResult};
 
 /// Whether running `call` of `tool` could change something a later call of the same
 /// reply depends on: unless the tool is known to be read-only (it writes no files, runs
-/// no commands, is rated safe by default) and this call is rated safe too.
+/// no commands, is rated safe by default) and this call is rated safe too. A tool whose
+/// definition panics could.
 pub(super) fn may_change(call: &ToolCallRequest, tool: &dyn Tool) -> bool {
-    let definition = tool.definition();
+    let Ok(definition) = super::guard::definition(tool) else {
+        return true;
+    };
     definition.modifies_files
         || definition.category == ToolCategory::Terminal
         || definition.default_risk_level > RiskLevel::Safe

@@ -8,7 +8,7 @@
 //! changed what it touches), [`super::after_tools`] (git, formatters, budget, gathered
 //! messages) and [`super::finish`] (the one terminal event).
 
-use super::guard::panic_message;
+use super::guard::{guarded, panic_message};
 use super::prompt;
 use super::{lock, RunHandle, Shared, StopReason};
 use core_models::{
@@ -17,7 +17,7 @@ use core_models::{
     TurnState as S,
 };
 use futures::FutureExt;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -141,7 +141,6 @@ pub(crate) struct Run {
     pub(super) handle: RunHandle,
     pub(super) request: AgentRequest,
     tx: mpsc::UnboundedSender<AgentEvent>,
-    pub(super) messages: mpsc::UnboundedReceiver<String>,
     pub(super) started: Instant,
     pub(super) workspace: Option<PathBuf>,
     pub(super) iteration: u32,
@@ -161,6 +160,10 @@ pub(crate) struct Run {
     pub(super) final_response: String,
     /// Results of calls made in this request, to answer repeats.
     pub(super) done: Vec<(ToolCallRequest, ToolResult)>,
+    /// The messages sent into the request that reached the model, in order.
+    pub(super) received: Vec<String>,
+    /// The ids of the tools offered in this request: a call of any other tool is refused.
+    pub(super) offered: HashSet<String>,
 }
 
 impl Run {
@@ -175,7 +178,6 @@ impl Run {
         handle: RunHandle,
         request: AgentRequest,
         tx: mpsc::UnboundedSender<AgentEvent>,
-        messages: mpsc::UnboundedReceiver<String>,
     ) -> Self {
         let workspace = request
             .tool_context
@@ -187,7 +189,6 @@ impl Run {
             handle,
             request,
             tx,
-            messages,
             started: Instant::now(),
             workspace,
             iteration: 0,
@@ -202,6 +203,8 @@ impl Run {
             request_start: 0,
             final_response: String::new(),
             done: Vec::new(),
+            received: Vec::new(),
+            offered: HashSet::new(),
         }
     }
 
@@ -303,6 +306,9 @@ impl Run {
                 Ok(change) => self.emit(StateChangedEvent::turn(&change)),
                 Err(e) => invalid_transition(&e.to_string()),
             }
+        } else {
+            // The conversation goes on: its machine's changes are this request's now.
+            shared.turn.set_request_id(request_id);
         }
         self.history = self.request.history.clone();
         self.request_start = self.history.len();
@@ -317,16 +323,49 @@ impl Run {
     }
 }
 
-/// The tools `request` may use.
+/// The tools `request` may use: those the registry offers, less any whose `definition`
+/// or `is_available` panics — left out, with an error in the log (see [`super::guard`]). A
+/// registry that panics itself offers none.
 pub(super) fn tools_offered(shared: &Shared, request: &AgentRequest) -> Vec<Arc<dyn Tool>> {
     let choice_allows = request.tool_choice != ToolChoice::None;
     if !(request.enable_tools && shared.config.enabled && choice_allows) {
         return Vec::new();
     }
-    shared
-        .ports
-        .registry
-        .available_tools(request.tool_context.as_ref())
+    let registry = &shared.ports.registry;
+    let context = request.tool_context.as_ref();
+    // Each tool asked on its own first, so that a tool that panics is named in the log
+    // (the registry's own answer may leave it out silently, or panic as a whole).
+    let all = guarded(|| registry.all_tools()).unwrap_or_default();
+    let healthy: HashSet<String> = all
+        .iter()
+        .filter_map(|tool| {
+            let id = match super::guard::definition(tool.as_ref()) {
+                Ok(definition) => definition.id.clone(),
+                Err(panic) => {
+                    tracing::error!(%panic, "a tool panicked giving its definition: it is not offered");
+                    return None;
+                }
+            };
+            if let Some(Err(panic)) = context.map(|c| guarded(|| tool.is_available(c))) {
+                tracing::error!(%panic, tool = %id, "a tool panicked saying whether it is available: it is not offered");
+                return None;
+            }
+            Some(id)
+        })
+        .collect();
+    let offered = match guarded(|| registry.available_tools(context)) {
+        Ok(offered) => offered,
+        Err(panic) => {
+            tracing::error!(%panic, "the tool registry panicked listing the available tools: no tool is offered");
+            return Vec::new();
+        }
+    };
+    offered
+        .into_iter()
+        .filter(|tool| {
+            super::guard::definition(tool.as_ref()).is_ok_and(|d| healthy.contains(&d.id))
+        })
+        .collect()
 }
 
 /// An invalid transition is a bug in the loop: loud in debug builds, logged in release.

@@ -50,7 +50,10 @@ impl ToolCatalog {
     pub fn schema(&self, id: &str) -> Option<Value> {
         match self {
             ToolCatalog::Empty => None,
-            ToolCatalog::Registry(r) => r.get_tool(id).map(|t| t.definition().input_schema.clone()),
+            // A tool whose definition panics has no schema here (its call fails later).
+            ToolCatalog::Registry(r) => r
+                .get_tool(id)
+                .and_then(|t| guarded(|| t.definition().input_schema.clone()).ok()),
             ToolCatalog::Definitions(d) => d.get(id).map(|d| d.input_schema.clone()),
         }
     }
@@ -67,9 +70,12 @@ impl ToolCatalog {
             ToolCatalog::Empty => {}
             ToolCatalog::Registry(r) => {
                 if let Some(tool) = r.get_tool(id) {
-                    call.tool_name = tool.definition().name.clone();
-                    // A tool that panics here is judged critical and summarized by its id;
-                    // the agent's own guarded assessment fails the call later.
+                    // A tool that panics here keeps its id as name, is judged critical and
+                    // summarized by its id; the agent's own guarded screening fails the
+                    // call later.
+                    if let Ok(name) = guarded(|| tool.definition().name.clone()) {
+                        call.tool_name = name;
+                    }
                     call.risk_level = guarded(|| tool.effective_risk_level(&call.parameters))
                         .unwrap_or(RiskLevel::Critical);
                     if let Ok(summary) = guarded(|| tool.execution_summary(&call.parameters)) {
