@@ -151,7 +151,7 @@ fn run_user_message_over_stdin_while_the_model_answers() {
     std::fs::write(
         &file,
         json!({"responses": [
-            {"chunks": ["The ", "answer ", "is ", "42."], "delay_ms": 100},
+            {"chunks": ["The ", "answer ", "is ", "42."], "delay_ms": 400},
             {"chunks": ["Forty-two."], "delay_ms": 0}
         ]})
         .to_string(),
