@@ -183,6 +183,9 @@ pub(crate) struct Connection {
     child: Locked<Option<Process>>,
     /// Why the client ended the connection on its own, once it did.
     verdict: Verdict,
+    /// Over HTTP: why the last answer broke off, when the SDK does not say (an SSE event
+    /// over the size limit).
+    broke: Locked<Option<String>>,
 }
 
 impl Connection {
@@ -196,6 +199,7 @@ impl Connection {
         let limit = Duration::from_millis(spec.startup_timeout_ms);
         let mut child = None;
         let verdict = Verdict::default();
+        let broke: Locked<Option<String>> = Arc::default();
         // What went wrong while starting: the verdict's reason when the client ended it.
         let failed = |e: &dyn std::fmt::Display| verdict.reason().unwrap_or_else(|| e.to_string());
         let started = tokio::time::timeout(limit, async {
@@ -226,7 +230,9 @@ impl Connection {
                         .await
                         .map_err(|e| start_error(name, &failed(&e)))?
                 }
-                (None, Some(url)) => serve_http(handler, name, url, spec).await?,
+                (None, Some(url)) => {
+                    serve_http(handler, name, url, spec, Arc::clone(&broke)).await?
+                }
                 (None, None) => return Err(start_error(name, "neither command nor url is set")),
             };
             service
@@ -260,6 +266,7 @@ impl Connection {
                     tools,
                     child,
                     verdict,
+                    broke,
                 })
             }
             Ok(Err(e)) => {
@@ -343,8 +350,12 @@ impl Connection {
         })
     }
 
-    /// The call's error when the client ended the connection on its own.
+    /// The call's error when the client ended the connection on its own, or when an
+    /// HTTP answer broke off over the size limit.
     fn ended_by_client(&self) -> Option<CallError> {
+        if let Some(why) = lock(&self.broke).take() {
+            return Some(CallError::Failed(why));
+        }
         self.verdict.reason().map(CallError::Gone)
     }
 
@@ -523,6 +534,7 @@ async fn serve_http(
     name: &str,
     url: &str,
     spec: &McpServerConfig,
+    broke: Locked<Option<String>>,
 ) -> Result<RunningService<RoleClient, Arc<Handler>>, Error> {
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
     let mut headers = HashMap::new();
@@ -553,11 +565,213 @@ async fn serve_http(
         })?;
         config = config.auth_header(token);
     }
-    let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+    let client = http_client::Watched::new(broke).map_err(|e| start_error(name, &e))?;
+    let transport = rmcp::transport::StreamableHttpClientTransport::with_client(client, config);
     handler
         .serve(transport)
         .await
         .map_err(|e| start_error(name, &e.to_string()))
+}
+
+/// The HTTP client under the SDK's streamable-HTTP transport: reqwest, as the SDK sets it
+/// up, watched for answers the SDK ends for their size. The SDK ends an SSE event over
+/// the limit and fails its call at once, but only says the stream "closed before its
+/// final response"; the reason is kept here for the call to give.
+mod http_client {
+    use super::{size_text, Locked, MAX_MESSAGE_BYTES};
+    use futures::StreamExt;
+    use http::{HeaderName, HeaderValue};
+    use rmcp::model::ClientJsonRpcMessage;
+    use rmcp::transport::common::client_side_sse::BoxedSseResponse;
+    use rmcp::transport::streamable_http_client::{
+        StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+        StreamableHttpResponseLimits,
+    };
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    type Outcome<T> = Result<T, StreamableHttpError<reqwest::Error>>;
+
+    /// reqwest's client, with where to say why an answer broke off.
+    #[derive(Clone)]
+    pub(super) struct Watched {
+        inner: reqwest::Client,
+        broke: Locked<Option<String>>,
+    }
+
+    impl Watched {
+        /// A client as the SDK's own (no idle connections kept; only same-origin 307
+        /// and 308 redirects followed, ten at most, so that neither the message nor the
+        /// headers go elsewhere).
+        pub(super) fn new(broke: Locked<Option<String>>) -> Result<Watched, String> {
+            let policy = reqwest::redirect::Policy::custom(|attempt| {
+                let same_origin = attempt
+                    .previous()
+                    .first()
+                    .is_some_and(|first| first.origin() == attempt.url().origin());
+                let kept = matches!(attempt.status().as_u16(), 307 | 308);
+                if same_origin && kept && attempt.previous().len() <= 10 {
+                    attempt.follow()
+                } else {
+                    attempt.stop()
+                }
+            });
+            let inner = reqwest::Client::builder()
+                .pool_max_idle_per_host(0)
+                .redirect(policy)
+                .build()
+                .map_err(|e| format!("its HTTP client could not be set up: {e}"))?;
+            Ok(Watched { inner, broke })
+        }
+
+        fn note(&self) {
+            *super::lock(&self.broke) = Some(format!(
+                "it sent an answer longer than {}, the limit for one message (its SSE event was cut off)",
+                size_text(MAX_MESSAGE_BYTES)
+            ));
+        }
+
+        /// `stream`, noting an event over the size limit when it ends on one.
+        fn watch(&self, stream: BoxedSseResponse) -> BoxedSseResponse {
+            let this = self.clone();
+            stream
+                .inspect(move |item| {
+                    if let Err(e) = item {
+                        if e.to_string().contains("maximum size") {
+                            this.note();
+                        }
+                    }
+                })
+                .boxed()
+        }
+
+        fn post(
+            &self,
+            sent: Outcome<StreamableHttpPostResponse>,
+        ) -> Outcome<StreamableHttpPostResponse> {
+            match sent {
+                Ok(StreamableHttpPostResponse::Sse(stream, session)) => {
+                    Ok(StreamableHttpPostResponse::Sse(self.watch(stream), session))
+                }
+                other => other,
+            }
+        }
+    }
+
+    impl StreamableHttpClient for Watched {
+        type Error = reqwest::Error;
+
+        async fn post_message(
+            &self,
+            uri: Arc<str>,
+            message: ClientJsonRpcMessage,
+            session_id: Option<Arc<str>>,
+            auth_header: Option<String>,
+            custom_headers: HashMap<HeaderName, HeaderValue>,
+        ) -> Outcome<StreamableHttpPostResponse> {
+            let sent = self
+                .inner
+                .post_message(uri, message, session_id, auth_header, custom_headers)
+                .await;
+            self.post(sent)
+        }
+
+        async fn post_message_with_max_sse_event_size(
+            &self,
+            uri: Arc<str>,
+            message: ClientJsonRpcMessage,
+            session_id: Option<Arc<str>>,
+            auth_header: Option<String>,
+            custom_headers: HashMap<HeaderName, HeaderValue>,
+            max_sse_event_size: usize,
+        ) -> Outcome<StreamableHttpPostResponse> {
+            let sent = self
+                .inner
+                .post_message_with_max_sse_event_size(
+                    uri,
+                    message,
+                    session_id,
+                    auth_header,
+                    custom_headers,
+                    max_sse_event_size,
+                )
+                .await;
+            self.post(sent)
+        }
+
+        async fn post_message_with_response_limits(
+            &self,
+            uri: Arc<str>,
+            message: ClientJsonRpcMessage,
+            session_id: Option<Arc<str>>,
+            auth_header: Option<String>,
+            custom_headers: HashMap<HeaderName, HeaderValue>,
+            limits: StreamableHttpResponseLimits,
+        ) -> Outcome<StreamableHttpPostResponse> {
+            let sent = self
+                .inner
+                .post_message_with_response_limits(
+                    uri,
+                    message,
+                    session_id,
+                    auth_header,
+                    custom_headers,
+                    limits,
+                )
+                .await;
+            self.post(sent)
+        }
+
+        async fn delete_session(
+            &self,
+            uri: Arc<str>,
+            session_id: Arc<str>,
+            auth_header: Option<String>,
+            custom_headers: HashMap<HeaderName, HeaderValue>,
+        ) -> Outcome<()> {
+            self.inner
+                .delete_session(uri, session_id, auth_header, custom_headers)
+                .await
+        }
+
+        async fn get_stream(
+            &self,
+            uri: Arc<str>,
+            session_id: Option<Arc<str>>,
+            last_event_id: Option<String>,
+            auth_header: Option<String>,
+            custom_headers: HashMap<HeaderName, HeaderValue>,
+        ) -> Outcome<BoxedSseResponse> {
+            let stream = self
+                .inner
+                .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+                .await?;
+            Ok(self.watch(stream))
+        }
+
+        async fn get_stream_with_max_sse_event_size(
+            &self,
+            uri: Arc<str>,
+            session_id: Option<Arc<str>>,
+            last_event_id: Option<String>,
+            auth_header: Option<String>,
+            custom_headers: HashMap<HeaderName, HeaderValue>,
+            max_sse_event_size: usize,
+        ) -> Outcome<BoxedSseResponse> {
+            let stream = self
+                .inner
+                .get_stream_with_max_sse_event_size(
+                    uri,
+                    session_id,
+                    last_event_id,
+                    auth_header,
+                    custom_headers,
+                    max_sse_event_size,
+                )
+                .await?;
+            Ok(self.watch(stream))
+        }
+    }
 }
 
 #[cfg(test)]

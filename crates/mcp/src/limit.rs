@@ -148,7 +148,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for CappedLines<R> {
         };
         this.tripped = true;
         this.verdict.end(format!(
-            "it sent a message longer than {}, the limit for one message, so it was stopped",
+            "it sent a message longer than {}, the limit for one message: AIntern stopped it",
             size_text(this.cap)
         ));
         // The whole lines before the one over the cap are still delivered; the next read
