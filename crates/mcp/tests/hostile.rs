@@ -2,7 +2,8 @@
 //! the size limit for one message — 200 MB as one line over stdio, as one JSON body or
 //! one SSE event over HTTP — fails its call at once with the reason, never waits for the
 //! tool timeout, and never makes the client hold more than the limit; a stdio server that
-//! sent one is stopped and restarted for the next call.
+//! sent one is stopped and restarted for the next call, and one that sends one while it
+//! starts fails to start at once, saying why.
 //!
 //! The servers are small Python 3 scripts speaking just enough MCP, written into a
 //! temporary folder by each test.
@@ -70,6 +71,12 @@ with open(sys.argv[1], "a") as pids:
 out = sys.stdout.buffer
 for line in sys.stdin.buffer:
     msg = json.loads(line)
+    if msg.get("method") == "tools/list" and sys.argv[2:] == ["flood-list"]:
+        for _ in range(FLOOD_MIB):
+            out.write(CHUNK)
+        out.write(b"\n")
+        out.flush()
+        continue
     reply = answer(msg)
     if reply is not None:
         out.write(json.dumps(reply).encode() + b"\n")
@@ -271,24 +278,71 @@ async fn a_stdio_message_over_the_limit_fails_the_call_at_once_and_restarts_the_
     assert_over_limit(&result, took, growth, "big", "longer than 16 MiB");
 
     // The server that sent it is stopped at once.
-    let first: u32 = std::fs::read_to_string(&pids)
-        .unwrap()
-        .lines()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !gone(first) && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(gone(first), "the server that sent it was stopped");
+    assert!(
+        wait_gone(first_pid(&pids)).await,
+        "the server that sent it was stopped"
+    );
 
     // The next call starts it again.
     let r = call(&servers, "big__echo", ws.path()).await;
     assert!(r.success && r.content.contains("still here"), "{r:?}");
     assert_eq!(std::fs::read_to_string(&pids).unwrap().lines().count(), 2);
     servers.stop().await;
+}
+
+/// The first pid written in `pids`.
+fn first_pid(pids: &Path) -> u32 {
+    std::fs::read_to_string(pids)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Wait (5 s at most) until the process `pid` is gone.
+async fn wait_gone(pid: u32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !gone(pid) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    gone(pid)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_list_over_the_limit_fails_the_start_at_once() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let ws = tempfile::tempdir().unwrap();
+    let pids = ws.path().join("pids");
+    let config = McpServerConfig {
+        command: Some("python3".into()),
+        args: vec![
+            script(ws.path(), "stdio_server.py", STDIO),
+            pids.display().to_string(),
+            "flood-list".into(),
+        ],
+        startup_timeout_ms: 60_000,
+        ..McpServerConfig::default()
+    };
+    let configs = BTreeMap::from([("big".to_string(), config)]);
+    let started = Instant::now();
+    let (servers, growth) = peak_growth(McpServers::start(&configs, launcher(), ws.path())).await;
+    let took = started.elapsed();
+    let status = servers.reports()[0].status.clone();
+    eprintln!(
+        "failed to start in {took:?}, memory rose by {} MiB: {status:?}",
+        growth / MIB
+    );
+    assert!(
+        matches!(&status, ServerStatus::Failed(why)
+            if why.contains("'big' could not start") && why.contains("longer than 16 MiB")),
+        "{status:?}"
+    );
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    assert!(growth < 64 * MIB, "{} MiB", growth / MIB);
+    assert!(servers.tools().is_empty());
+    assert!(wait_gone(first_pid(&pids)).await, "its process was ended");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
