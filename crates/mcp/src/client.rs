@@ -377,10 +377,11 @@ fn call_error(e: rmcp::ServiceError) -> CallError {
         }
         rmcp::ServiceError::Cancelled { .. } => CallError::Cancelled,
         // Over HTTP, an answer over the size limit fails its call alone.
-        rmcp::ServiceError::TransportSend(e) if over_limit(&e).is_some() => {
-            CallError::Failed(over_limit(&e).unwrap_or_default())
-        }
-        rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_) => {
+        rmcp::ServiceError::TransportSend(e) => match over_limit(&e) {
+            Some(why) => CallError::Failed(why),
+            None => CallError::Gone("the server closed the connection".into()),
+        },
+        rmcp::ServiceError::TransportClosed => {
             CallError::Gone("the server closed the connection".into())
         }
         other => CallError::Failed(other.to_string()),
