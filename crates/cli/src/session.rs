@@ -188,7 +188,7 @@ impl Session {
             None => args,
         };
         let workspace = match (&resume, &args.workspace) {
-            (Some(saved), None) => workspace(Some(saved.header.workspace.clone()))?,
+            (Some(saved), None) => crate::sessions::resumed_workspace(&saved.header)?,
             _ => workspace(args.workspace.clone())?,
         };
         let adjust = |config: &mut services_ai::AgentConfig| {
@@ -208,6 +208,15 @@ impl Session {
         // kept from every command the tools start.
         let choice = backend::choose(args.backend_flags(), &config.backend)?;
         let backend_name = choice.name();
+        if let Some(saved) = &resume {
+            // What the session file chose is said: the file could have been edited.
+            terminal.note(&crate::sessions::resuming_note(
+                &saved.header,
+                &workspace,
+                &backend_name,
+                args.workspace.is_none(),
+            ));
+        }
         let mut sandbox_settings = settings::sandbox_settings(&config);
         sandbox_settings.secret_env.extend(args.api_key_env.clone());
         let launcher = Arc::new(sandbox::Launcher::new(sandbox_settings));
@@ -282,8 +291,10 @@ impl Session {
             header,
             save: !args.no_save,
         };
+        let known = |id: &str| registry.get_tool(id).is_some();
         let saved =
-            crate::sessions::Persisted::start(start, permissions.as_ref(), &mut notes).await;
+            crate::sessions::Persisted::start(start, permissions.as_ref(), &known, &mut notes)
+                .await;
         for note in notes {
             terminal.note(&note);
         }
@@ -349,8 +360,11 @@ impl Session {
             save: !self.args.no_save,
         };
         let mut notes = Vec::new();
+        let registry = Arc::clone(&self.registry);
+        let known = |id: &str| registry.get_tool(id).is_some();
         self.saved =
-            crate::sessions::Persisted::start(start, self.permissions.as_ref(), &mut notes).await;
+            crate::sessions::Persisted::start(start, self.permissions.as_ref(), &known, &mut notes)
+                .await;
         notes
     }
 

@@ -9,12 +9,17 @@
 //! one of the sandbox's secret locations: commands cannot read past conversations.
 
 use chrono::{DateTime, Utc};
-use core_models::{ApprovalDecision, ChatMessage, MessageRole, ToolCallRequest};
+use core_models::{ApprovalDecision, ChatMessage, ToolCallRequest};
 use serde::{Deserialize, Serialize};
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use uuid::Uuid;
+
+mod read;
+mod replay;
+
+pub(crate) use read::read;
 
 /// The folder of saved sessions, when there is a home.
 pub(crate) fn sessions_dir() -> Option<PathBuf> {
@@ -79,6 +84,9 @@ pub(crate) struct Saved {
     asked: usize,
     /// The first request asked.
     first_request: String,
+    /// What reading the file skipped, in words (records too long or unreadable, decisions
+    /// beyond the limit, the part of the file beyond its limit).
+    pub(crate) notes: Vec<String>,
 }
 
 impl Saved {
@@ -138,6 +146,14 @@ pub(crate) enum StoreError {
     /// The file holds no session header.
     #[error("{} is not a session file", .0.display())]
     NotASession(PathBuf),
+    /// The file's header does not describe it.
+    #[error("session file {}: {why}; it is not read", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, in words.
+        why: String,
+    },
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
@@ -205,7 +221,11 @@ impl Store {
             .filter_map(Result::ok)
             .map(|e| e.path())
             .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-            .filter_map(|p| read(&p).ok())
+            .filter_map(|p| {
+                read(&p)
+                    .map_err(|e| tracing::warn!("left out of the sessions: {e}"))
+                    .ok()
+            })
             .collect();
         sessions.sort_by_key(|s| std::cmp::Reverse(s.updated));
         Ok(sessions)
@@ -254,89 +274,6 @@ impl Store {
         let path = self.path(id);
         std::fs::remove_file(&path).map_err(io(&path))
     }
-}
-
-/// Read a session file up to its last complete record.
-pub(crate) fn read(path: &Path) -> Result<Saved, StoreError> {
-    let file = std::fs::File::open(path).map_err(io(path))?;
-    let modified = file
-        .metadata()
-        .and_then(|m| m.modified())
-        .map(DateTime::<Utc>::from)
-        .ok();
-    let mut header: Option<Header> = None;
-    let mut messages = Vec::new();
-    let mut remembered = Vec::new();
-    let mut usage = (0u64, 0u64, 0u64);
-    let mut asked = 0;
-    let mut title: Option<String> = None;
-    let mut updated: Option<DateTime<Utc>> = None;
-    let mut reader = std::io::BufReader::new(file);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let n = reader.read_until(b'\n', &mut line).map_err(io(path))?;
-        if n == 0 {
-            break;
-        }
-        // A line without its end was cut by a crash: it and nothing after it counts.
-        if line.last() != Some(&b'\n') {
-            break;
-        }
-        let Ok(record) = serde_json::from_slice::<Record>(&line) else {
-            tracing::warn!(file = %path.display(), "skipped a session record that does not read");
-            continue;
-        };
-        match record {
-            Record::Session(h) if header.is_none() => {
-                updated = Some(h.created);
-                header = Some(h);
-            }
-            Record::Session(_) => {}
-            Record::Message { at, message } => {
-                updated = Some(at);
-                if message.role == MessageRole::User {
-                    asked += 1;
-                    title.get_or_insert_with(|| message.content.to_string());
-                }
-                messages.push(message);
-            }
-            Record::History { at, messages: now } => {
-                updated = Some(at);
-                messages = now;
-            }
-            Record::Usage {
-                at,
-                prompt_tokens,
-                completion_tokens,
-                cached_prompt_tokens,
-            } => {
-                updated = Some(at);
-                usage.0 = usage.0.saturating_add(prompt_tokens);
-                usage.1 = usage.1.saturating_add(completion_tokens);
-                usage.2 = usage.2.saturating_add(cached_prompt_tokens);
-            }
-            Record::Remembered {
-                at,
-                request,
-                decision,
-            } => {
-                updated = Some(at);
-                remembered.push((*request, decision));
-            }
-        }
-    }
-    let header = header.ok_or_else(|| StoreError::NotASession(path.to_path_buf()))?;
-    let updated = updated.or(modified).unwrap_or(header.created);
-    Ok(Saved {
-        header,
-        messages,
-        remembered,
-        updated,
-        usage,
-        asked,
-        first_request: title.unwrap_or_default(),
-    })
 }
 
 /// Appends records to one session file.
@@ -396,11 +333,14 @@ pub(crate) struct Start {
 
 impl Persisted {
     /// Open (or create) the session's file and restore what it remembered: the history,
-    /// and the decisions remembered for the session (replayed into `permissions`).
-    /// Problems with the file are notes in `notes`, never failures.
+    /// and the decisions remembered for the session, replayed into `permissions` — only
+    /// session-scoped ones, for tools `known` says the session has, checked first
+    /// (`replay.rs`): anything else is ignored with a note. Problems with the file are
+    /// notes in `notes`, never failures.
     pub(crate) async fn start(
         start: Start,
         permissions: &dyn core_models::PermissionManager,
+        known: &dyn Fn(&str) -> bool,
         notes: &mut Vec<String>,
     ) -> Persisted {
         let id = start.header.id;
@@ -422,13 +362,23 @@ impl Persisted {
         };
         let (resumed, history) = match start.saved {
             Some(saved) => {
+                notes.extend(saved.notes.iter().cloned());
+                let mut ignored = Vec::new();
                 for (request, decision) in &saved.remembered {
-                    if let Err(e) = permissions.remember_decision(id, request, decision).await {
+                    let decision = match replay::replayable(request, decision, known) {
+                        Ok(decision) => decision,
+                        Err(why) => {
+                            ignored.push(why);
+                            continue;
+                        }
+                    };
+                    if let Err(e) = permissions.remember_decision(id, request, &decision).await {
                         notes.push(format!(
                             "a decision remembered for this session is lost: {e}"
                         ));
                     }
                 }
+                notes.extend(replay::ignored_notes(&ignored));
                 (true, saved.messages)
             }
             None => (false, Vec::new()),
@@ -549,6 +499,46 @@ pub(crate) fn resume_target(
     }
 }
 
+/// The workspace a resumed session continues in when no `--workspace` is given: the one
+/// its header names, which must be an existing folder, and the same folder once resolved
+/// as when it was saved (saved workspaces are canonical, so a path that now leads
+/// elsewhere through a link is refused).
+pub(crate) fn resumed_workspace(header: &Header) -> Result<PathBuf, String> {
+    let written = &header.workspace;
+    let shown = crate::terminal::shown(&written.display().to_string(), false).into_owned();
+    let id = &header.id.to_string()[..8];
+    let canonical = crate::session::workspace(Some(written.clone())).map_err(|e| {
+        format!("session {id} works in {shown}, which cannot be used ({e}): give --workspace DIR")
+    })?;
+    if !written.is_absolute() || &canonical != written {
+        return Err(format!(
+            "session {id} works in {shown}, which now leads to another folder: give --workspace DIR"
+        ));
+    }
+    Ok(canonical)
+}
+
+/// What a resumed session uses, said when it starts: the workspace (and whether it comes
+/// from the session file) and the backend.
+pub(crate) fn resuming_note(
+    header: &Header,
+    workspace: &std::path::Path,
+    backend: &str,
+    from_session: bool,
+) -> String {
+    format!(
+        "resuming session {} in {}{} with {}",
+        &header.id.to_string()[..8],
+        crate::terminal::shown(&workspace.display().to_string(), false),
+        if from_session {
+            " (the session's workspace; --workspace DIR for another)"
+        } else {
+            ""
+        },
+        crate::terminal::shown(backend, false),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -595,5 +585,90 @@ mod tests {
         assert!(matches!(store.find("ab"), Err(StoreError::NotFound(_))));
         store.remove(id).unwrap();
         assert!(store.list().unwrap().is_empty());
+    }
+
+    /// A remembered record of `decision` on a call of `tool`.
+    fn remembered(tool: &str, decision: ApprovalDecision) -> Record {
+        Record::Remembered {
+            at: Utc::now(),
+            request: Box::new(ToolCallRequest::new(
+                tool,
+                serde_json::json!({"command": "ls"}),
+            )),
+            decision,
+        }
+    }
+
+    #[tokio::test]
+    async fn replay_restores_session_rules_only_and_never_writes_permissions() {
+        use core_models::{PermissionManager as _, RememberScope};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store {
+            dir: dir.path().join("sessions"),
+        };
+        let id = Uuid::new_v4();
+        let mut w = store.create(&header(id)).unwrap();
+        let session = || ApprovalDecision::approve().remember(RememberScope::Session);
+        for record in [
+            // Edited to "remember for this tool": it would be an always-allow everywhere.
+            remembered(
+                "run_command",
+                ApprovalDecision::approve().remember(RememberScope::Tool),
+            ),
+            remembered("bad tool\u{1b}[2J", session()),
+            remembered("no_such_tool", session()),
+            remembered("search_files", session().with_pattern("*".repeat(5000))),
+            remembered("read_file", session()),
+        ] {
+            w.append(&record).unwrap();
+        }
+        let saved = store.find(&id.to_string()).unwrap();
+        let file = dir.path().join("permissions.json");
+        let permissions = services_ai::DefaultPermissionManager::new(std::sync::Arc::new(
+            services_ai::FilePermissionStore::new(file.clone()),
+        ));
+        let known = |t: &str| matches!(t, "run_command" | "read_file" | "search_files");
+        let mut notes = Vec::new();
+        let start = Start {
+            saved: Some(saved),
+            header: header(id),
+            save: false,
+        };
+        let persisted = Persisted::start(start, &permissions, &known, &mut notes).await;
+        assert!(persisted.resumed);
+        assert!(
+            !file.exists(),
+            "permissions.json is never written by a replay"
+        );
+        assert!(permissions.all_tool_permissions().await.unwrap().is_empty());
+        assert_eq!(notes.len(), 4, "{notes:?}");
+        for (note, says) in notes.iter().zip([
+            "remember for this tool",
+            "not a well-formed tool id",
+            "no tool no_such_tool",
+            "longer than 1024 characters",
+        ]) {
+            assert!(note.contains(says), "{note}");
+            assert!(!note.contains('\u{1b}'), "{note}");
+        }
+        let call = |tool: &str| ToolCallRequest::new(tool, serde_json::json!({"path": "x"}));
+        let check = |conversation, tool| {
+            let call = call(tool);
+            let permissions = &permissions;
+            async move {
+                permissions
+                    .check_permission(conversation, &call)
+                    .await
+                    .unwrap()
+            }
+        };
+        // The session-scoped record is restored for this session alone.
+        assert!(check(id, "read_file").await.is_allowed);
+        assert!(!check(Uuid::new_v4(), "read_file").await.is_allowed);
+        // The others restore nothing, here or anywhere.
+        for tool in ["run_command", "search_files"] {
+            assert!(!check(id, tool).await.is_allowed, "{tool}");
+            assert!(!check(Uuid::new_v4(), tool).await.is_allowed, "{tool}");
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! `aintern sessions list|show|rm`: the saved sessions.
 
-use crate::sessions::Store;
+use crate::sessions::{Store, StoreError};
 use crate::terminal::shown;
 use core_models::MessageRole;
 use std::io::Write;
@@ -78,9 +78,17 @@ pub(crate) fn run(action: SessionsAction) -> Result<(), String> {
         SessionsAction::Rm { ids } => {
             let mut removed = Vec::new();
             for id in ids {
-                let saved = store.find(&id).map_err(|e| e.to_string())?;
-                store.remove(saved.header.id).map_err(|e| e.to_string())?;
-                removed.push(saved.header.id.to_string());
+                let found = match store.find(&id) {
+                    Ok(saved) => saved.header.id,
+                    // A file that does not read as a session (edited, or not one) can
+                    // still be removed by its whole id.
+                    Err(e @ (StoreError::Invalid { .. } | StoreError::NotASession(_))) => {
+                        uuid::Uuid::parse_str(id.trim()).map_err(|_| e.to_string())?
+                    }
+                    Err(e) => return Err(e.to_string()),
+                };
+                store.remove(found).map_err(|e| e.to_string())?;
+                removed.push(found.to_string());
             }
             format!("removed {}", removed.join(", "))
         }

@@ -3,6 +3,7 @@
 //! (a program in the sandbox, spoken to over its pipes, or an HTTP endpoint), its tools
 //! listed, tools called with progress and cancellation, and stopped.
 
+use crate::limit::{size_text, CappedLines, Verdict, MAX_MESSAGE_BYTES};
 use crate::Error;
 use core_models::{ProgressReporter, ToolProgress};
 use rmcp::model::{
@@ -47,7 +48,8 @@ pub(crate) struct Outcome {
 pub(crate) enum CallError {
     /// Cancelled (`notifications/cancelled` was sent).
     Cancelled,
-    /// The server went away (it may be restarted for the next call).
+    /// The server went away, or the client ended the connection (a message over the
+    /// size limit): why. It may be restarted for the next call.
     Gone(String),
     /// The server answered with an error.
     Failed(String),
@@ -178,7 +180,12 @@ pub(crate) struct Connection {
     progress: Locked<HashMap<String, ProgressReporter>>,
     /// The tools, as last listed.
     pub(crate) tools: Arc<RwLock<Vec<ToolInfo>>>,
-    child: Mutex<Option<Process>>,
+    child: Locked<Option<Process>>,
+    /// Why the client ended the connection on its own, once it did.
+    verdict: Verdict,
+    /// Over HTTP: why the last answer broke off, when the SDK does not say (an SSE event
+    /// over the size limit).
+    broke: Locked<Option<String>>,
 }
 
 impl Connection {
@@ -191,6 +198,10 @@ impl Connection {
     ) -> Result<Connection, Error> {
         let limit = Duration::from_millis(spec.startup_timeout_ms);
         let mut child = None;
+        let verdict = Verdict::default();
+        let broke: Locked<Option<String>> = Arc::default();
+        // What went wrong while starting: the verdict's reason when the client ended it.
+        let failed = |e: &dyn std::fmt::Display| verdict.reason().unwrap_or_else(|| e.to_string());
         let started = tokio::time::timeout(limit, async {
             let progress: Locked<HashMap<String, ProgressReporter>> = Arc::default();
             let tools: Arc<RwLock<Vec<ToolInfo>>> = Arc::default();
@@ -207,21 +218,32 @@ impl Connection {
                         return Err(start_error(name, "its pipes could not be opened"));
                     };
                     child = Some((process, job));
+                    // One message is one line: at most MAX_MESSAGE_BYTES, counted by the
+                    // reader, which ends the session past it. The SDK's own cap is set
+                    // above it, so it never drops a message silently first.
+                    let stdout = CappedLines::new(stdout, MAX_MESSAGE_BYTES, verdict.clone());
+                    let transport =
+                        rmcp::transport::async_rw::AsyncRwTransport::new_client(stdout, stdin)
+                            .with_max_line_length(MAX_MESSAGE_BYTES + 2);
                     handler
-                        .serve((stdout, stdin))
+                        .serve(transport)
                         .await
-                        .map_err(|e| start_error(name, &e.to_string()))?
+                        .map_err(|e| start_error(name, &failed(&e)))?
                 }
-                (None, Some(url)) => serve_http(handler, name, url, spec).await?,
+                (None, Some(url)) => {
+                    serve_http(handler, name, url, spec, Arc::clone(&broke)).await?
+                }
                 (None, None) => return Err(start_error(name, "neither command nor url is set")),
             };
             service
                 .set_response_cache_config(rmcp::ClientCacheConfig::disabled())
                 .await;
-            let listed = service
-                .list_all_tools()
-                .await
-                .map_err(|e| start_error(name, &format!("its tools could not be listed: {e}")))?;
+            let listed = service.list_all_tools().await.map_err(|e| {
+                start_error(
+                    name,
+                    &format!("its tools could not be listed: {}", failed(&e)),
+                )
+            })?;
             *tools.write().unwrap_or_else(|e| e.into_inner()) = offered(name, &listed);
             Ok((service, progress, tools))
         })
@@ -230,14 +252,21 @@ impl Connection {
             Ok(Ok((service, progress, tools))) => {
                 let peer = service.peer().clone();
                 let stop = service.cancellation_token();
-                // The session runs on its own; it ends when the server goes or is stopped.
-                tokio::spawn(service.waiting());
+                let child = Arc::new(Mutex::new(child));
+                tokio::spawn(run_session(
+                    service,
+                    name.to_string(),
+                    verdict.clone(),
+                    Arc::clone(&child),
+                ));
                 Ok(Connection {
                     peer,
                     stop: Mutex::new(Some(stop)),
                     progress,
                     tools,
-                    child: Mutex::new(child),
+                    child,
+                    verdict,
+                    broke,
                 })
             }
             Ok(Err(e)) => {
@@ -256,7 +285,7 @@ impl Connection {
 
     /// Whether the server is still there.
     pub(crate) fn alive(&self) -> bool {
-        if self.peer.is_transport_closed() {
+        if self.peer.is_transport_closed() || self.verdict.reason().is_some() {
             return false;
         }
         match &mut *lock(&self.child) {
@@ -280,17 +309,21 @@ impl Connection {
             .peer
             .send_cancellable_request(request, PeerRequestOptions::no_options())
             .await
-            .map_err(|e| CallError::Gone(e.to_string()))?;
+            .map_err(|e| CallError::Gone(self.verdict.reason().unwrap_or_else(|| e.to_string())))?;
         let key = token_key(&handle.progress_token);
         lock(&self.progress).insert(key.clone(), progress);
+        // A message over the size limit ends the call at once, whatever the SDK makes of
+        // the session meanwhile.
         let answer = tokio::select! {
-            answer = &mut handle.rx => Some(answer),
-            () = cancel.cancelled() => None,
+            answer = &mut handle.rx => Ok(answer),
+            () = cancel.cancelled() => Err(None),
+            why = self.verdict.ended() => Err(Some(why)),
         };
         lock(&self.progress).remove(&key);
         let answer = match answer {
-            Some(answer) => answer,
-            None => {
+            Ok(answer) => answer,
+            Err(Some(why)) => return Err(CallError::Gone(why)),
+            Err(None) => {
                 // Sent without waiting for the server to stop.
                 tokio::spawn(async move {
                     if let Err(e) = handle.cancel(Some("cancelled by the user".into())).await {
@@ -304,13 +337,26 @@ impl Connection {
             Ok(Ok(ServerResult::CallToolResult(result))) => result,
             Ok(Ok(ServerResult::EmptyResult(_))) => rmcp::model::CallToolResult::default(),
             Ok(Ok(_)) => return Err(CallError::Failed("an unexpected answer".into())),
-            Ok(Err(e)) => return Err(call_error(e)),
-            Err(_) => return Err(CallError::Gone("the server closed the connection".into())),
+            Ok(Err(e)) => return Err(self.ended_by_client().unwrap_or_else(|| call_error(e))),
+            Err(_) => {
+                return Err(self
+                    .ended_by_client()
+                    .unwrap_or_else(|| CallError::Gone("the server closed the connection".into())))
+            }
         };
         Ok(Outcome {
             text: result_text(&result),
             is_error: result.is_error == Some(true),
         })
+    }
+
+    /// The call's error when the client ended the connection on its own, or when an
+    /// HTTP answer broke off over the size limit.
+    fn ended_by_client(&self) -> Option<CallError> {
+        if let Some(why) = lock(&self.broke).take() {
+            return Some(CallError::Failed(why));
+        }
+        self.verdict.reason().map(CallError::Gone)
     }
 
     /// Stop the server: the session ends, then its process group.
@@ -330,7 +376,12 @@ fn call_error(e: rmcp::ServiceError) -> CallError {
             CallError::Failed(format!("{} (code {})", d.message, d.code.0))
         }
         rmcp::ServiceError::Cancelled { .. } => CallError::Cancelled,
-        rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_) => {
+        // Over HTTP, an answer over the size limit fails its call alone.
+        rmcp::ServiceError::TransportSend(e) => match over_limit(&e) {
+            Some(why) => CallError::Failed(why),
+            None => CallError::Gone("the server closed the connection".into()),
+        },
+        rmcp::ServiceError::TransportClosed => {
             CallError::Gone("the server closed the connection".into())
         }
         other => CallError::Failed(other.to_string()),
@@ -372,6 +423,42 @@ fn result_text(result: &rmcp::model::CallToolResult) -> String {
         }
     }
     parts.join("\n")
+}
+
+/// When a transport's error is an answer over the size limit: that, in words.
+fn over_limit(e: &rmcp::transport::DynamicTransportError) -> Option<String> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&*e.error);
+    while let Some(inner) = source {
+        let text = inner.to_string();
+        if text.contains("maximum size") {
+            return Some(format!(
+                "it sent an answer longer than {}, the limit for one message ({text})",
+                size_text(MAX_MESSAGE_BYTES)
+            ));
+        }
+        source = inner.source();
+    }
+    None
+}
+
+/// The session, run to its end (the server went or was stopped). When the client ended
+/// it (a message over the limit), the server's process group is ended at once: the
+/// server is restarted, or marked broken, on its next use.
+async fn run_session(
+    service: RunningService<RoleClient, Arc<Handler>>,
+    server: String,
+    verdict: Verdict,
+    child: Locked<Option<Process>>,
+) {
+    let why = tokio::select! {
+        _ = service.waiting() => verdict.reason(),
+        why = verdict.ended() => Some(why),
+    };
+    if let Some(why) = why {
+        tracing::warn!(server = %server, "MCP server stopped: {why}");
+        let process = lock(&child).take();
+        end_child(process).await;
+    }
 }
 
 fn start_error(server: &str, message: &str) -> Error {
@@ -448,6 +535,7 @@ async fn serve_http(
     name: &str,
     url: &str,
     spec: &McpServerConfig,
+    broke: Locked<Option<String>>,
 ) -> Result<RunningService<RoleClient, Arc<Handler>>, Error> {
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
     let mut headers = HashMap::new();
@@ -463,8 +551,12 @@ async fn serve_http(
         };
         headers.insert(k, v);
     }
-    let mut config =
-        StreamableHttpClientTransportConfig::with_uri(url.to_string()).custom_headers(headers);
+    // The SDK bounds a JSON body and an SSE event, and fails the call at once past them:
+    // the same limit as over stdio.
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string())
+        .custom_headers(headers)
+        .max_sse_event_size(MAX_MESSAGE_BYTES)
+        .max_json_response_size(MAX_MESSAGE_BYTES);
     if let Some(var) = &spec.bearer_token_env {
         let token = std::env::var(var).map_err(|_| {
             start_error(
@@ -474,11 +566,213 @@ async fn serve_http(
         })?;
         config = config.auth_header(token);
     }
-    let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+    let client = http_client::Watched::new(broke).map_err(|e| start_error(name, &e))?;
+    let transport = rmcp::transport::StreamableHttpClientTransport::with_client(client, config);
     handler
         .serve(transport)
         .await
         .map_err(|e| start_error(name, &e.to_string()))
+}
+
+/// The HTTP client under the SDK's streamable-HTTP transport: reqwest, as the SDK sets it
+/// up, watched for answers the SDK ends for their size. The SDK ends an SSE event over
+/// the limit and fails its call at once, but only says the stream "closed before its
+/// final response"; the reason is kept here for the call to give.
+mod http_client {
+    use super::{size_text, Locked, MAX_MESSAGE_BYTES};
+    use futures::StreamExt;
+    use http::{HeaderName, HeaderValue};
+    use rmcp::model::ClientJsonRpcMessage;
+    use rmcp::transport::common::client_side_sse::BoxedSseResponse;
+    use rmcp::transport::streamable_http_client::{
+        StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+        StreamableHttpResponseLimits,
+    };
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    type Outcome<T> = Result<T, StreamableHttpError<reqwest::Error>>;
+
+    /// reqwest's client, with where to say why an answer broke off.
+    #[derive(Clone)]
+    pub(super) struct Watched {
+        inner: reqwest::Client,
+        broke: Locked<Option<String>>,
+    }
+
+    impl Watched {
+        /// A client as the SDK's own (no idle connections kept; only same-origin 307
+        /// and 308 redirects followed, ten at most, so that neither the message nor the
+        /// headers go elsewhere).
+        pub(super) fn new(broke: Locked<Option<String>>) -> Result<Watched, String> {
+            let policy = reqwest::redirect::Policy::custom(|attempt| {
+                let same_origin = attempt
+                    .previous()
+                    .first()
+                    .is_some_and(|first| first.origin() == attempt.url().origin());
+                let kept = matches!(attempt.status().as_u16(), 307 | 308);
+                if same_origin && kept && attempt.previous().len() <= 10 {
+                    attempt.follow()
+                } else {
+                    attempt.stop()
+                }
+            });
+            let inner = reqwest::Client::builder()
+                .pool_max_idle_per_host(0)
+                .redirect(policy)
+                .build()
+                .map_err(|e| format!("its HTTP client could not be set up: {e}"))?;
+            Ok(Watched { inner, broke })
+        }
+
+        fn note(&self) {
+            *super::lock(&self.broke) = Some(format!(
+                "it sent an answer longer than {}, the limit for one message (its SSE event was cut off)",
+                size_text(MAX_MESSAGE_BYTES)
+            ));
+        }
+
+        /// `stream`, noting an event over the size limit when it ends on one.
+        fn watch(&self, stream: BoxedSseResponse) -> BoxedSseResponse {
+            let this = self.clone();
+            stream
+                .inspect(move |item| {
+                    if let Err(e) = item {
+                        if e.to_string().contains("maximum size") {
+                            this.note();
+                        }
+                    }
+                })
+                .boxed()
+        }
+
+        fn post(
+            &self,
+            sent: Outcome<StreamableHttpPostResponse>,
+        ) -> Outcome<StreamableHttpPostResponse> {
+            match sent {
+                Ok(StreamableHttpPostResponse::Sse(stream, session)) => {
+                    Ok(StreamableHttpPostResponse::Sse(self.watch(stream), session))
+                }
+                other => other,
+            }
+        }
+    }
+
+    impl StreamableHttpClient for Watched {
+        type Error = reqwest::Error;
+
+        async fn post_message(
+            &self,
+            uri: Arc<str>,
+            message: ClientJsonRpcMessage,
+            session_id: Option<Arc<str>>,
+            auth_header: Option<String>,
+            custom_headers: HashMap<HeaderName, HeaderValue>,
+        ) -> Outcome<StreamableHttpPostResponse> {
+            let sent = self
+                .inner
+                .post_message(uri, message, session_id, auth_header, custom_headers)
+                .await;
+            self.post(sent)
+        }
+
+        async fn post_message_with_max_sse_event_size(
+            &self,
+            uri: Arc<str>,
+            message: ClientJsonRpcMessage,
+            session_id: Option<Arc<str>>,
+            auth_header: Option<String>,
+            custom_headers: HashMap<HeaderName, HeaderValue>,
+            max_sse_event_size: usize,
+        ) -> Outcome<StreamableHttpPostResponse> {
+            let sent = self
+                .inner
+                .post_message_with_max_sse_event_size(
+                    uri,
+                    message,
+                    session_id,
+                    auth_header,
+                    custom_headers,
+                    max_sse_event_size,
+                )
+                .await;
+            self.post(sent)
+        }
+
+        async fn post_message_with_response_limits(
+            &self,
+            uri: Arc<str>,
+            message: ClientJsonRpcMessage,
+            session_id: Option<Arc<str>>,
+            auth_header: Option<String>,
+            custom_headers: HashMap<HeaderName, HeaderValue>,
+            limits: StreamableHttpResponseLimits,
+        ) -> Outcome<StreamableHttpPostResponse> {
+            let sent = self
+                .inner
+                .post_message_with_response_limits(
+                    uri,
+                    message,
+                    session_id,
+                    auth_header,
+                    custom_headers,
+                    limits,
+                )
+                .await;
+            self.post(sent)
+        }
+
+        async fn delete_session(
+            &self,
+            uri: Arc<str>,
+            session_id: Arc<str>,
+            auth_header: Option<String>,
+            custom_headers: HashMap<HeaderName, HeaderValue>,
+        ) -> Outcome<()> {
+            self.inner
+                .delete_session(uri, session_id, auth_header, custom_headers)
+                .await
+        }
+
+        async fn get_stream(
+            &self,
+            uri: Arc<str>,
+            session_id: Option<Arc<str>>,
+            last_event_id: Option<String>,
+            auth_header: Option<String>,
+            custom_headers: HashMap<HeaderName, HeaderValue>,
+        ) -> Outcome<BoxedSseResponse> {
+            let stream = self
+                .inner
+                .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+                .await?;
+            Ok(self.watch(stream))
+        }
+
+        async fn get_stream_with_max_sse_event_size(
+            &self,
+            uri: Arc<str>,
+            session_id: Option<Arc<str>>,
+            last_event_id: Option<String>,
+            auth_header: Option<String>,
+            custom_headers: HashMap<HeaderName, HeaderValue>,
+            max_sse_event_size: usize,
+        ) -> Outcome<BoxedSseResponse> {
+            let stream = self
+                .inner
+                .get_stream_with_max_sse_event_size(
+                    uri,
+                    session_id,
+                    last_event_id,
+                    auth_header,
+                    custom_headers,
+                    max_sse_event_size,
+                )
+                .await?;
+            Ok(self.watch(stream))
+        }
+    }
 }
 
 #[cfg(test)]

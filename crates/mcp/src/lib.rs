@@ -14,6 +14,7 @@
 
 mod client;
 mod error;
+mod limit;
 mod server;
 mod tool;
 

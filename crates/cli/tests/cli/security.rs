@@ -1,6 +1,9 @@
 //! Attacks on the `aintern` binary itself: its permission file shared by processes, its
 //! signals, its stdin, its configuration layers, and commands approved with `--approve all`
-//! that try to leave the sandbox. Each asserts that the side effect did not happen.
+//! that try to leave the sandbox; saved session files edited before `--resume`
+//! (`security/sessions.rs`). Each asserts that the side effect did not happen.
+
+mod sessions;
 
 use super::{bin, call, completed, events, results, run_json, spawn_json, Workspace};
 use core_models::{AgentEvent, SandboxMode};
