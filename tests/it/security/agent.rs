@@ -723,3 +723,24 @@ async fn a_persons_approval_holds_only_at_the_risk_it_was_given() {
         }
     }
 }
+
+/// A reply with hundreds of calls (a model gone astray, or told to by a file it read)
+/// runs only the first 64: the rest settle at once as not run, with the reason.
+#[tokio::test]
+async fn a_reply_with_hundreds_of_calls_runs_a_bounded_number() {
+    let tool = Arc::new(MockTool::new("good"));
+    let reply: String = (0..300).map(|i| call("good", json!({ "n": i }))).collect();
+    let h = harness(
+        vec![text(&reply), text("done")],
+        vec![tool.clone()],
+        config(),
+    );
+    let events = run(&h.agent, workspace_request("go")).await;
+    let r = results(&events);
+    assert_eq!(r.len(), 300);
+    assert_eq!(r.iter().filter(|r| r.success()).count(), 64);
+    assert_eq!(tool.executions(), 64);
+    let refused = r[64].result.error_message.as_deref().unwrap_or_default();
+    assert!(refused.contains("at most 64 calls"), "{refused}");
+    assert_eq!(complete(&events).final_response, "done");
+}

@@ -33,6 +33,11 @@ use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::Arc;
 
 /// One call after lookup, validation and assessment.
+/// Most calls of one reply that may run: a reply with thousands of calls (a model gone
+/// astray, or told to by a file it read) settles the rest as not run, at once, without
+/// asking anyone or starting anything.
+pub(crate) const MAX_CALLS_PER_REPLY: usize = 64;
+
 pub(super) enum Screened {
     /// Goes on to the permission check.
     Ready {
@@ -78,7 +83,12 @@ impl Run {
                     .filter_map(|i| screened.get(*i))
                     .any(|s| s.call().is_same_call(&call))
             });
-            let s = if let Some(result) = self.repeated(&call) {
+            let s = if screened.len() >= MAX_CALLS_PER_REPLY {
+                let result = ToolResult::failed(format!(
+                    "Not run: a reply may make at most {MAX_CALLS_PER_REPLY} calls; make the rest in the next reply"
+                ));
+                Screened::Settled { call, result }
+            } else if let Some(result) = self.repeated(&call) {
                 Screened::Settled { call, result }
             } else if earlier {
                 let result = ToolResult::failed(format!(
