@@ -23,6 +23,8 @@ pub(crate) struct Outcome {
     pub(crate) calls: Vec<MadeCall>,
     /// The final answer's text.
     pub(crate) answer: String,
+    /// The text of every tool result, in order.
+    pub(crate) results: Vec<String>,
     /// Iterations the request took.
     pub(crate) iterations: u32,
     /// The checked files afterwards: their content, `None` when missing (or unreadable).
@@ -59,6 +61,8 @@ pub(crate) fn evaluate(expect: &Expect, outcome: &Outcome) -> Vec<Failure> {
     if let Some(check) = &expect.answer {
         if let Some(message) = text_failure(check, &outcome.answer) {
             failures.push(failure("answer", format!("the answer {message}")));
+        } else if let Some(message) = pasted(&outcome.answer, &outcome.results) {
+            failures.push(failure("answer", message));
         }
     }
     for (path, check) in &expect.files {
@@ -191,6 +195,34 @@ fn describe_calls(calls: &[MadeCall]) -> String {
 
 /// What is wrong with `text` under `check`, as the end of a sentence; `None` when
 /// nothing is.
+/// Lines of a tool result an answer may repeat before it counts as pasting the result.
+const PASTED_LINES: usize = 3;
+
+/// Why `answer` is not an answer made from the results but one of them pasted: it repeats
+/// at least [`PASTED_LINES`] lines and half of the lines of one result (a task that asks
+/// for a fact must be answered from the result, not with it).
+fn pasted(answer: &str, results: &[String]) -> Option<String> {
+    let answered: std::collections::HashSet<&str> = answer
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    results.iter().find_map(|result| {
+        let lines: Vec<&str> = result
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        let repeated = lines.iter().filter(|l| answered.contains(*l)).count();
+        (repeated >= PASTED_LINES && repeated * 2 >= lines.len()).then(|| {
+            format!(
+                "the answer pastes a tool's output ({repeated} of its {} lines) instead of answering from it",
+                lines.len()
+            )
+        })
+    })
+}
+
 fn text_failure(check: &TextCheck, text: &str) -> Option<String> {
     let lower = text.to_lowercase();
     let quoted = || {
@@ -269,6 +301,31 @@ mod tests {
             .into_iter()
             .map(|f| f.check)
             .collect()
+    }
+
+    #[test]
+    fn an_answer_that_pastes_a_result_does_not_pass() {
+        let file = "host = a\nport = 8080\nuser = b\nmode = c\n".to_string();
+        let asked = r#"{"answer": {"contains": "8080"}}"#;
+        let pasting = Outcome {
+            answer: format!("Here it is:\n{file}"),
+            results: vec![file.clone()],
+            ..Outcome::default()
+        };
+        assert_eq!(check(asked, &pasting), ["answer"]);
+        let answering = Outcome {
+            answer: "The port is 8080.".into(),
+            results: vec![file.clone()],
+            ..Outcome::default()
+        };
+        assert!(check(asked, &answering).is_empty());
+        // Quoting one line of it is answering.
+        let quoting = Outcome {
+            answer: "It says: port = 8080".into(),
+            results: vec![file],
+            ..Outcome::default()
+        };
+        assert!(check(asked, &quoting).is_empty());
     }
 
     #[test]

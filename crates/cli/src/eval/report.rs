@@ -54,6 +54,24 @@ pub(crate) struct Summary {
     pub(crate) completion_tokens: u64,
     /// How many runs failed each check first: `[check, count]`, most first.
     pub(crate) failed_checks: Vec<(String, usize)>,
+    /// The figures per category, in the order categories first appear (empty when no task
+    /// names one).
+    pub(crate) categories: Vec<CategorySummary>,
+}
+
+/// The runs of the tasks of one category.
+#[derive(Debug, Serialize)]
+pub(crate) struct CategorySummary {
+    /// The category's name.
+    pub(crate) category: String,
+    /// Its tasks.
+    pub(crate) tasks: usize,
+    /// Its runs that passed.
+    pub(crate) passed_runs: usize,
+    /// Its runs.
+    pub(crate) runs: usize,
+    /// The median of its runs' wall times, in milliseconds.
+    pub(crate) median_wall_ms: u64,
 }
 
 /// One task's runs.
@@ -61,6 +79,8 @@ pub(crate) struct Summary {
 pub(crate) struct TaskReport {
     /// The task's id.
     pub(crate) id: String,
+    /// Its category, if it has one.
+    pub(crate) category: Option<String>,
     /// Its request.
     pub(crate) request: String,
     /// Runs that passed.
@@ -76,6 +96,7 @@ impl TaskReport {
         let passed = runs.iter().filter(|r| r.passed).count();
         TaskReport {
             id: task.id.clone(),
+            category: task.category.clone(),
             request: task.request.clone(),
             passed,
             success_rate: ratio(passed, runs.len()),
@@ -124,7 +145,36 @@ pub(crate) fn summarize(tasks: &[TaskReport], total_wall_ms: u64) -> Summary {
         prompt_tokens: runs.iter().map(|r| r.prompt_tokens).sum(),
         completion_tokens: runs.iter().map(|r| r.completion_tokens).sum(),
         failed_checks: failed,
+        categories: categories(tasks),
     }
+}
+
+/// The figures per category.
+fn categories(tasks: &[TaskReport]) -> Vec<CategorySummary> {
+    let mut names: Vec<&str> = Vec::new();
+    for name in tasks.iter().filter_map(|t| t.category.as_deref()) {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+        .into_iter()
+        .map(|name| {
+            let of: Vec<&TaskReport> = tasks
+                .iter()
+                .filter(|t| t.category.as_deref() == Some(name))
+                .collect();
+            let mut walls: Vec<u64> = of.iter().flat_map(|t| &t.runs).map(|r| r.wall_ms).collect();
+            walls.sort_unstable();
+            CategorySummary {
+                category: name.to_string(),
+                tasks: of.len(),
+                passed_runs: of.iter().map(|t| t.passed).sum(),
+                runs: walls.len(),
+                median_wall_ms: median(&walls),
+            }
+        })
+        .collect()
 }
 
 /// The median of sorted values (the mean of the middle two for an even count).
@@ -181,6 +231,22 @@ pub(crate) fn summary_text(report: &Report) -> String {
         s.prompt_tokens,
         s.completion_tokens
     ));
+    if !s.categories.is_empty() {
+        let per: Vec<String> = s
+            .categories
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {}/{} ({})",
+                    c.category,
+                    c.passed_runs,
+                    c.runs,
+                    seconds(c.median_wall_ms)
+                )
+            })
+            .collect();
+        out.push_str(&format!("\nper category: {}", per.join(" · ")));
+    }
     if !s.failed_checks.is_empty() {
         let checks: Vec<String> = s
             .failed_checks
@@ -215,6 +281,20 @@ pub(crate) fn markdown(report: &Report) -> String {
         s.prompt_tokens,
         s.completion_tokens,
     );
+    if !s.categories.is_empty() {
+        out.push_str("| category | tasks | success | median time |\n|---|---|---|---|\n");
+        for c in &s.categories {
+            out.push_str(&format!(
+                "| {} | {} | {}/{} | {} |\n",
+                cell(&c.category),
+                c.tasks,
+                c.passed_runs,
+                c.runs,
+                seconds(c.median_wall_ms)
+            ));
+        }
+        out.push('\n');
+    }
     out.push_str("| task | success | calls | iterations | median time | first failure |\n|---|---|---|---|---|---|\n");
     for task in &report.tasks {
         let mut walls: Vec<u64> = task.runs.iter().map(|r| r.wall_ms).collect();
@@ -291,6 +371,7 @@ mod tests {
         let tasks = vec![
             TaskReport {
                 id: "a".into(),
+                category: Some("read".into()),
                 request: "r".into(),
                 passed: 2,
                 success_rate: 1.0,
@@ -298,6 +379,7 @@ mod tests {
             },
             TaskReport {
                 id: "b".into(),
+                category: Some("edit".into()),
                 request: "r".into(),
                 passed: 1,
                 success_rate: 0.5,
@@ -314,6 +396,12 @@ mod tests {
         assert_eq!(s.median_wall_ms, 250);
         assert_eq!((s.prompt_tokens, s.completion_tokens), (400, 40));
         assert_eq!(s.failed_checks, vec![("answer".to_string(), 1)]);
+        let per: Vec<(&str, usize, usize, u64)> = s
+            .categories
+            .iter()
+            .map(|c| (c.category.as_str(), c.passed_runs, c.runs, c.median_wall_ms))
+            .collect();
+        assert_eq!(per, [("read", 2, 2, 200), ("edit", 1, 2, 300)]);
         let report = Report {
             suite: "s.jsonl".into(),
             backend: "script:x".into(),

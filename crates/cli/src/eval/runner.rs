@@ -228,6 +228,11 @@ async fn drive(
                 });
             }
             AgentEvent::ToolResult(e) => {
+                outcome.results.push(if e.result.success {
+                    e.result.content.clone()
+                } else {
+                    e.result.error_message.clone().unwrap_or_default()
+                });
                 if let Some(call) = index
                     .get(&e.call_id)
                     .and_then(|i| outcome.calls.get_mut(*i))

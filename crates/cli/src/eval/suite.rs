@@ -14,6 +14,8 @@ use std::path::{Component, Path};
 pub(crate) struct Task {
     /// Unique within the suite.
     pub(crate) id: String,
+    /// What kind of task it is (the report gives figures per category).
+    pub(crate) category: Option<String>,
     /// What the user asks.
     pub(crate) request: String,
     /// The workspace's files before the request (relative path → content).
@@ -98,6 +100,8 @@ pub(crate) struct Suite {
 #[serde(deny_unknown_fields)]
 struct RawTask {
     id: String,
+    #[serde(default)]
+    category: Option<String>,
     #[serde(alias = "prompt", alias = "message")]
     request: String,
     #[serde(default, alias = "workspace")]
@@ -248,6 +252,7 @@ impl Task {
                 max_iterations: raw.expect.max_iterations,
             },
             id: raw.id,
+            category: raw.category.filter(|c| !c.trim().is_empty()),
             request: raw.request,
             files: raw.files,
             tool_choice,
@@ -333,10 +338,27 @@ mod tests {
         for (text, tasks) in [
             (include_str!("../../../../examples/eval/basic.jsonl"), 34),
             (include_str!("../../../../examples/eval/varied.jsonl"), 54),
+            (include_str!("../../../../examples/eval/frozen.jsonl"), 42),
         ] {
             let suite = Suite::parse(text).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(suite.tasks.len(), tasks);
         }
+    }
+
+    #[test]
+    fn the_frozen_suite_has_its_categories() {
+        let suite = Suite::parse(include_str!("../../../../examples/eval/frozen.jsonl"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let count = |c: &str| {
+            suite
+                .tasks
+                .iter()
+                .filter(|t| t.category.as_deref() == Some(c))
+                .count()
+        };
+        assert_eq!(count("no-tool"), 10);
+        assert_eq!(count("language"), 6);
+        assert!(suite.tasks.iter().all(|t| t.category.is_some()));
     }
 
     #[test]
