@@ -50,6 +50,11 @@ pub(crate) struct SessionArgs {
     /// Whether the model must call a tool: auto, required, none, or a tool id.
     #[arg(long, value_name = "CHOICE")]
     tool_choice: Option<ToolChoice>,
+    /// How each reply is asked for: auto (by the model's size), free (the model writes
+    /// what it wants) or small-model (it chooses each step among answering and the tools,
+    /// then writes it under a grammar). Default: the configuration's `steering`.
+    #[arg(long, value_name = "STEERING")]
+    steering: Option<services_ai::SteeringMode>,
     /// Most loop iterations per request.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
     max_iterations: Option<u32>,
@@ -192,6 +197,9 @@ impl Session {
             _ => workspace(args.workspace.clone())?,
         };
         let adjust = |config: &mut services_ai::AgentConfig| {
+            if let Some(steering) = args.steering {
+                config.steering = steering;
+            }
             if let Some(secs) = args.timeout {
                 config.agent_request_timeout_ms = secs.saturating_mul(1000);
                 config.tool_execution_timeout_ms = config

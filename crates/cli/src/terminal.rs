@@ -414,6 +414,9 @@ impl Terminal {
         if let Some(why) = &a.must_ask {
             text.push_str(&format!("\n    Asked because: {}", shown(why, false)));
         }
+        if let Some(held) = &a.request.held {
+            text.push_str(&format!("\n    Held: {}", shown(held, false)));
+        }
         let start = if self.at_line_start { "" } else { "\n" };
         self.write(&format!("{start}{text}\n"));
         self.ask_again(a, key);

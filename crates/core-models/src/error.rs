@@ -63,6 +63,11 @@ pub enum Error {
         source: Option<BoxError>,
     },
 
+    /// The backend cannot do what the request asks (a [`crate::ReplyConstraint`] a
+    /// server cannot hold, say); the caller may go another way.
+    #[error("not supported by this backend: {0}")]
+    Unsupported(String),
+
     /// Permission settings could not be loaded or saved.
     #[error("permission store error: {message}")]
     PermissionStore {

@@ -73,7 +73,9 @@ pub use events::{
     SessionStartedEvent, StateChangedEvent, TextGenerationEvent, ToolCallRequestEvent,
     ToolExecutionEvent, ToolExecutionStatus, ToolResultEvent, ToolUsageSummary, TransitionRecord,
 };
-pub use llm::{LlmChunk, LlmRequest, LlmStream, LlmToolCall, LlmUsage, ModelDetails};
+pub use llm::{
+    LlmChunk, LlmRequest, LlmStream, LlmToolCall, LlmUsage, ModelDetails, ReplyConstraint,
+};
 pub use permission::{
     collapse_whitespace, normalize_path, PermissionCheckResult, PermissionSubjects,
     ToolPermissionSettings,

@@ -24,6 +24,10 @@ pub struct LlmRequest {
     /// Sampling and length settings.
     #[serde(default)]
     pub options: InferenceOptions,
+    /// What the reply's text must be, beyond the tool choice (`None`: anything the tool
+    /// choice allows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constraint: Option<ReplyConstraint>,
 }
 
 impl LlmRequest {
@@ -34,8 +38,20 @@ impl LlmRequest {
             tools: Vec::new(),
             tool_choice: ToolChoice::Auto,
             options: InferenceOptions::default(),
+            constraint: None,
         }
     }
+}
+
+/// What a reply's text must be.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "value")]
+#[non_exhaustive]
+pub enum ReplyConstraint {
+    /// Exactly one of these texts: the model chooses among them by its own likelihoods
+    /// (a backend holds it with a grammar; one that cannot reports
+    /// [`crate::Error::Unsupported`]).
+    OneOf(Vec<String>),
 }
 
 /// Counts and timings of one generation.

@@ -81,24 +81,6 @@ pub trait Tool: Send + Sync {
         None
     }
 
-    /// Of `candidates` — values proposed for some text arguments (argument name → values,
-    /// for example runs of the words of the user's `request`) — those each argument can
-    /// take once the arguments in `settled` are fixed (for example the file the request
-    /// names: an edit's search text must be in it). Reads only, and no more than a workspace of about
-    /// `limit` entries holds. `None` (the default), or an argument left out, keeps its
-    /// candidates as they are; an argument with no fitting value is left out too rather
-    /// than given none.
-    fn narrow_choices(
-        &self,
-        _request: &str,
-        _settled: &Value,
-        _candidates: &crate::ArgumentChoices,
-        _workspace: Option<&Path>,
-        _limit: usize,
-    ) -> Option<crate::ArgumentChoices> {
-        None
-    }
-
     /// Run the tool. Failures are a failed [`ToolResult`], never a panic. Must return
     /// promptly once `context.cancellation` fires, stopping anything it started.
     async fn execute(&self, context: ToolExecutionContext) -> ToolResult;

@@ -67,6 +67,12 @@ pub struct ToolCallRequest {
     /// gave one: the conversation sent back to that server answers the call with it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_call_id: Option<String>,
+    /// How a grammar narrowed what the model could write for this call, in words (the
+    /// tool it chose among the options it was given, arguments held to the workspace's
+    /// files…); `None` when the model wrote the call freely. Approval prompts show it:
+    /// the call's words are still the model's own, but it could not write anything else.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<String>,
 }
 
 /// The first string among [`MAIN_ARGUMENT_KEYS`] in `parameters`, with its key.
@@ -96,6 +102,7 @@ impl ToolCallRequest {
             validation_result: None,
             permission_subjects: None,
             model_call_id: None,
+            held: None,
         }
     }
 

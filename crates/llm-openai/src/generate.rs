@@ -25,7 +25,21 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
     Box::pin(async_stream::stream! {
         let mode = if inner.text_mode.load(Ordering::Relaxed) { Mode::Text } else { Mode::Native };
         let context = inner.context(&request, mode);
-        let grammar = if mode == Mode::Text { inner.text_grammar(&request) } else { None };
+        let grammar = match &request.constraint {
+            // A choice among texts: llama-server holds it with a grammar; another server
+            // has nothing to hold it with (the caller then goes another way).
+            Some(constraint) if inner.info.llama_server => {
+                Some(tool_grammar::constraint_grammar(constraint).text)
+            }
+            Some(_) => {
+                yield Err(core_models::Error::Unsupported(
+                    "only llama-server holds a reply to a grammar".into(),
+                ));
+                return;
+            }
+            None if mode == Mode::Text => inner.text_grammar(&request),
+            None => None,
+        };
         let mut attempt: u32 = 0;
         // Whether anything was handed to the consumer: from then on nothing is retried.
         let mut delivered = false;

@@ -58,8 +58,8 @@ pub mod state_machine;
 
 pub use agent::{AgentEngine, AgentEngineBuilder};
 pub use config::{
-    small_model_inference, valid_server_name, AgentConfig, AutoToolChoice, BackendConfig,
-    BackendKind, BudgetConfig, ConfigLoader, FormatterConfig, McpServerConfig, SandboxConfig,
+    small_model_inference, valid_server_name, AgentConfig, BackendConfig, BackendKind,
+    BudgetConfig, ConfigLoader, FormatterConfig, McpServerConfig, SandboxConfig, SteeringMode,
     ToolMode, ToolPromptStyle, ValidationError, MAX_ITERATION_DELAY_MS, SMALL_MODEL_DEFAULTS,
     SMALL_MODEL_MAX_TOKENS,
 };

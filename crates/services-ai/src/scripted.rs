@@ -99,6 +99,9 @@ pub struct ScriptedLlm {
     received: Mutex<Vec<LlmRequest>>,
     chat_format: Option<core_models::ChatFormat>,
     context_window: Option<u32>,
+    parameters: Option<u64>,
+    /// Whether it takes a [`core_models::ReplyConstraint`] (as a backend with grammars).
+    no_constraints: bool,
 }
 
 impl ScriptedLlm {
@@ -109,7 +112,24 @@ impl ScriptedLlm {
             received: Mutex::new(Vec::new()),
             chat_format: None,
             context_window: None,
+            parameters: None,
+            no_constraints: false,
         }
+    }
+
+    /// The same model, reporting `parameters` as its size (what `steering = "auto"` and
+    /// the small-model preset key on).
+    pub fn with_parameters(mut self, parameters: u64) -> Self {
+        self.parameters = Some(parameters);
+        self
+    }
+
+    /// The same model, as a backend that cannot hold a reply to a
+    /// [`core_models::ReplyConstraint`]: such a request fails with
+    /// [`Error::Unsupported`] (and takes no response).
+    pub fn without_constraints(mut self) -> Self {
+        self.no_constraints = true;
+        self
     }
 
     /// The same model, with a context window of `tokens` (prompts are counted as the
@@ -213,19 +233,29 @@ impl LlmService for ScriptedLlm {
 
     fn model_details(&self) -> core_models::ModelDetails {
         core_models::ModelDetails {
-            parameters: None,
+            parameters: self.parameters,
             context_length: self.context_window,
         }
     }
 
     async fn generate(&self, request: LlmRequest) -> Result<LlmStream, Error> {
+        let options = match &request.constraint {
+            Some(core_models::ReplyConstraint::OneOf(options)) => Some(options.clone()),
+            _ => None,
+        };
         let prompt_chars: usize = request.messages.iter().map(|m| m.content.len()).sum();
         let request_max_tokens = request.options.max_tokens.max(1);
+        let unsupported = self.no_constraints && request.constraint.is_some();
         let call = {
             let mut received = self.received.lock().unwrap_or_else(|e| e.into_inner());
             received.push(request);
             received.len()
         };
+        if unsupported {
+            return Err(Error::Unsupported(
+                "this scripted model holds no reply constraint".into(),
+            ));
+        }
         let Some(response) = self
             .responses
             .lock()
@@ -238,6 +268,16 @@ impl LlmService for ScriptedLlm {
         };
         if let Some(message) = response.fail {
             return Err(Error::llm(message));
+        }
+        // A backend with grammars cannot reply outside the options: a script that does
+        // is wrong.
+        if let Some(options) = options {
+            let reply: String = response.chunks.concat();
+            if !options.contains(&reply) {
+                return Err(Error::llm(format!(
+                    "the script replies {reply:?} where the request allows only {options:?}"
+                )));
+            }
         }
         let started = Instant::now();
         let delay = Duration::from_millis(response.delay_ms);

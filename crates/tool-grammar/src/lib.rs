@@ -20,7 +20,7 @@ mod syntax;
 
 pub use schema::SubsetConverter;
 
-use core_models::{LlmRequest, ToolChoice};
+use core_models::{LlmRequest, ReplyConstraint, ToolChoice};
 use gbnf::{literal, Gbnf, SPACE};
 use services_ai::ToolCallFormat;
 
@@ -139,6 +139,10 @@ pub fn tool_grammar(
     target: &GrammarTarget,
     schemas: &dyn SchemaConverter,
 ) -> Result<Option<ToolGrammar>, Error> {
+    // A constraint on the whole reply wins over the tool choice.
+    if let Some(constraint) = &request.constraint {
+        return Ok(Some(constraint_grammar(constraint)));
+    }
     // With `none` nothing constrains the text: the agent runs nothing the model writes
     // then (a grammar forbidding the call's opening would have to check every token).
     if request.tools.is_empty() || request.tool_choice == ToolChoice::None {
@@ -172,6 +176,27 @@ pub fn tool_grammar(
         text: g.finish(&root),
         triggers,
     }))
+}
+
+/// The grammar of a [`ReplyConstraint`]: for [`ReplyConstraint::OneOf`], exactly one of
+/// its texts (none: a grammar nothing matches would stall the model, so an empty list
+/// admits the empty reply).
+pub fn constraint_grammar(constraint: &ReplyConstraint) -> ToolGrammar {
+    let root = match constraint {
+        ReplyConstraint::OneOf(options) if options.is_empty() => "\"\"".to_string(),
+        ReplyConstraint::OneOf(options) => options
+            .iter()
+            .map(|o| literal(o))
+            .collect::<Vec<_>>()
+            .join(" | "),
+        // Later kinds of constraint: whatever the text.
+        #[allow(unreachable_patterns)]
+        _ => "[^\\x00]*".to_string(),
+    };
+    ToolGrammar {
+        text: format!("root ::= {root}\n"),
+        triggers: Vec::new(),
+    }
 }
 
 /// Keeps the reasoning before a required call from taking the whole reply: the grammar

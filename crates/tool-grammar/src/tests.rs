@@ -527,3 +527,34 @@ fn a_long_reasoning_keeps_only_a_markers_tail() {
     assert_eq!(b.push("ink>"), None, "a marker across pieces still ends it");
     assert_eq!(b.push("x"), None);
 }
+
+#[test]
+fn a_choice_among_texts_admits_exactly_those_texts() {
+    let mut asked = request(ToolChoice::Auto, tools());
+    asked.constraint = Some(core_models::ReplyConstraint::OneOf(vec![
+        "answer".into(),
+        "read_file".into(),
+        "say \"hi\"".into(),
+    ]));
+    let g = tool_grammar(
+        &asked,
+        &target(ToolCallFormat::FencedJson),
+        &SubsetConverter,
+    )
+    .unwrap()
+    .unwrap();
+    assert!(!g.is_lazy());
+    assert_eq!(
+        g.text,
+        "root ::= \"answer\" | \"read_file\" | \"say \\\"hi\\\"\"\n"
+    );
+    asked.constraint = Some(core_models::ReplyConstraint::OneOf(Vec::new()));
+    let g = tool_grammar(
+        &asked,
+        &target(ToolCallFormat::FencedJson),
+        &SubsetConverter,
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(g.text, "root ::= \"\"\n");
+}

@@ -97,54 +97,6 @@ fn entries(root: &Path, launcher: &Launcher, limit: usize) -> Option<(Vec<String
     Some((files, folders))
 }
 
-/// Largest file read to narrow a choice (larger ones are not looked into).
-const NARROW_READ_CAP: u64 = 1024 * 1024;
-
-/// The text of the file at `path` in the workspace at `root`, read through the
-/// workspace's checks (no links out, no secret locations, no special files); `None` when
-/// it cannot be read as text or is larger than a choice is worth.
-pub(crate) fn current_text(root: Option<&Path>, launcher: &Launcher, path: &str) -> Option<String> {
-    let workspace = Workspace::with_launcher(root?, launcher).ok()?;
-    let target = workspace.existing_target(path).ok()?;
-    let size = target.dir.symlink_metadata(&target.name).ok()?.len();
-    if size > NARROW_READ_CAP {
-        return None;
-    }
-    crate::edit_file::read_text(&target, path).ok()
-}
-
-/// The texts of the files of a workspace of at most `limit` entries (those `list_dir`
-/// shows: nothing ignored, no secret), each as [`current_text`] reads it.
-pub(crate) fn file_texts(
-    root: Option<&Path>,
-    launcher: &Launcher,
-    limit: usize,
-) -> Option<Vec<String>> {
-    let (files, _) = entries(root?, launcher, limit)?;
-    Some(
-        files
-            .iter()
-            .filter_map(|path| current_text(root, launcher, path))
-            .collect(),
-    )
-}
-
-/// `candidates[argument]` kept where `fits` says so; `None` when there are none or none
-/// fits (the candidates then stand).
-pub(crate) fn narrowed(
-    candidates: &ArgumentChoices,
-    argument: &str,
-    fits: impl Fn(&str) -> bool,
-) -> Option<(String, Vec<String>)> {
-    let kept: Vec<String> = candidates
-        .get(argument)?
-        .iter()
-        .filter(|value| fits(value))
-        .cloned()
-        .collect();
-    (!kept.is_empty()).then(|| (argument.to_string(), kept))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,7 @@ use crate::workspace::{check_regular, special_error, Workspace};
 use crate::write_file::{run_to_end, write_risk};
 use async_trait::async_trait;
 use core_models::{
-    ArgumentChoices, CallAssessment, FileChange, RiskLevel, Tool, ToolCategory, ToolDefinition,
+    CallAssessment, FileChange, RiskLevel, Tool, ToolCategory, ToolDefinition,
     ToolExecutionContext, ToolResult, ToolValidationResult,
 };
 use sandbox::Launcher;
@@ -47,7 +47,7 @@ impl EditFile {
             definition: ToolDefinition::new(
                 "edit_file",
                 "Edit File",
-                "Edit, change, update, fix or replace one exact piece of text in a file. The search text must occur exactly once; include enough surrounding lines to make it unique.",
+                "Replace a piece of text in an existing file. The search text must occur exactly once; include enough surrounding lines to make it unique.",
             )
             .with_example("In list.txt, change cats to dogs.", json!({"path": "list.txt", "search": "cats", "replace": "dogs"}))
             .with_example("Replace red with blue in colors.txt", json!({"path": "colors.txt", "search": "red", "replace": "blue"}))
@@ -131,113 +131,9 @@ impl Tool for EditFile {
         })
     }
 
-    fn narrow_choices(
-        &self,
-        request: &str,
-        settled: &Value,
-        candidates: &ArgumentChoices,
-        workspace: Option<&Path>,
-        _limit: usize,
-    ) -> Option<ArgumentChoices> {
-        let path = settled.get("path")?.as_str()?;
-        let text = crate::choices::current_text(workspace, &self.launcher, path)?;
-        // The file's own name is where the edit is, not what it is.
-        let candidates: ArgumentChoices = candidates
-            .iter()
-            .map(|(argument, values)| {
-                let values = values.iter().filter(|v| !v.contains(path)).cloned();
-                (argument.clone(), values.collect())
-            })
-            .collect();
-        Some(edit_choices(request, &text, &candidates))
-    }
-
     async fn execute(&self, context: ToolExecutionContext) -> ToolResult {
         run_to_end(context, &self.launcher, edit).await
     }
-}
-
-/// The candidates an edit of `text` can take: a search text that is there exactly once
-/// (the edit fails otherwise), and a replacement none of whose words is there already —
-/// the smallest change that does what was asked, never a search text put back. Where the
-/// request says a search text and soon after a replacement ("blue with green", "1.0 to
-/// 2.0", "Helo should be Hello"), only such pairs are kept.
-fn edit_choices(request: &str, text: &str, candidates: &ArgumentChoices) -> ArgumentChoices {
-    let there: std::collections::HashSet<String> = text_words(text).collect();
-    let searches = crate::choices::narrowed(candidates, "search", |search| {
-        !search.is_empty() && text.matches(search).count() == 1
-    });
-    let replaces = crate::choices::narrowed(candidates, "replace", |replace| {
-        text_words(replace).all(|word| !there.contains(&word))
-    });
-    let (Some((_, searches)), Some((_, replaces))) = (&searches, &replaces) else {
-        return searches.into_iter().chain(replaces).collect();
-    };
-    let gaps: Vec<(usize, &String, &String)> = searches
-        .iter()
-        .flat_map(|s| replaces.iter().map(move |r| (s, r)))
-        .filter_map(|(s, r)| Some((gap_between(request, s, r)?, s, r)))
-        .collect();
-    // The closest said together: "version from 1.0 to 2.0" pairs 1.0 with 2.0.
-    let closest = gaps.iter().map(|(gap, _, _)| *gap).min();
-    let pairs: Vec<(&String, &String)> = gaps
-        .iter()
-        .filter(|(gap, _, _)| Some(*gap) == closest)
-        .map(|(_, s, r)| (*s, *r))
-        .collect();
-    if pairs.is_empty() {
-        return [
-            ("search".to_string(), searches.clone()),
-            ("replace".to_string(), replaces.clone()),
-        ]
-        .into();
-    }
-    let mut kept = ArgumentChoices::new();
-    for (search, replace) in pairs {
-        for (argument, value) in [("search", search), ("replace", replace)] {
-            let values = kept.entry(argument.to_string()).or_default();
-            if !values.contains(value) {
-                values.push(value.clone());
-            }
-        }
-    }
-    kept
-}
-
-/// Most words between a search text and its replacement in a request ("should be").
-const PAIR_GAP: usize = 3;
-
-/// How many words stand between `first` and, after it, `then` in `request`, the least
-/// where they are said more than once; `None` when `then` never follows `first` within
-/// [`PAIR_GAP`] words.
-fn gap_between(request: &str, first: &str, then: &str) -> Option<usize> {
-    if first.is_empty() || then.is_empty() {
-        return None;
-    }
-    request
-        .match_indices(first)
-        .flat_map(|(at, _)| {
-            let after = &request[at + first.len()..];
-            after.match_indices(then).map(move |(to, _)| {
-                after[..to]
-                    .split_whitespace()
-                    .filter(|w| w.chars().any(char::is_alphanumeric))
-                    .count()
-            })
-        })
-        .filter(|&gap| gap <= PAIR_GAP)
-        .min()
-}
-
-/// The words of `text`, lowercased: runs of letters, digits and `.`, `_`, `-` ("port=80"
-/// is "port" and "80"; "1.0" stays one), outer punctuation taken off.
-fn text_words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '.' | '_' | '-')))
-        .map(|w| {
-            w.trim_matches(|c: char| !c.is_alphanumeric())
-                .to_lowercase()
-        })
-        .filter(|w| !w.is_empty())
 }
 
 fn edit(
@@ -361,63 +257,4 @@ pub(crate) fn read_text(target: &crate::workspace::Target, path: &str) -> Result
 
 fn absent(path: &str) -> String {
     format!("the search text does not occur in '{path}'; read the file and copy the text exactly")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn candidates(search: &[&str], replace: &[&str]) -> ArgumentChoices {
-        let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        [
-            ("search".to_string(), owned(search)),
-            ("replace".to_string(), owned(replace)),
-        ]
-        .into()
-    }
-
-    fn check(request: &str, text: &str, given: ArgumentChoices, search: &[&str], replace: &[&str]) {
-        let got = edit_choices(request, text, &given);
-        assert_eq!(got, candidates(search, replace), "{request}");
-    }
-
-    #[test]
-    fn an_edit_takes_a_search_text_found_once_and_a_new_replacement() {
-        check(
-            "In config.txt, change the version from 1.0 to 2.0",
-            "name = demo\nversion = 1.0\n",
-            candidates(
-                &["version", "1.0", "demo x"],
-                &["version from 1.0", "2.0", "change"],
-            ),
-            &["1.0"],
-            &["2.0"],
-        );
-        check(
-            "Change the port from 80 to 8080",
-            "host=localhost\nport=80\n",
-            candidates(&["port", "80"], &["port from 80", "8080"]),
-            &["80"],
-            &["8080"],
-        );
-        check(
-            "Fix the typo: Helo should be Hello",
-            "Helo world\n",
-            candidates(&["typo", "Helo"], &["typo", "Hello"]),
-            &["Helo"],
-            &["Hello"],
-        );
-        // No pair said together: each keeps what fits.
-        check(
-            "Use green where blue is",
-            "blue sky, blue sea\nsun\n",
-            candidates(&["blue", "sun"], &["green", "sun"]),
-            &["sun"],
-            &["green"],
-        );
-        assert!(
-            edit_choices("x", "abc", &candidates(&["zzz"], &["abc"])).is_empty(),
-            "nothing fits: the candidates stand"
-        );
-    }
 }

@@ -102,7 +102,7 @@ impl ReadFile {
             definition: ToolDefinition::new(
                 "read_file",
                 "Read File",
-                "Read, open, look at or show a text file in the workspace. Optionally only lines start_line..end_line (1-based, inclusive).",
+                "Read a text file and return its content. Optionally only lines start_line..end_line (1-based, inclusive).",
             )
             .with_example("What does plan.md say?", json!({"path": "plan.md"}))
             .with_example("Show me what is written in report.txt", json!({"path": "report.txt"}))
@@ -318,7 +318,7 @@ impl ListDir {
             definition: ToolDefinition::new(
                 "list_dir",
                 "List Directory",
-                "List or show the files and folders in a workspace folder (default: the workspace itself), to a depth (default 1). Files ignored by .gitignore are left out.",
+                "List the files and folders in a folder. The default folder is the workspace itself and the default depth 1; files ignored by .gitignore are left out.",
             )
             .with_example("Which files are in this folder?", json!({}))
             .with_example("Are there any images here?", json!({}))

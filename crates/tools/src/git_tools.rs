@@ -100,6 +100,16 @@ struct Call<'a> {
     path: Option<&'a str>,
 }
 
+/// Whether the context's workspace is a git repository the git tools would use (a tool
+/// that could only fail is not offered); without a workspace, offered (it says why it
+/// cannot run).
+fn in_a_repository(context: &core_models::ToolAvailabilityContext) -> bool {
+    context
+        .workspace_path
+        .as_deref()
+        .is_none_or(|dir| crate::git_config::Repository::of_workspace(dir).is_ok())
+}
+
 fn definition(id: &str, name: &str, description: &str, schema: Value) -> ToolDefinition {
     ToolDefinition::new(id, name, description)
         .with_category(ToolCategory::VersionControl)
@@ -144,6 +154,10 @@ impl GitStatus {
 impl Tool for GitStatus {
     fn definition(&self) -> &ToolDefinition {
         &self.definition
+    }
+
+    fn is_available(&self, context: &core_models::ToolAvailabilityContext) -> bool {
+        in_a_repository(context)
     }
 
     fn validate(&self, _params: &Value) -> ToolValidationResult {
@@ -233,6 +247,10 @@ impl GitDiff {
 impl Tool for GitDiff {
     fn definition(&self) -> &ToolDefinition {
         &self.definition
+    }
+
+    fn is_available(&self, context: &core_models::ToolAvailabilityContext) -> bool {
+        in_a_repository(context)
     }
 
     fn validate(&self, params: &Value) -> ToolValidationResult {

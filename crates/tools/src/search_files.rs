@@ -51,7 +51,7 @@ impl SearchFiles {
             definition: ToolDefinition::new(
                 "search_files",
                 "Search Files",
-                "Search, find, grep or look for a word or regular expression in the workspace's files and return the matching lines as path:line: text. Files ignored by .gitignore and binary files are skipped.",
+                "Search the files for a word or regular expression. The matching lines are returned as path:line: text. Files ignored by .gitignore and binary files are skipped.",
             )
             .with_example("Find the files that mention invoices.", json!({"pattern": "invoices"}))
             .with_example("Where is the word timeout used?", json!({"pattern": "timeout"}))
@@ -130,28 +130,6 @@ impl Tool for SearchFiles {
 
     fn assess(&self, params: &Value, workspace: Option<&Path>) -> CallAssessment {
         assess_path(params, workspace, |_| self.effective_risk_level(params))
-    }
-
-    /// In a small workspace, a pattern is one that finds something (when any does).
-    fn narrow_choices(
-        &self,
-        _request: &str,
-        _settled: &Value,
-        candidates: &core_models::ArgumentChoices,
-        workspace: Option<&Path>,
-        limit: usize,
-    ) -> Option<core_models::ArgumentChoices> {
-        candidates.get("pattern")?;
-        let texts = crate::choices::file_texts(workspace, &self.launcher, limit)?;
-        let found = crate::choices::narrowed(candidates, "pattern", |pattern| {
-            // As the search itself reads a pattern (case and all).
-            matcher(pattern, None).is_ok_and(|m| {
-                texts
-                    .iter()
-                    .any(|t| m.is_match(t.as_bytes()).unwrap_or(false))
-            })
-        })?;
-        Some([found].into())
     }
 
     async fn execute(&self, context: ToolExecutionContext) -> ToolResult {

@@ -51,7 +51,7 @@ impl WriteFile {
             definition: ToolDefinition::new(
                 "write_file",
                 "Write File",
-                "Create, make, write or save a file with the given content (a new file, or its whole content replaced). Missing folders are created.",
+                "Create a file, or replace a file's whole content. Missing folders are created.",
             )
             .with_example("Put the text see you soon in memo.txt", json!({"path": "memo.txt", "content": "see you soon"}))
             .with_example("Make a new file plan.md saying start on Monday", json!({"path": "plan.md", "content": "start on Monday"}))

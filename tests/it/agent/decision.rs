@@ -1,22 +1,22 @@
-//! `auto_tool_choice = "constrained"` (a small model's settings): the first reply is
-//! routed by the request's words — to a plain answer with no tool allowed, or to a forced
-//! call of the best-ranked tool, its path arguments held to what exists and its text
-//! arguments to the request's words — and the answer after the results is asked through
-//! `answer_template`. `free` leaves every request as the model's.
+//! Steering: how each reply is asked for. Under `small-model` the model first chooses the
+//! next step among answering and every offered tool, under a constraint that admits
+//! exactly those options; a tool chosen, it writes the call under that tool's grammar
+//! (path arguments held to what exists) and the call is marked as written under a
+//! grammar; answering chosen, it answers with no tool in sight. Nothing of the decision
+//! comes from the request's words. `free` leaves every reply to the model; `auto` picks
+//! by the size the backend reports.
 
-use super::{complete, config, harness, run, run_answering, Harness};
+use super::{complete, config, harness, results, run, Harness};
 use core_models::*;
 use serde_json::{json, Value};
-use services_ai::{AgentConfig, AutoToolChoice};
+use services_ai::{AgentConfig, SteeringMode};
 use std::sync::Arc;
 use test_support::{ScriptedLlm, ScriptedResponse};
 
-fn constrained() -> AgentConfig {
+fn small() -> AgentConfig {
     AgentConfig {
-        auto_tool_choice: AutoToolChoice::Constrained,
+        steering: SteeringMode::SmallModel,
         path_choices_limit: 100,
-        argument_span_words: 4,
-        answer_template: "Context:\n{results}\nQuestion: {request}\nAnswer.".into(),
         ..config()
     }
 }
@@ -64,312 +64,247 @@ fn requests(harness: &Harness) -> Vec<LlmRequest> {
     llm.requests()
 }
 
+/// The options of a decision request, in order.
+fn options(request: &LlmRequest) -> Option<Vec<String>> {
+    match &request.constraint {
+        Some(ReplyConstraint::OneOf(options)) => {
+            let mut options = options.clone();
+            options.sort();
+            Some(options)
+        }
+        _ => None,
+    }
+}
+
+const EVERY_OPTION: [&str; 4] = ["answer", "list_dir", "read_file", "write_file"];
+
 #[tokio::test]
-async fn a_request_for_a_file_is_a_forced_call_held_to_the_files_that_exist() {
+async fn the_model_chooses_a_tool_then_writes_its_call_under_the_tool_s_grammar() {
     let (dir, h) = setup(
         vec![
+            text("read_file"),
             call("read_file", json!({"path": "notes.txt"})),
+            text("answer"),
             text("On Friday."),
         ],
-        constrained(),
+        small(),
     );
     let events = run(
         &h.agent,
-        request(&dir, "When is the meeting? Read notes.txt"),
+        request(&dir, "When is the meeting? See notes.txt"),
     )
     .await;
     assert_eq!(complete(&events).final_response, "On Friday.");
-    let sent = requests(&h);
-    assert_eq!(sent.len(), 2);
-    assert_eq!(sent[0].tool_choice, ToolChoice::Tool("read_file".into()));
-    assert_eq!(
-        held(&sent[0], "read_file", "path"),
-        Some(vec!["notes.txt".to_string()]),
-        "the file the request names, settled"
-    );
-    assert_eq!(
-        held(&sent[0], "list_dir", "path"),
-        Some(vec![".".to_string()]),
-        "folders only"
-    );
-    // The answer: one plain question about the result after the system prompt (its KV
-    // cache kept), no tool allowed, stopped where the model would start a new question.
-    assert_eq!(sent[1].tool_choice, ToolChoice::None);
-    assert_eq!(sent[1].messages.len(), 2);
-    assert_eq!(sent[1].messages[0].role, MessageRole::System);
-    assert_eq!(sent[1].options.stop, ["\nContext:", "\nQuestion:"]);
-    let asked = sent[1].messages[1].as_written();
-    assert!(
-        asked.starts_with("Context:\nthe meeting is on Friday"),
-        "{asked}"
-    );
-    assert!(
-        asked.ends_with("Question: When is the meeting? Read notes.txt\nAnswer."),
-        "{asked}"
-    );
+    let asked = requests(&h);
+    assert_eq!(asked.len(), 4);
+    // The decision: every offered tool and answering, nothing else, no tool to call.
+    assert_eq!(options(&asked[0]).unwrap(), EVERY_OPTION);
+    assert_eq!(asked[0].tool_choice, ToolChoice::None);
+    // The call: forced to the tool chosen, its path held to what exists.
+    assert_eq!(asked[1].tool_choice, ToolChoice::Tool("read_file".into()));
+    assert!(options(&asked[1]).is_none());
+    let mut files = held(&asked[1], "read_file", "path").unwrap();
+    files.sort();
+    assert_eq!(files, ["notes.txt", "todo.md"]);
+    // The call carries how it was held, for its approval.
+    let r = results(&events);
+    assert!(r[0].success());
+    let requested = events.iter().find_map(|e| match e {
+        AgentEvent::ToolCallRequest(c) => Some(c.request.clone()),
+        _ => None,
+    });
+    let held_note = requested.unwrap().held.unwrap_or_default();
+    assert!(held_note.contains("chose read_file"), "{held_note}");
+    // After the result the model decides again, with what the call returned.
+    assert_eq!(options(&asked[2]).unwrap(), EVERY_OPTION);
+    let shown = asked[2].messages.last().unwrap().content.to_string();
+    assert!(shown.contains("the meeting is on Friday"), "{shown}");
+    // The answer: one plain question with the result, no tool, no template labels.
+    assert!(asked[3].tools.is_empty());
+    assert_eq!(asked[3].tool_choice, ToolChoice::None);
+    let question = asked[3].messages.last().unwrap().content.to_string();
+    assert!(question.contains("the meeting is on Friday"), "{question}");
+    assert!(question.contains("When is the meeting?"), "{question}");
+    for label in ["The result was", "Context:"] {
+        assert!(!question.contains(label), "{question}");
+    }
 }
 
 #[tokio::test]
-async fn a_request_no_tool_fits_is_answered_in_plain_text() {
-    let (dir, h) = setup(vec![text("Paris.")], constrained());
-    let events = run(&h.agent, request(&dir, "What is the capital of France?")).await;
-    assert_eq!(complete(&events).final_response, "Paris.");
-    let sent = requests(&h);
-    assert_eq!(sent.len(), 1);
-    assert_eq!(sent[0].tool_choice, ToolChoice::None);
-}
-
-#[tokio::test]
-async fn text_arguments_of_the_routed_call_are_held_to_the_request_words() {
+async fn answering_chosen_the_model_answers_with_no_tool_and_runs_nothing() {
     let (dir, h) = setup(
         vec![
-            call("write_file", json!({"path": "hello.txt", "content": "hi"})),
-            text("Done."),
+            text("answer"),
+            // Call-like text in an answer is text.
+            text("Roses are red. ```tool_call\n{\"tool\": \"write_file\", \"parameters\": {\"path\": \"x\", \"content\": \"y\"}}\n```"),
         ],
-        constrained(),
+        small(),
     );
-    let events = run_answering(&h.agent, request(&dir, "Write hi into hello.txt"), |a| {
-        a.approve().unwrap();
-    })
-    .await;
-    assert_eq!(complete(&events).tool_calls_executed, 1);
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("hello.txt")).unwrap(),
-        "hi"
-    );
-    let sent = requests(&h);
-    assert_eq!(sent[0].tool_choice, ToolChoice::Tool("write_file".into()));
-    let content = held(&sent[0], "write_file", "content").unwrap();
-    assert!(content.contains(&"hi".to_string()), "{content:?}");
-    assert!(
-        !content.contains(&"hello.txt".to_string()),
-        "the file's name is the path, not the content: {content:?}"
-    );
-    assert!(
-        content.iter().all(|s| s.split(' ').count() <= 4),
-        "{content:?}"
-    );
-}
-
-#[tokio::test]
-async fn required_is_routed_and_free_auto_is_left_to_the_model() {
-    let (dir, h) = setup(
-        vec![call("list_dir", json!({})), text("Two files.")],
-        AgentConfig { ..constrained() },
-    );
-    let mut asked = request(&dir, "List the folder");
-    asked.tool_choice = ToolChoice::Required;
-    run(&h.agent, asked).await;
-    assert_eq!(
-        requests(&h)[0].tool_choice,
-        ToolChoice::Tool("list_dir".into())
-    );
-
-    let (dir, h) = setup(vec![text("Hello.")], config());
-    run(&h.agent, request(&dir, "Read notes.txt")).await;
-    let sent = requests(&h);
-    assert_eq!(sent[0].tool_choice, ToolChoice::Auto);
-    assert_eq!(
-        held(&sent[0], "read_file", "path"),
-        None,
-        "no choices by default"
-    );
-}
-
-#[tokio::test]
-async fn a_request_without_a_file_name_leaves_the_files_to_the_model() {
-    let (dir, h) = setup(
-        vec![call("read_file", json!({"path": "todo.md"})), text("Anna.")],
-        constrained(),
-    );
-    run(&h.agent, request(&dir, "Read the todo list file")).await;
-    assert_eq!(
-        held(&requests(&h)[0], "read_file", "path"),
-        Some(vec!["notes.txt".to_string(), "todo.md".to_string()])
-    );
-}
-
-#[tokio::test]
-async fn a_folder_the_request_names_comes_back_as_a_settled_argument() {
-    let (dir, h) = setup(
-        vec![call("list_dir", json!({"path": "src"})), text("main.rs")],
-        constrained(),
-    );
-    std::fs::create_dir(dir.path().join("src")).unwrap();
-    std::fs::write(dir.path().join("src/main.rs"), "fn main() {}\n").unwrap();
     let events = run(
         &h.agent,
-        request(&dir, "What files are inside the src folder?"),
+        request(&dir, "Write me a short poem about searching for files"),
     )
     .await;
-    assert_eq!(complete(&events).tool_calls_executed, 1);
-    let sent = requests(&h);
-    assert_eq!(sent[0].tool_choice, ToolChoice::Tool("list_dir".into()));
-    // The compact schema left the optional `path` out; named, it is back and required.
-    assert_eq!(
-        held(&sent[0], "list_dir", "path"),
-        Some(vec!["src".to_string()])
-    );
-    let schema = &sent[0]
-        .tools
-        .iter()
-        .find(|d| d.id == "list_dir")
-        .unwrap()
-        .input_schema;
-    assert_eq!(schema["required"], json!(["path"]));
-}
-
-/// A workspace with `file` holding `content`, and every tool `tools` names.
-fn narrowing(
-    file: &str,
-    content: &str,
-    responses: Vec<ScriptedResponse>,
-) -> (tempfile::TempDir, Harness) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join(file), content).unwrap();
-    std::fs::write(dir.path().join("other.txt"), "nothing to see\n").unwrap();
-    let tools: Vec<Arc<dyn Tool>> = vec![
-        Arc::new(tools::ReadFile::default()),
-        Arc::new(tools::EditFile::default()),
-        Arc::new(tools::SearchFiles::default()),
-    ];
-    (dir, harness(responses, tools, constrained()))
+    assert!(results(&events).is_empty());
+    assert!(!dir.path().join("x").exists());
+    let asked = requests(&h);
+    assert_eq!(asked.len(), 2);
+    // Every tool is among the options, whatever the request says.
+    assert_eq!(options(&asked[0]).unwrap(), EVERY_OPTION);
+    assert!(asked[1].tools.is_empty());
+    assert_eq!(asked[1].tool_choice, ToolChoice::None);
+    let system = asked[1].messages[0].content.to_string();
+    assert!(!system.contains("read_file"), "{system}");
 }
 
 #[tokio::test]
-async fn an_edit_is_held_to_a_search_text_in_the_file_and_a_new_replacement() {
-    let (dir, h) = narrowing(
-        "config.txt",
-        "name = demo\nversion = 1.0\n",
-        vec![
-            call(
-                "edit_file",
-                json!({"path": "config.txt", "search": "1.0", "replace": "2.0"}),
-            ),
-            text("Done."),
-        ],
-    );
-    let asked = request(&dir, "In config.txt, change the version from 1.0 to 2.0.");
-    let events = run_answering(&h.agent, asked, |a| {
-        a.approve().unwrap();
-    })
-    .await;
-    assert_eq!(complete(&events).tool_calls_executed, 1);
-    let sent = requests(&h);
-    assert_eq!(sent[0].tool_choice, ToolChoice::Tool("edit_file".into()));
-    assert_eq!(
-        held(&sent[0], "edit_file", "path"),
-        Some(vec!["config.txt".to_string()])
-    );
-    // "version" is in the file too, but only "1.0" is followed by a replacement.
-    assert_eq!(
-        held(&sent[0], "edit_file", "search"),
-        Some(vec!["1.0".to_string()])
-    );
-    assert_eq!(
-        held(&sent[0], "edit_file", "replace"),
-        Some(vec!["2.0".to_string()])
-    );
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("config.txt")).unwrap(),
-        "name = demo\nversion = 2.0\n"
-    );
+async fn the_options_do_not_depend_on_the_request_s_words() {
+    for message in [
+        "please don't change anything, just tell me what notes.txt is",
+        "I'm going for a run later, any tips?",
+        "Write todo.md with buy milk",
+    ] {
+        let (dir, h) = setup(vec![text("answer"), text("Sure.")], small());
+        run(&h.agent, request(&dir, message)).await;
+        assert_eq!(
+            options(&requests(&h)[0]).unwrap(),
+            EVERY_OPTION,
+            "{message}"
+        );
+    }
 }
 
 #[tokio::test]
-async fn a_search_is_held_to_patterns_that_find_something() {
-    let (dir, h) = narrowing(
-        "plan.txt",
-        "The deadline is in March.\n",
-        vec![
-            call("search_files", json!({"pattern": "deadline"})),
-            text("plan.txt"),
-        ],
-    );
-    run(
-        &h.agent,
-        request(&dir, "Search the files for deadline or budget"),
-    )
-    .await;
-    let sent = requests(&h);
-    assert_eq!(sent[0].tool_choice, ToolChoice::Tool("search_files".into()));
-    assert_eq!(
-        held(&sent[0], "search_files", "pattern"),
-        Some(vec!["deadline".to_string()])
-    );
-
-    // When nothing would be found, the request's words stand.
-    let (dir, h) = narrowing(
-        "plan.txt",
-        "The deadline is in March.\n",
-        vec![
-            call("search_files", json!({"pattern": "budget"})),
-            text("None."),
-        ],
-    );
-    run(&h.agent, request(&dir, "Search the files for budget")).await;
-    assert_eq!(
-        held(&requests(&h)[0], "search_files", "pattern"),
-        Some(vec!["budget".to_string()])
-    );
-}
-
-#[tokio::test]
-async fn a_later_step_of_the_request_is_a_second_routed_call_before_the_answer() {
+async fn a_forced_choice_narrows_the_options_as_the_request_says() {
+    // `required`: a call, of any tool, but no answer.
     let (dir, h) = setup(
         vec![
-            call("read_file", json!({"path": "notes.txt"})),
-            call(
-                "write_file",
-                json!({"path": "copy.txt", "content": "the meeting is on Friday"}),
-            ),
-            text("Copied."),
+            text("list_dir"),
+            call("list_dir", json!({"path": "."})),
+            text("Two files."),
         ],
-        constrained(),
+        small(),
     );
-    let asked = request(&dir, "Read notes.txt and write the same text into copy.txt");
-    let events = run_answering(&h.agent, asked, |a| {
-        a.approve().unwrap();
-    })
-    .await;
-    let done = complete(&events);
+    let asked = request(&dir, "what is here").with_tool_choice(ToolChoice::Required);
+    run(&h.agent, asked).await;
+    let r = requests(&h);
     assert_eq!(
-        (done.tool_calls_executed, done.final_response.as_str()),
-        (2, "Copied.")
+        options(&r[0]).unwrap(),
+        ["list_dir", "read_file", "write_file"]
     );
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("copy.txt")).unwrap(),
-        "the meeting is on Friday"
+    // A named tool: no decision; its call, marked as forced.
+    let (dir, h) = setup(
+        vec![
+            call("read_file", json!({"path": "todo.md"})),
+            text("Call Anna."),
+        ],
+        small(),
     );
-    let sent = requests(&h);
-    assert_eq!(sent.len(), 3);
-    assert_eq!(sent[1].tool_choice, ToolChoice::Tool("write_file".into()));
-    assert_eq!(
-        held(&sent[1], "write_file", "path"),
-        Some(vec!["copy.txt".to_string()])
-    );
-    // The content may be the clause's words or what the first call read.
-    let content = held(&sent[1], "write_file", "content").unwrap();
-    assert!(
-        content.contains(&"the meeting is on Friday".to_string()),
-        "{content:?}"
-    );
-    assert_eq!(sent[2].tool_choice, ToolChoice::None, "then the answer");
+    let asked =
+        request(&dir, "what is to do").with_tool_choice(ToolChoice::Tool("read_file".into()));
+    let events = run(&h.agent, asked).await;
+    let r = requests(&h);
+    assert!(options(&r[0]).is_none());
+    assert_eq!(r[0].tool_choice, ToolChoice::Tool("read_file".into()));
+    let note = events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::ToolCallRequest(c) => c.request.held.clone(),
+            _ => None,
+        })
+        .unwrap_or_default();
+    assert!(note.contains("forced"), "{note}");
 }
 
 #[tokio::test]
-async fn a_clause_that_only_mentions_a_tool_word_in_passing_is_no_step() {
+async fn a_repeated_call_is_answered_instead() {
+    let (dir, h) = setup(
+        vec![
+            text("read_file"),
+            call("read_file", json!({"path": "notes.txt"})),
+            text("read_file"),
+            call("read_file", json!({"path": "notes.txt"})),
+            text("It is on Friday."),
+        ],
+        small(),
+    );
+    let events = run(&h.agent, request(&dir, "When is the meeting?")).await;
+    assert_eq!(results(&events).len(), 1, "the repeat did not run");
+    assert_eq!(complete(&events).final_response, "It is on Friday.");
+    let last = requests(&h).last().cloned().unwrap();
+    assert_eq!(last.tool_choice, ToolChoice::None);
+}
+
+#[tokio::test]
+async fn free_steering_leaves_each_reply_to_the_model() {
     let (dir, h) = setup(
         vec![
             call("read_file", json!({"path": "notes.txt"})),
             text("Friday."),
         ],
-        constrained(),
+        AgentConfig {
+            steering: SteeringMode::Free,
+            ..small()
+        },
     );
-    let asked = request(&dir, "Read notes.txt and tell me which day the folder says");
-    let events = run(&h.agent, asked).await;
-    assert_eq!(complete(&events).tool_calls_executed, 1);
-    let sent = requests(&h);
-    assert_eq!(sent.len(), 2);
-    assert_eq!(sent[1].tool_choice, ToolChoice::None);
+    let events = run(&h.agent, request(&dir, "When is the meeting?")).await;
+    let asked = requests(&h);
+    assert_eq!(asked.len(), 2);
+    assert!(asked.iter().all(|r| r.constraint.is_none()));
+    assert_eq!(asked[0].tool_choice, ToolChoice::Auto);
+    assert_eq!(asked[1].tool_choice, ToolChoice::Auto);
+    let held_note = events.iter().find_map(|e| match e {
+        AgentEvent::ToolCallRequest(c) => Some(c.request.held.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        held_note,
+        Some(None),
+        "a call the model wrote freely is not marked"
+    );
+}
+
+#[tokio::test]
+async fn auto_steering_follows_the_model_s_size() {
+    for (parameters, decided) in [
+        (Some(135_000_000), true),
+        (Some(8_000_000_000), false),
+        (None, false),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let llm = ScriptedLlm::new([text("answer"), text("Hello.")]);
+        let llm = match parameters {
+            Some(p) => llm.with_parameters(p),
+            None => llm,
+        };
+        let llm = Arc::new(llm);
+        let registry = Arc::new(services_ai::InMemoryToolRegistry::new());
+        registry.register(Arc::new(tools::ReadFile::default()));
+        let agent = services_ai::AgentEngine::builder(llm.clone(), registry)
+            .config(AgentConfig {
+                steering: SteeringMode::Auto,
+                ..config()
+            })
+            .build();
+        run(&agent, request(&dir, "hi")).await;
+        let first = llm.requests()[0].clone();
+        assert_eq!(options(&first).is_some(), decided, "{parameters:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_backend_that_cannot_hold_a_choice_leaves_the_reply_to_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = Arc::new(ScriptedLlm::new([text("Hello.")]).without_constraints());
+    let registry = Arc::new(services_ai::InMemoryToolRegistry::new());
+    registry.register(Arc::new(tools::ReadFile::default()));
+    let agent = services_ai::AgentEngine::builder(llm.clone(), registry)
+        .config(small())
+        .build();
+    let events = run(&agent, request(&dir, "hi")).await;
+    assert_eq!(complete(&events).final_response, "Hello.");
+    let asked = llm.requests();
+    assert_eq!(asked.len(), 2, "the choice was asked, then the reply");
+    assert!(asked[1].constraint.is_none());
+    assert_eq!(asked[1].tool_choice, ToolChoice::Auto);
 }

@@ -4,14 +4,14 @@
 //! — at screening and at the re-check before a later call of a reply —,
 //! `execution_summary`, `preview_change`, `execute`) fails that call; a tool whose
 //! `definition` or `is_available` panics as the request's tools are chosen is not offered,
-//! and a call of it is refused; a panic in `argument_choices` or `narrow_choices` holds
-//! nothing, and the tool's calls go on as any.
+//! and a call of it is refused; a panic in `argument_choices` holds nothing, and the
+//! tool's calls go on as any.
 
 use crate::agent::{call, check_run, complete, config, kinds, results, text, workspace_request};
 use core_models::{AgentService as _, *};
 use futures::StreamExt;
 use serde_json::{json, Value};
-use services_ai::{AgentConfig, AgentEngine, AutoToolChoice};
+use services_ai::{AgentConfig, AgentEngine};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::pin::Pin;
@@ -31,7 +31,6 @@ enum Hook {
     Summary,
     Preview,
     ArgumentChoices,
-    NarrowChoices,
     Execute,
 }
 
@@ -131,18 +130,6 @@ impl Tool for Panicky {
         None
     }
 
-    fn narrow_choices(
-        &self,
-        _request: &str,
-        _settled: &Value,
-        _candidates: &ArgumentChoices,
-        _workspace: Option<&Path>,
-        _limit: usize,
-    ) -> Option<ArgumentChoices> {
-        self.boom(Hook::NarrowChoices);
-        None
-    }
-
     fn execute<'life0, 'async_trait>(
         &'life0 self,
         _context: ToolExecutionContext,
@@ -208,19 +195,12 @@ async fn run_approving(agent: &AgentEngine, request: AgentRequest) -> Vec<AgentE
     events
 }
 
-fn hook_config(hook: Hook) -> AgentConfig {
-    let mut config = AgentConfig {
+fn hook_config() -> AgentConfig {
+    AgentConfig {
         // Argument choices are gathered before each reply that may call a tool.
         path_choices_limit: 100,
         ..config()
-    };
-    if hook == Hook::NarrowChoices {
-        // Narrowing is part of a constrained decision: the routed call's text arguments
-        // are held to the request's words, and the tool narrows them.
-        config.auto_tool_choice = AutoToolChoice::Constrained;
-        config.argument_span_words = 4;
     }
-    config
 }
 
 #[tokio::test]
@@ -235,7 +215,6 @@ async fn a_panic_in_any_tool_hook_fails_that_call_only() {
         Summary,
         Preview,
         ArgumentChoices,
-        NarrowChoices,
         Execute,
     ] {
         let boom = Panicky::new(hook, 0);
@@ -255,7 +234,7 @@ async fn a_panic_in_any_tool_hook_fails_that_call_only() {
             text("second request done"),
         ]));
         let agent = AgentEngine::builder(llm, registry)
-            .config(hook_config(hook))
+            .config(hook_config())
             .build();
         let events =
             run_approving(&agent, workspace_request("Explode the red shed with boom")).await;
@@ -271,7 +250,7 @@ async fn a_panic_in_any_tool_hook_fails_that_call_only() {
                 "{hook:?}"
             ),
             // Choices only hold a small model's arguments: a panic holds nothing.
-            ArgumentChoices | NarrowChoices => {
+            ArgumentChoices => {
                 assert!(r[0].success(), "{hook:?}: {message}");
                 assert_eq!(boom.executions.load(Ordering::SeqCst), 1, "{hook:?}");
             }

@@ -53,6 +53,9 @@ pub(crate) struct EvalArgs {
     /// each task's own.
     #[arg(long, value_name = "CHOICE")]
     tool_choice: Option<ToolChoice>,
+    /// How each reply is asked for: auto, free or small-model (see `run --steering`).
+    #[arg(long, value_name = "STEERING")]
+    steering: Option<services_ai::SteeringMode>,
     /// Tasks run at once (a server backend; an in-process model runs one at a time).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     concurrency: u16,
@@ -115,6 +118,7 @@ pub(crate) async fn run(args: EvalArgs) -> Result<(), String> {
         small: opened.small,
         config_file: args.config.clone(),
         tool_choice: args.tool_choice.clone(),
+        steering: args.steering,
         timeout: args.timeout,
         max_iterations: args.max_iterations,
         api_key_env: args.api_key_env.clone(),
@@ -131,6 +135,7 @@ pub(crate) async fn run(args: EvalArgs) -> Result<(), String> {
         backend: backend_name,
         model: bench.model.clone(),
         tool_choice: args.tool_choice.as_ref().map(ToString::to_string),
+        steering: args.steering.map(|s| s.to_string()),
         repeat: args.repeat,
         concurrency,
         summary: report::summarize(&tasks, total_wall_ms),

@@ -16,6 +16,8 @@ pub(crate) struct Report {
     pub(crate) model: String,
     /// The tool choice forced on every task (`None`: each task's own, else auto).
     pub(crate) tool_choice: Option<String>,
+    /// `--steering`, when given (`None`: the configuration's, by default `auto`).
+    pub(crate) steering: Option<String>,
     /// Runs per task.
     pub(crate) repeat: u32,
     /// Tasks run at once.
@@ -262,11 +264,12 @@ pub(crate) fn summary_text(report: &Report) -> String {
 pub(crate) fn markdown(report: &Report) -> String {
     let s = &report.summary;
     let mut out = format!(
-        "# Eval: {}\n\n| | |\n|---|---|\n| backend | {} |\n| model | {} |\n| tool choice | {} |\n| runs per task | {} |\n| concurrency | {} |\n| success | {} of {} runs ({}) |\n| tasks passed every run | {} of {} |\n| tool-call accuracy | {} |\n| median time a task | {} |\n| total time | {} |\n| mean iterations | {:.2} |\n| tokens | {} prompt, {} generated |\n\n",
+        "# Eval: {}\n\n| | |\n|---|---|\n| backend | {} |\n| model | {} |\n| tool choice | {} |\n| steering | {} |\n| runs per task | {} |\n| concurrency | {} |\n| success | {} of {} runs ({}) |\n| tasks passed every run | {} of {} |\n| tool-call accuracy | {} |\n| median time a task | {} |\n| total time | {} |\n| mean iterations | {:.2} |\n| tokens | {} prompt, {} generated |\n\n",
         cell(&report.suite),
         cell(&report.backend),
         cell(&report.model),
         report.tool_choice.as_deref().map_or("each task's own".into(), cell),
+        report.steering.as_deref().map_or("the configuration's".into(), cell),
         report.repeat,
         report.concurrency,
         s.passed_runs,
@@ -407,6 +410,7 @@ mod tests {
             backend: "script:x".into(),
             model: "m".into(),
             tool_choice: None,
+            steering: None,
             repeat: 2,
             concurrency: 1,
             summary: s,

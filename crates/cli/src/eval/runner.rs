@@ -32,6 +32,8 @@ pub(crate) struct Bench {
     pub(crate) config_file: Option<PathBuf>,
     /// `--tool-choice`: overrides every task's.
     pub(crate) tool_choice: Option<ToolChoice>,
+    /// `--steering`.
+    pub(crate) steering: Option<services_ai::SteeringMode>,
     /// `--timeout`, seconds.
     pub(crate) timeout: Option<u64>,
     /// `--max-iterations`.
@@ -132,6 +134,9 @@ fn prepare(bench: &Bench, task: &Task) -> Result<Prepared, String> {
     }
     let root = workspace.path().to_path_buf();
     let adjust = |config: &mut services_ai::AgentConfig| {
+        if let Some(steering) = bench.steering {
+            config.steering = steering;
+        }
         let secs = task.options.timeout_secs.or(bench.timeout);
         if let Some(secs) = secs {
             config.agent_request_timeout_ms = secs.saturating_mul(1000);

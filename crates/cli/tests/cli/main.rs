@@ -18,6 +18,7 @@ mod run;
 mod security;
 mod server;
 mod sessions;
+mod steering;
 mod template;
 
 use core_models::AgentEvent;

@@ -60,6 +60,7 @@ impl Run {
                     .record(result.success, elapsed);
                 self.done.push((call.clone(), result.clone()));
             }
+            self.tried.push((call.clone(), result.clone()));
             out.push((call, result));
         }
         out

@@ -2,6 +2,7 @@
 
 use super::prompt;
 use super::run::{Outcome, Prepared, Reply, Run, Stopped};
+use super::steering::{Halt, ModelChooser, OnRepeat, Plan, Steering, Turn};
 use crate::parser::{FunctionCallParser, ParserOptions, ToolCallFormat, ToolCatalog};
 use core_models::{
     AgentIterationEvent, AgentStateTransition as T, ChatMessage, LlmRequest, ToolCallRequest,
@@ -15,15 +16,14 @@ use std::time::Duration;
 pub(super) struct Setup {
     max: u32,
     any_tools: bool,
-    /// `auto` (and `required`) are carried out as a routed decision
-    /// ([`crate::config::AutoToolChoice::Constrained`]).
-    pub(super) decides: bool,
     /// The tools offered (for their argument choices).
     pub(super) tools: Vec<Arc<dyn core_models::Tool>>,
     system: Option<String>,
     definitions: Vec<ToolDefinition>,
     parser: FunctionCallParser,
     text_only: FunctionCallParser,
+    /// How each reply is asked for ([`super::steering`]).
+    steering: Arc<dyn Steering>,
 }
 
 /// What one iteration hands the next.
@@ -44,41 +44,28 @@ impl Run {
     pub(super) async fn iterate(&mut self) -> Outcome {
         let setup = self.setup();
         self.offered = setup.definitions.iter().map(|d| d.id.clone()).collect();
+        tracing::debug!(steering = setup.steering.name(), "request started");
         let mut carry = Carry::default();
         loop {
             if let Some(outcome) = self.begin_iteration(&setup, &mut carry) {
                 return outcome;
             }
-            let (mut request, text_only) = self.llm_request(&setup);
-            let text_only = if !text_only {
-                self.hold_arguments(&setup, &mut request).await
-            } else if let Some(call) = self.follow_up(&setup).await {
-                // A step of the request is still to be taken: its call, not the answer.
-                request = call;
-                false
-            } else {
-                true
+            let plan = match self.plan(&setup).await {
+                Ok(plan) => plan,
+                Err(Halt::Stopped) => return self.stop_outcome(),
+                Err(Halt::Failed(e)) => return Outcome::LlmFailed(e),
             };
-            if let Err(e) = self
-                .fit_context(&mut request, setup.system.as_deref())
-                .await
-            {
-                return Outcome::LlmFailed(e);
-            }
-            let parser = if text_only {
-                &setup.text_only
-            } else {
-                &setup.parser
-            };
-            let mut reply = match self.generate(request, parser).await {
+            let mut reply = match self.reply(&setup, plan).await {
                 Ok(reply) => reply,
                 Err(Ok(Stopped)) => return self.stop_outcome(),
                 Err(Err(e)) => return Outcome::LlmFailed(e),
             };
-            if setup.decides && self.only_repeats(&reply.calls) {
-                // After results, a small model echoes the call it made: it is answered
-                // instead, in plain text.
-                reply = match self.plain_answer(&setup).await {
+            if self.only_repeats(&reply.calls) && setup.steering.on_repeat() == OnRepeat::Answer {
+                // The model repeats a call it made: it is asked for its answer instead.
+                let plan = setup
+                    .steering
+                    .answer(&self.turn_view(&setup, &self.base_request(&setup)));
+                reply = match self.reply(&setup, plan).await {
                     Ok(reply) => reply,
                     Err(Ok(Stopped)) => return self.stop_outcome(),
                     Err(Err(e)) => return Outcome::LlmFailed(e),
@@ -91,7 +78,7 @@ impl Run {
                 self.answered(reply);
                 return Outcome::Finished;
             }
-            if let ControlFlow::Break(outcome) = self.tool_round(reply, &mut carry).await {
+            if let ControlFlow::Break(outcome) = self.tool_round(&setup, reply, &mut carry).await {
                 return outcome;
             }
         }
@@ -101,68 +88,95 @@ impl Run {
         setup(&self.shared, &self.request, self.tools_offered())
     }
 
-    /// Whether every call of a reply was made already in this request.
+    /// Whether every call of a reply was made already in this request (run or not).
     fn only_repeats(&self, calls: &[ToolCallRequest]) -> bool {
         !calls.is_empty()
             && calls
                 .iter()
-                .all(|c| self.done.iter().any(|(d, _)| d.is_same_call(c)))
+                .all(|c| self.tried.iter().any(|(d, _)| d.is_same_call(c)))
     }
 
-    /// Before a reply that may call tools: path arguments held to what exists, and under a
-    /// constrained decision the first reply routed — to a plain answer, or to a forced
-    /// call of the best-ranked tool. Whether the reply is now text only.
-    async fn hold_arguments(&self, setup: &Setup, request: &mut LlmRequest) -> bool {
-        let workspace = self.workspace();
-        let limit = self.shared.config.path_choices_limit;
-        let found = super::choices::gather(&setup.tools, workspace.clone(), limit).await;
-        super::choices::apply(&mut request.tools, &found);
-        if !(setup.decides && self.iteration == 1) {
-            return false;
-        }
-        match super::route::route(&self.request.message, &request.tools, &found) {
-            super::route::Route::Answer if self.request.tool_choice == ToolChoice::Auto => {
-                request.tool_choice = ToolChoice::None;
-                true
-            }
-            // A call is required, and no tool stands out: the model chooses.
-            super::route::Route::Answer => false,
-            super::route::Route::Call(id) => {
-                let tool = setup
-                    .tools
-                    .iter()
-                    .find(|t| super::guard::definition(t.as_ref()).is_ok_and(|d| d.id == id));
-                let definition = request.tools.iter_mut().find(|d| d.id == id);
-                if let (Some(tool), Some(definition)) = (tool, definition) {
-                    let held = super::follow_up::Held {
-                        text: &self.request.message,
-                        earlier: None,
-                    };
-                    self.hold_routed(definition, tool, &found, held).await;
-                }
-                request.tool_choice = ToolChoice::Tool(id);
-                false
-            }
+    /// The request this iteration would send as it is, path arguments held to what
+    /// exists.
+    fn base_request(&self, setup: &Setup) -> LlmRequest {
+        llm_request(setup, &self.request, &self.history, self.iteration)
+    }
+
+    /// What the steering sees of the turn, with `base` the request as it is.
+    fn turn_view<'a>(&'a self, setup: &Setup, base: &'a LlmRequest) -> Turn<'a> {
+        let _ = setup;
+        Turn {
+            request: &self.request,
+            base,
+            done: &self.tried,
+            received: &self.received,
+            config: &self.shared.config,
         }
     }
 
-    /// The reply written again as plain text, no tool allowed: after a constrained
-    /// decision chose `answer`.
-    async fn plain_answer(
+    /// How the model is asked for this iteration's reply: the steering's plan, over the
+    /// request with path arguments held to what exists.
+    async fn plan(&mut self, setup: &Setup) -> Result<Plan, Halt> {
+        let mut base = self.base_request(setup);
+        if base.tool_choice != ToolChoice::None {
+            let workspace = self.workspace.clone();
+            let limit = self.shared.config.path_choices_limit;
+            let found = super::choices::gather(&setup.tools, workspace, limit).await;
+            super::choices::apply(&mut base.tools, &found);
+        }
+        let chooser = ModelChooser {
+            llm: Arc::clone(&self.shared.ports.llm),
+            stop: self.handle.stop.clone(),
+            spent: std::sync::Mutex::new(core_models::LlmUsage::default()),
+        };
+        let planned = setup
+            .steering
+            .before_reply(&self.turn_view(setup, &base), &chooser)
+            .await;
+        let spent = chooser
+            .spent
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner());
+        self.prompt_tokens = self.prompt_tokens.saturating_add(spent.prompt_tokens);
+        self.completion_tokens = self
+            .completion_tokens
+            .saturating_add(spent.generated_tokens);
+        self.cached_prompt_tokens = self
+            .cached_prompt_tokens
+            .saturating_add(spent.cached_prompt_tokens);
+        planned
+    }
+
+    /// The model's reply to `plan`: the request fitted to the context window, generated
+    /// and parsed, each call marked with how a grammar held it.
+    async fn reply(
         &mut self,
         setup: &Setup,
-    ) -> Result<super::run::Reply, Result<Stopped, core_models::Error>> {
-        let (mut request, _) = self.llm_request(setup);
-        request.tool_choice = ToolChoice::None;
+        plan: Plan,
+    ) -> Result<Reply, Result<Stopped, core_models::Error>> {
+        let Plan {
+            mut request,
+            text_only,
+            held,
+        } = plan;
         self.fit_context(&mut request, setup.system.as_deref())
             .await
             .map_err(Err)?;
-        self.generate(request, &setup.text_only).await
+        let parser = if text_only {
+            &setup.text_only
+        } else {
+            &setup.parser
+        };
+        let mut reply = self.generate(request, parser).await?;
+        for call in &mut reply.calls {
+            call.held.clone_from(&held);
+        }
+        Ok(reply)
     }
 }
 
 /// What the iterations of `request` share: the system prompt, the tools as offered, the
-/// parsers; `tools` are the tools it may use.
+/// parsers, the steering; `tools` are the tools it may use.
 pub(super) fn setup(
     shared: &super::Shared,
     request: &core_models::AgentRequest,
@@ -181,10 +195,7 @@ pub(super) fn setup(
                 Some((t, definition))
             })
             .unzip();
-        // `required` is routed too: to the best-ranked tool.
-        let decides = shared.config.auto_tool_choice == crate::config::AutoToolChoice::Constrained
-            && matches!(request.tool_choice, ToolChoice::Auto | ToolChoice::Required)
-            && !definitions.is_empty();
+        let steering = super::steering::select(&shared.config, &shared.ports.llm.model_details());
 
         let native = shared.ports.llm.chat_format();
         // A template that renders the tools shows them in the model's own call language;
@@ -214,12 +225,12 @@ pub(super) fn setup(
         Setup {
             max,
             any_tools: !tools.is_empty(),
-            decides,
             tools,
             system,
             definitions,
             parser,
             text_only,
+            steering,
         }
     }
 }
@@ -260,41 +271,6 @@ impl Run {
         None
     }
 
-    /// The model request of this iteration, and whether its reply is text only.
-    fn llm_request(&self, setup: &Setup) -> (LlmRequest, bool) {
-        let mut request = llm_request(setup, &self.request, &self.history, self.iteration);
-        let template = &self.shared.config.answer_template;
-        let answering = request.tool_choice == ToolChoice::None && !self.done.is_empty();
-        if setup.decides && answering && !template.is_empty() {
-            // The answer, asked as one plain question about the results.
-            let results: Vec<String> = self
-                .done
-                .iter()
-                .map(|(_, result)| {
-                    prompt::result_text(result, self.shared.config.max_tool_result_tokens)
-                })
-                .collect();
-            // The request, and the messages sent into it since.
-            let asked = std::iter::once(self.request.message.trim())
-                .chain(self.received.iter().map(|m| m.trim()))
-                .collect::<Vec<_>>()
-                .join("\n");
-            let text = template
-                .replace("{results}", results.join("\n").trim_end())
-                .replace("{request}", &asked);
-            request.messages = setup
-                .system
-                .iter()
-                .map(|s| ChatMessage::system(s.clone()))
-                .chain(std::iter::once(ChatMessage::user(text)))
-                .collect();
-            // A small model that answers runs on into a new "Question: …" of its own.
-            request.options.stop.extend(template_labels(template));
-        }
-        let text_only = request.tool_choice == ToolChoice::None;
-        (request, text_only)
-    }
-
     /// The model answered without calling a tool: are messages sent meanwhile waiting
     /// (see [`super::inbox`])? Then the answer is kept, the messages follow it, and the
     /// model is asked again — while the iteration limit allows; at the limit they stay in
@@ -314,7 +290,8 @@ impl Run {
             return false;
         }
         self.final_response = reply.visible.trim().to_string();
-        self.history.push(ChatMessage::assistant(reply.raw.clone()));
+        self.history
+            .push(ChatMessage::assistant(reply.answer_text().to_string()));
         self.take_messages(waiting);
         self.turn(S::EndOfTurn, Some(MESSAGES_AFTER_ANSWER));
         self.turn(S::WaitingForUserInput, Some(MESSAGES_AFTER_ANSWER));
@@ -336,7 +313,12 @@ impl Run {
 
     /// One round of tool use: prepare the calls, run them, keep their results, and the
     /// checks after tools.
-    async fn tool_round(&mut self, reply: Reply, carry: &mut Carry) -> ControlFlow<Outcome> {
+    async fn tool_round(
+        &mut self,
+        setup: &Setup,
+        reply: Reply,
+        carry: &mut Carry,
+    ) -> ControlFlow<Outcome> {
         self.agent(T::DetectToolCall, Some(&summarize_calls(&reply.calls)));
         self.turn(S::ToolUseRequested, None);
         self.history.push(reply.message());
@@ -370,7 +352,10 @@ impl Run {
         if !carry.skip_begin {
             self.agent(T::ToolComplete, None);
         }
-        self.keep_results(&results);
+        let note = setup
+            .steering
+            .after_result(&self.turn_view(setup, &self.base_request(setup)));
+        self.keep_results(&results, &note);
         if self.stopped() {
             return ControlFlow::Break(self.stop_outcome());
         }
@@ -408,19 +393,14 @@ impl Run {
 
     /// The results go into the conversation (or a note that they ran, when the
     /// configuration keeps them out).
-    fn keep_results(&mut self, results: &[(ToolCallRequest, ToolResult)]) {
+    fn keep_results(&mut self, results: &[(ToolCallRequest, ToolResult)], instruction: &str) {
         if self.shared.config.include_tool_results_in_history {
-            let instruction = self
-                .shared
-                .config
-                .tool_result_instruction
-                .replace("{request}", self.request.message.trim());
             for (call, result) in results {
                 self.history.push(prompt::tool_result_message(
                     call,
                     result,
                     self.shared.config.max_tool_result_tokens,
-                    &instruction,
+                    instruction,
                 ));
             }
         } else {
@@ -446,11 +426,6 @@ pub(super) fn llm_request(
         ToolChoice::None
     } else {
         match (&request.tool_choice, iteration) {
-            // The decision is a call: of a tool, or of `answer`.
-            // The first reply is routed (a call or a plain answer); after the results,
-            // the answer.
-            (ToolChoice::Auto, 1) if setup.decides => ToolChoice::Required,
-            (ToolChoice::Auto, _) if setup.decides => ToolChoice::None,
             (ToolChoice::Auto, _) => ToolChoice::Auto,
             // A forced call (required or a named tool) is one round of tool use: the first
             // reply must call, the replies after the results answer.
@@ -468,22 +443,8 @@ pub(super) fn llm_request(
         tools: setup.definitions.clone(),
         tool_choice: choice,
         options: request.inference_options.clone().unwrap_or_default(),
+        constraint: None,
     }
-}
-
-/// The labels that begin lines of an answer template ("Context:", "Question:"), each
-/// as a stop sequence at the start of a line.
-fn template_labels(template: &str) -> Vec<String> {
-    template
-        .lines()
-        .filter_map(|line| {
-            let (label, _) = line.split_once(':')?;
-            let plain = !label.is_empty()
-                && label.chars().all(|c| c.is_alphanumeric() || c == ' ')
-                && label.starts_with(char::is_alphabetic);
-            plain.then(|| format!("\n{label}:"))
-        })
-        .collect()
 }
 
 fn summarize_calls(calls: &[ToolCallRequest]) -> String {
@@ -525,19 +486,5 @@ fn parser_options(
         .parser_options(native.starts_in_thinking),
         None if native.starts_in_thinking => built.clone().starting_in_thinking(),
         None => built.clone(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_labels_of_an_answer_template_stop_the_answer() {
-        assert_eq!(
-            template_labels("Context:\n{results}\n\nQuestion: {request}\nAnswer in one sentence."),
-            ["\nContext:", "\nQuestion:"]
-        );
-        assert!(template_labels("Use {results}: answer {request}").is_empty());
     }
 }

@@ -15,7 +15,6 @@ mod choices;
 mod context;
 mod execute;
 mod finish;
-mod follow_up;
 mod generate;
 pub(crate) mod guard;
 mod inbox;
@@ -26,8 +25,8 @@ pub mod prompt;
 pub use context::estimate_tokens;
 mod recheck;
 mod repetition;
-mod route;
 mod run;
+mod steering;
 
 use crate::config::AgentConfig;
 use crate::emitter::AgentEventEmitter;

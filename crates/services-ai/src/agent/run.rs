@@ -127,6 +127,15 @@ impl Reply {
 
     /// The answer as the history keeps it: as written, or its visible text when that was
     /// not kept.
+    pub(super) fn answer_text(&self) -> &str {
+        if self.raw_dropped {
+            &self.visible
+        } else {
+            &self.raw
+        }
+    }
+
+    /// [`Reply::answer_text`], taken.
     pub(super) fn into_answer(self) -> String {
         if self.raw_dropped {
             self.visible
@@ -160,6 +169,9 @@ pub(crate) struct Run {
     pub(super) final_response: String,
     /// Results of calls made in this request, to answer repeats.
     pub(super) done: Vec<(ToolCallRequest, ToolResult)>,
+    /// Every call of this request with its result, run or not (refused, invalid,
+    /// denied): what the model has tried so far.
+    pub(super) tried: Vec<(ToolCallRequest, ToolResult)>,
     /// The messages sent into the request that reached the model, in order.
     pub(super) received: Vec<String>,
     /// The ids of the tools offered in this request: a call of any other tool is refused.
@@ -203,6 +215,7 @@ impl Run {
             request_start: 0,
             final_response: String::new(),
             done: Vec::new(),
+            tried: Vec::new(),
             received: Vec::new(),
             offered: HashSet::new(),
         }

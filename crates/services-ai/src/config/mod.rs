@@ -74,26 +74,49 @@ pub enum ToolPromptStyle {
     Compact,
 }
 
-/// How a request whose tool choice is `auto` is carried out.
+/// How the loop gets each reply from the model (the agent's steering).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AutoToolChoice {
-    /// The model writes a call or text as it likes; a call it opens is held to the call
-    /// syntax by a grammar (where the backend has one).
+#[serde(rename_all = "kebab-case")]
+pub enum SteeringMode {
+    /// `small-model` for a model the backend reports as under a billion parameters,
+    /// else `free`.
     #[default]
+    Auto,
+    /// The model writes what it wants: an answer, or calls in its own call language (held
+    /// to the call syntax by a lazy grammar where the backend has one).
     Free,
-    /// The harness decides, then holds the model to its decision (for small models,
-    /// which answer requests for action with code or prose and choose a tool's name by
-    /// its place in the list rather than by the request). The first reply is routed by
-    /// the request's words weighed against each tool's words (id, name, description,
-    /// examples; a named file or folder counts for the tools that take it): to a plain
-    /// answer when no tool fits, else to a forced call of the best tool — its required
-    /// text arguments held to runs of the request's words (`argument_span_words`), its
-    /// path arguments to what exists (`path_choices_limit`). After the results comes the
-    /// answer, no tool allowed, asked through `answer_template` when it is set. A
-    /// `required` choice is routed the same way (to the model's own choice when no tool
-    /// stands out).
-    Constrained,
+    /// For small models, which do not call tools of their own accord: before each reply
+    /// the model chooses the next step — answering, or one of the offered tools — under
+    /// a grammar that admits exactly those options (the choice is the model's, by its
+    /// own likelihoods), then writes the chosen tool's call under its argument grammar,
+    /// or its answer in plain text (after results, to one plain question that gives it
+    /// the results).
+    SmallModel,
+}
+
+impl std::str::FromStr for SteeringMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "auto" => Ok(SteeringMode::Auto),
+            "free" => Ok(SteeringMode::Free),
+            "small-model" | "small_model" => Ok(SteeringMode::SmallModel),
+            other => Err(format!(
+                "unknown steering '{other}' (expected auto, free or small-model)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for SteeringMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SteeringMode::Auto => "auto",
+            SteeringMode::Free => "free",
+            SteeringMode::SmallModel => "small-model",
+        })
+    }
 }
 
 /// Limits on what one request may spend (seed 004's budget).
@@ -184,23 +207,14 @@ pub struct AgentConfig {
     /// four times over this many characters has looped: its generation stops, the repeats
     /// are cut and a `repetition_detected` event is sent. 0 turns the check off.
     pub repetition_min_chars: u32,
-    /// How `auto` tool choice is carried out: `free`, or `constrained` (a decision
-    /// between the tools and a plain answer under the call grammar; for small models).
-    pub auto_tool_choice: AutoToolChoice,
+    /// How each reply is asked for: `auto` (by the model's size), `free` or
+    /// `small-model` (see [`SteeringMode`]).
+    pub steering: SteeringMode,
     /// A sentence added at the end of every tool result the model is shown (empty: none),
     /// e.g. "Using this result, answer my original request in plain text."; `{request}`
     /// stands for the request. Small models otherwise echo their call instead of
     /// answering from its result.
     pub tool_result_instruction: String,
-    /// The prompt of the answer after tool results under a constrained decision: one user
-    /// message, `{results}` the results of the request's calls and `{request}` the
-    /// request (empty: the conversation goes on as usual). A small model lost in a
-    /// conversation of tools and calls answers a plain question about a text well.
-    pub answer_template: String,
-    /// Under a constrained decision, the first call's required text arguments that have
-    /// no other choices are held to runs of up to this many of the request's words (0:
-    /// free text). Small models copy the user's words well and write their own badly.
-    pub argument_span_words: u32,
     /// When the workspace holds at most this many files and folders, the arguments of
     /// tools that name an existing one (read a file, list a folder, edit a file) are held
     /// by the call grammar to the ones that exist (0: never). Small models otherwise
@@ -281,11 +295,9 @@ impl Default for AgentConfig {
             approval_timeout_ms: 300_000,
             stream_idle_timeout_ms: 120_000,
             repetition_min_chars: 400,
-            auto_tool_choice: AutoToolChoice::Free,
+            steering: SteeringMode::Auto,
             tool_result_instruction: String::new(),
             path_choices_limit: 0,
-            answer_template: String::new(),
-            argument_span_words: 0,
             include_tool_results_in_history: true,
             max_tool_result_tokens: 4096,
             auto_retry_failed_tools: false,
@@ -379,19 +391,6 @@ impl AgentConfig {
             format!(
                 "must be at most 1000 characters (got {})",
                 self.tool_result_instruction.chars().count()
-            ),
-        );
-        check(
-            self.answer_template.is_empty() || self.answer_template.contains("{request}"),
-            "answer_template",
-            "must hold {request} (or be empty)".to_string(),
-        );
-        check(
-            self.argument_span_words <= 32,
-            "argument_span_words",
-            format!(
-                "must be from 0 (off) to 32 (got {})",
-                self.argument_span_words
             ),
         );
         check(

@@ -4,31 +4,18 @@
 //! same behaviour from [`AgentConfig::small_model`], [`ConfigLoader::small_model_defaults`]
 //! and [`small_model_inference`].
 
-use super::{AgentConfig, AutoToolChoice, ConfigLoader, ToolPromptStyle};
+use super::{AgentConfig, ConfigLoader, SteeringMode, ToolPromptStyle};
 use core_models::InferenceOptions;
 
-/// The sentence after each tool result that turns a small model from echoing its call to
-/// answering.
-const RESULT_INSTRUCTION: &str =
-    "Using this result, answer my original request in plain text. Do not call a tool again.";
-
-/// The answer's prompt after tool results.
-const ANSWER_TEMPLATE: &str =
-    "Context:\nThe result was:\n{results}\n\nQuestion: {request}\nAnswer in one plain sentence.";
-
 /// The small-model preset as configuration keys and values, for
-/// [`ConfigLoader::default_value`]: the compact tool prompt; `auto` as a routed decision
-/// between the tools and a plain answer; text arguments held to the request's words
-/// (runs of up to 8); path arguments held to the files that exist in a workspace of at
-/// most 100 entries; tool results that end by asking for the answer; the answer asked as
-/// one plain question after the results.
+/// [`ConfigLoader::default_value`]: the compact tool prompt; the small-model steering
+/// (the model chooses each step among answering and the tools, then writes it under a
+/// grammar); path arguments held to the files that exist in a workspace of at most 100
+/// entries.
 pub const SMALL_MODEL_DEFAULTS: &[(&str, &str)] = &[
     ("tool_prompt_style", "compact"),
-    ("auto_tool_choice", "constrained"),
-    ("tool_result_instruction", RESULT_INSTRUCTION),
+    ("steering", "small-model"),
     ("path_choices_limit", "100"),
-    ("argument_span_words", "8"),
-    ("answer_template", ANSWER_TEMPLATE),
 ];
 
 /// The most tokens a small model writes in one reply under the preset.
@@ -39,20 +26,17 @@ impl AgentConfig {
     /// it with [`small_model_inference`] for each request.
     ///
     /// ```
-    /// use services_ai::{AgentConfig, AutoToolChoice};
+    /// use services_ai::{AgentConfig, SteeringMode};
     ///
     /// let config = AgentConfig::small_model();
-    /// assert_eq!(config.auto_tool_choice, AutoToolChoice::Constrained);
+    /// assert_eq!(config.steering, SteeringMode::SmallModel);
     /// assert!(config.validate().is_ok());
     /// ```
     pub fn small_model() -> AgentConfig {
         AgentConfig {
             tool_prompt_style: ToolPromptStyle::Compact,
-            auto_tool_choice: AutoToolChoice::Constrained,
-            tool_result_instruction: RESULT_INSTRUCTION.to_string(),
+            steering: SteeringMode::SmallModel,
             path_choices_limit: 100,
-            argument_span_words: 8,
-            answer_template: ANSWER_TEMPLATE.to_string(),
             ..AgentConfig::default()
         }
     }

@@ -86,7 +86,7 @@ impl RunCommand {
             definition: ToolDefinition::new(
                 "run_command",
                 "Run Command",
-                "Run or execute a shell command in the workspace and return its exit code and output. Optionally in a subfolder (cwd) and with a timeout in seconds. Commands run in a sandbox: they write only in the workspace and have no network.",
+                "Run a shell command and return its output. It runs in the workspace and reports its exit code too. Optionally in a subfolder (cwd) and with a timeout in seconds. Commands run in a sandbox: they write only in the workspace and have no network.",
             )
             .with_example("Run ls -la and show me the output.", json!({"command": "ls -la"}))
             .with_example("Execute make test", json!({"command": "make test"}))
