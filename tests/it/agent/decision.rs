@@ -6,7 +6,7 @@
 //! comes from the request's words. `free` leaves every reply to the model; `auto` picks
 //! by the size the backend reports.
 
-use super::{complete, config, harness, results, run, Harness};
+use super::{complete, config, harness, results, run, run_answering, Harness};
 use core_models::*;
 use serde_json::{json, Value};
 use services_ai::{AgentConfig, SteeringMode};
@@ -155,6 +155,61 @@ async fn answering_chosen_the_model_answers_with_no_tool_and_runs_nothing() {
     assert_eq!(asked[1].tool_choice, ToolChoice::None);
     let system = asked[1].messages[0].content.to_string();
     assert!(!system.contains("read_file"), "{system}");
+}
+
+#[tokio::test]
+async fn a_step_that_changes_something_is_taken_only_when_chosen_both_ways() {
+    // Chosen, then not chosen again: the model answers, nothing is written.
+    let (dir, h) = setup(
+        vec![text("write_file"), text("answer"), text("A poem.")],
+        small(),
+    );
+    let events = run(&h.agent, request(&dir, "a poem, please")).await;
+    assert!(results(&events).is_empty());
+    assert_eq!(complete(&events).final_response, "A poem.");
+    let asked = requests(&h);
+    assert_eq!(asked.len(), 3);
+    // The two framings differ; both offer every option.
+    assert_eq!(options(&asked[0]).unwrap(), EVERY_OPTION);
+    assert_eq!(options(&asked[1]).unwrap(), EVERY_OPTION);
+    assert_ne!(asked[0].messages[0].content, asked[1].messages[0].content);
+    assert!(asked[2].tools.is_empty());
+    // Chosen both ways: the call is written and marked so.
+    let (dir, h) = setup(
+        vec![
+            text("write_file"),
+            text("write_file"),
+            call("write_file", json!({"path": "a.txt", "content": "hi"})),
+            text("answer"),
+            text("Written."),
+        ],
+        small(),
+    );
+    let events = run_answering(&h.agent, request(&dir, "save hi to a.txt"), |a| {
+        a.approve().unwrap();
+    })
+    .await;
+    assert!(dir.path().join("a.txt").exists());
+    let note = events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::ToolCallRequest(c) => c.request.held.clone(),
+            _ => None,
+        })
+        .unwrap_or_default();
+    assert!(note.contains("twice"), "{note}");
+    // A read is taken at the first choice.
+    let (dir, h) = setup(
+        vec![
+            text("read_file"),
+            call("read_file", json!({"path": "notes.txt"})),
+            text("answer"),
+            text("Friday."),
+        ],
+        small(),
+    );
+    run(&h.agent, request(&dir, "when?")).await;
+    assert_eq!(requests(&h).len(), 4);
 }
 
 #[tokio::test]

@@ -7,7 +7,10 @@ use super::*;
 #[test]
 fn a_call_written_under_a_grammar_says_so_when_it_is_put_to_a_person() {
     let ws = Workspace::new();
+    // The step is chosen, then chosen again when asked the other way (it changes
+    // something), then written.
     let script = ws.script(&[
+        "write_file",
         "write_file",
         &call("write_file", json!({"path": "new.txt", "content": "hi"})),
         "answer",
@@ -27,6 +30,7 @@ fn a_call_written_under_a_grammar_says_so_when_it_is_put_to_a_person() {
         .expect("the write was put to a person");
     let held = asked.request.held.unwrap_or_default();
     assert!(held.contains("chose write_file"), "{held}");
+    assert!(held.contains("twice"), "{held}");
     assert!(!ws.dir.path().join("new.txt").exists());
 }
 

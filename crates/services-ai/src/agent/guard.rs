@@ -11,9 +11,9 @@
 //!   request's tools are chosen — leave the tool out of the request, with an error in the
 //!   log; a call the model makes of it anyway is refused like any call of a tool the
 //!   request does not offer.
-//! - `argument_choices` and `narrow_choices` only hold a small model's arguments to what
-//!   exists: a panic there holds nothing (logged), and the tool's calls are still
-//!   validated, assessed and approved as any.
+//! - `argument_choices` only holds a model's path arguments to what exists: a panic there
+//!   holds nothing (logged), and the tool's calls are still validated, assessed and
+//!   approved as any.
 //! - Where a definition is needed after the call was screened (whether a call could change
 //!   what later calls touch, which files formatters run on), a panic takes the cautious
 //!   answer: the call could change something; its files are not formatted.

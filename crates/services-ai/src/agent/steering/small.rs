@@ -55,10 +55,24 @@ impl Steering for SmallModel {
                 .chain(tools.iter().map(|t| t.id.clone()))
                 .collect(),
         };
-        let asked = decision_request(turn, &options);
+        let asked = decision_request(turn, &options, Framing::Steps);
         tracing::trace!(messages = ?asked.messages, "the decision asked");
-        let chosen = model.choose(asked).await?;
+        let mut chosen = model.choose(asked).await?;
         tracing::debug!(?options, ?chosen, "the model chose the next step");
+        let mut confirmed = false;
+        if let Some(tool) = chosen.clone().filter(|c| changes_something(tools, c)) {
+            // A step that changes something is taken only when the model chooses it again
+            // when asked the other way; when the two disagree, it answers.
+            let again = model
+                .choose(decision_request(turn, &options, Framing::Tools))
+                .await?;
+            tracing::debug!(?again, "the model chose again");
+            if again.as_deref() == Some(tool.as_str()) {
+                confirmed = true;
+            } else if options.iter().any(|o| o == ANSWER) {
+                chosen = Some(ANSWER.to_string());
+            }
+        }
         match chosen {
             // The backend cannot hold a choice: the model writes freely.
             None => Ok(Plan {
@@ -69,9 +83,14 @@ impl Steering for SmallModel {
             Some(choice) if choice == ANSWER => Ok(self.answer(turn)),
             Some(tool) => {
                 let held = format!(
-                    "written under a grammar: the model chose {tool} among {} ({}), then wrote its arguments under {tool}'s schema{}",
+                    "written under a grammar: the model chose {tool} among {} ({}){}, then wrote its arguments under {tool}'s schema{}",
                     plural(options.len(), "option"),
                     options.join(", "),
+                    if confirmed {
+                        ", twice (a step that changes something is asked two ways)"
+                    } else {
+                        ""
+                    },
                     if holds_paths(tools, &tool) {
                         ", its path held to the workspace's existing names"
                     } else {
@@ -139,10 +158,29 @@ fn asked(turn: &Turn<'_>) -> String {
         .join("\n")
 }
 
+/// How a decision is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    /// Answering listed as one of the steps; "the name of the first step".
+    Steps,
+    /// The tools listed; "the tool to use first, or answer if no tool is needed".
+    Tools,
+}
+
+/// Whether the tool `id` may change something: it writes files, runs commands, or is
+/// rated above safe.
+fn changes_something(tools: &[ToolDefinition], id: &str) -> bool {
+    tools.iter().find(|t| t.id == id).is_some_and(|t| {
+        t.modifies_files
+            || t.category == core_models::ToolCategory::Terminal
+            || t.default_risk_level > core_models::RiskLevel::Safe
+    })
+}
+
 /// The question that chooses the next step among `options`: the tools with the first
-/// sentence of their descriptions, and answering, listed as steps; the request (and what
-/// the calls so far returned) as the user's message.
-fn decision_request(turn: &Turn<'_>, options: &[String]) -> LlmRequest {
+/// sentence of their descriptions (and, framed as steps, answering listed as one); the
+/// request (and what the calls so far returned) as the user's message.
+fn decision_request(turn: &Turn<'_>, options: &[String], framing: Framing) -> LlmRequest {
     let mut system =
         String::from("You are a helpful assistant working in a folder of files. Tools:");
     for tool in &turn.base.tools {
@@ -152,11 +190,18 @@ fn decision_request(turn: &Turn<'_>, options: &[String]) -> LlmRequest {
             first_sentence(&tool.description)
         ));
     }
-    if options.iter().any(|o| o == ANSWER) {
+    let answering = options.iter().any(|o| o == ANSWER);
+    if answering && framing == Framing::Steps {
         system.push_str(&format!("\n- {ANSWER}: reply in words, with no tool."));
     }
     let user = if turn.done.is_empty() {
-        system.push_str("\n\nReply with the name of the first step.");
+        system.push_str(match (framing, answering) {
+            (Framing::Steps, _) => "\n\nReply with the name of the first step.",
+            (Framing::Tools, true) => {
+                "\n\nFor each request, name the tool to use first, or answer if no tool is needed."
+            }
+            (Framing::Tools, false) => "\n\nFor each request, name the tool to use first.",
+        });
         asked(turn)
     } else {
         system.push_str(
