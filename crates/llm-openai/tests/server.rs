@@ -13,7 +13,9 @@ use core_models::{
 use futures::StreamExt;
 use llm_openai::{OpenAiConfig, OpenAiLlm, ToolMode};
 use serde_json::{json, Value};
-use services_ai::{AgentConfig, AgentEngine, DefaultPermissionManager, InMemoryToolRegistry};
+use services_ai::{
+    AgentConfig, AgentEngine, DefaultPermissionManager, InMemoryToolRegistry, SteeringMode,
+};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -164,6 +166,10 @@ async fn native_tool_calls_arrive_structured_and_run_through_the_loop() {
     let agent = AgentEngine::builder(llm.clone(), registry)
         .config(AgentConfig {
             iteration_delay_ms: 0,
+            // The server's own tool calls, each reply the model's free one: every
+            // generation is then a reply and shows its usage (small-model steering adds
+            // decisions, counted in the totals but not shown as text).
+            steering: SteeringMode::Free,
             ..AgentConfig::default()
         })
         .permissions(Arc::new(DefaultPermissionManager::in_memory()))

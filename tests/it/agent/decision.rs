@@ -97,6 +97,18 @@ async fn the_model_chooses_a_tool_then_writes_its_call_under_the_tool_s_grammar(
     assert_eq!(complete(&events).final_response, "On Friday.");
     let asked = requests(&h);
     assert_eq!(asked.len(), 4);
+    // Every generation counts in the totals, the decisions too: four of one token each
+    // (a scripted chunk is a token), though only the call and the answer are shown.
+    assert_eq!(complete(&events).completion_tokens, 4);
+    let shown: u64 = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::TextGeneration(t) if t.is_complete => t.usage.as_ref(),
+            _ => None,
+        })
+        .map(|u| u.generated_tokens)
+        .sum();
+    assert_eq!(shown, 2);
     // The decision: every offered tool and answering, nothing else, no tool to call.
     assert_eq!(options(&asked[0]).unwrap(), EVERY_OPTION);
     assert_eq!(asked[0].tool_choice, ToolChoice::None);
