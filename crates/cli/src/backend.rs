@@ -2,6 +2,7 @@
 //! `[backend]` section resolved into one backend, then loaded (a GGUF, in-process) or
 //! connected (an OpenAI-compatible server), with progress shown.
 
+use crate::flags::{BackendArgs, LoadArgs};
 use crate::terminal::Terminal;
 use core_models::LlmService;
 use llm_openai::{OpenAiConfig, OpenAiLlm, ToolMode};
@@ -11,18 +12,6 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// What the flags say about the backend.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Flags<'a> {
-    /// `--backend`: `llama:FILE`, `openai:URL` (or `openai`, the configured URL),
-    /// `script:FILE`.
-    pub(crate) backend: Option<&'a str>,
-    /// `--model`: the model's name on a server, or a GGUF file.
-    pub(crate) model: Option<&'a str>,
-    /// `--api-key-env`: the variable holding a server's API key.
-    pub(crate) api_key_env: Option<&'a str>,
-}
 
 /// The backend chosen.
 #[derive(Debug)]
@@ -65,8 +54,8 @@ pub(crate) struct Opened {
 /// The backend the flags and the configuration ask for. The configuration's API key and
 /// headers go only to the configured server: a URL on the command line that points
 /// elsewhere gets them only from `--api-key-env`.
-pub(crate) fn choose(flags: Flags<'_>, config: &BackendConfig) -> Result<Choice, String> {
-    let (kind, target) = match flags.backend {
+pub(crate) fn choose(flags: &BackendArgs, config: &BackendConfig) -> Result<Choice, String> {
+    let (kind, target) = match flags.backend.as_deref() {
         None => (config.kind, None),
         Some(spec) => {
             let (kind, target) = spec.split_once(':').unwrap_or((spec, ""));
@@ -98,7 +87,7 @@ pub(crate) fn choose(flags: Flags<'_>, config: &BackendConfig) -> Result<Choice,
             }
             let file = target
                 .map(String::from)
-                .or(flags.model.map(String::from))
+                .or(flags.model.clone())
                 .or_else(|| config.model.clone());
             Ok(file.map_or(Choice::Embedded, |f| Choice::Llama(expand_home(&f))))
         }
@@ -127,11 +116,11 @@ pub(crate) fn choose(flags: Flags<'_>, config: &BackendConfig) -> Result<Choice,
                         .into(),
                 );
             }
-            if let Some(model) = flags.model {
-                section.model = Some(model.to_string());
+            if let Some(model) = &flags.model {
+                section.model = Some(model.clone());
             }
-            if let Some(name) = flags.api_key_env {
-                section.api_key_env = Some(name.to_string());
+            if let Some(name) = &flags.api_key_env {
+                section.api_key_env = Some(name.clone());
             }
             let config = OpenAiConfig::from_backend(&section, |name| std::env::var(name).ok())
                 .map_err(|e| e.to_string())?;
@@ -189,10 +178,10 @@ fn expand_home(path: &str) -> PathBuf {
 /// own template (llama models only).
 pub(crate) async fn open(
     choice: Choice,
-    chat_template: Option<&Path>,
-    context_size: Option<u32>,
+    load: &LoadArgs,
     terminal: &mut Terminal,
 ) -> Result<Opened, String> {
+    let (chat_template, context_size) = (load.chat_template.as_deref(), load.context_size);
     if context_size.is_some() && matches!(choice, Choice::OpenAi(_) | Choice::Script(_)) {
         return Err("--context-size applies to llama models only (a server sets its own: llama-server -c N)".into());
     }
@@ -316,8 +305,8 @@ async fn with_progress<T>(work: impl Future<Output = T>, what: &str, terminal: &
 mod tests {
     use super::*;
 
-    fn openai(config: &BackendConfig, flags: Flags<'_>) -> Result<OpenAiConfig, String> {
-        match choose(flags, config)? {
+    fn openai(config: &BackendConfig, flags: BackendArgs) -> Result<OpenAiConfig, String> {
+        match choose(&flags, config)? {
             Choice::OpenAi(c) => Ok(*c),
             other => Err(format!("{other:?}")),
         }
@@ -327,18 +316,18 @@ mod tests {
     fn flags_and_the_section_resolve_to_one_backend() {
         let none = BackendConfig::default();
         assert!(matches!(
-            choose(Flags::default(), &none),
+            choose(&BackendArgs::default(), &none),
             Ok(Choice::Embedded)
         ));
         assert!(matches!(
-            choose(Flags { model: Some("m.gguf"), ..Flags::default() }, &none),
+            choose(&BackendArgs { model: Some("m.gguf".into()), ..BackendArgs::default() }, &none),
             Ok(Choice::Llama(p)) if p == Path::new("m.gguf")
         ));
         assert!(matches!(
             choose(
-                Flags {
-                    backend: Some("script:s.json"),
-                    ..Flags::default()
+                &BackendArgs {
+                    backend: Some("script:s.json".into()),
+                    ..BackendArgs::default()
                 },
                 &none
             ),
@@ -346,10 +335,10 @@ mod tests {
         ));
         let c = openai(
             &none,
-            Flags {
-                backend: Some("openai:http://127.0.0.1:8080/v1"),
-                model: Some("qwen"),
-                ..Flags::default()
+            BackendArgs {
+                backend: Some("openai:http://127.0.0.1:8080/v1".into()),
+                model: Some("qwen".into()),
+                ..BackendArgs::default()
             },
         )
         .unwrap_or_else(|e| panic!("{e}"));
@@ -360,9 +349,9 @@ mod tests {
         for bad in ["openai", "llama", "script", "ollama:x", "openai:"] {
             assert!(
                 choose(
-                    Flags {
-                        backend: Some(bad),
-                        ..Flags::default()
+                    &BackendArgs {
+                        backend: Some(bad.into()),
+                        ..BackendArgs::default()
                     },
                     &none
                 )
@@ -391,22 +380,22 @@ mod tests {
             headers: [("X-Team".to_string(), "a".to_string())].into(),
             ..BackendConfig::default()
         };
-        let c = openai(&section, Flags::default()).unwrap_or_else(|e| panic!("{e}"));
+        let c = openai(&section, BackendArgs::default()).unwrap_or_else(|e| panic!("{e}"));
         assert!(c.api_key.is_some() && !c.headers.is_empty());
         let c = openai(
             &section,
-            Flags {
-                backend: Some("openai:https://API.example.com/v1/"),
-                ..Flags::default()
+            BackendArgs {
+                backend: Some("openai:https://API.example.com/v1/".into()),
+                ..BackendArgs::default()
             },
         )
         .unwrap_or_else(|e| panic!("{e}"));
         assert!(c.api_key.is_some(), "same server");
         let c = openai(
             &section,
-            Flags {
-                backend: Some("openai:http://127.0.0.1:8080/v1"),
-                ..Flags::default()
+            BackendArgs {
+                backend: Some("openai:http://127.0.0.1:8080/v1".into()),
+                ..BackendArgs::default()
             },
         )
         .unwrap_or_else(|e| panic!("{e}"));
@@ -415,9 +404,9 @@ mod tests {
             "another server"
         );
         let missing = choose(
-            Flags {
-                api_key_env: Some("AINTERN_TEST_SURELY_UNSET_VARIABLE"),
-                ..Flags::default()
+            &BackendArgs {
+                api_key_env: Some("AINTERN_TEST_SURELY_UNSET_VARIABLE".into()),
+                ..BackendArgs::default()
             },
             &section,
         );

@@ -22,18 +22,11 @@ use std::path::PathBuf;
 /// `aintern bench llm` options.
 #[derive(Debug, clap::Args)]
 pub(crate) struct BenchLlmArgs {
-    /// The GGUF model (default: the embedded default model); with `--backend openai:URL`,
-    /// the model's name on the server.
-    #[arg(long, value_name = "FILE")]
-    model: Option<String>,
-    /// `openai:URL`: measure the OpenAI-compatible client against a minimal direct
-    /// client on the same server (time to first token, generation rate), instead of the
-    /// in-process backend against raw llama.cpp.
-    #[arg(long, value_name = "BACKEND")]
-    backend: Option<String>,
-    /// The environment variable holding the server's API key.
-    #[arg(long, value_name = "VAR")]
-    api_key_env: Option<String>,
+    /// `--backend openai:URL` measures the OpenAI-compatible client against a minimal
+    /// direct client on the same server (time to first token, generation rate) instead of
+    /// the in-process backend against raw llama.cpp; `--model FILE` measures that GGUF.
+    #[command(flatten)]
+    backend: crate::flags::BackendArgs,
     /// Threads for prompt processing and generation (0: every core).
     #[arg(long, value_name = "N", default_value_t = 0)]
     threads: u32,
@@ -53,10 +46,10 @@ pub(crate) struct BenchLlmArgs {
     /// generation of the same request, back to back.
     #[arg(long)]
     grammar: bool,
-    /// A Jinja chat template to use instead of the model's own (with `--grammar`: a
-    /// template that renders tools measures the grammar of its own call format).
-    #[arg(long, value_name = "FILE")]
-    chat_template: Option<PathBuf>,
+    /// With `--grammar`, a chat template that renders tools measures the grammar of its
+    /// own call format.
+    #[command(flatten)]
+    load: crate::flags::LoadArgs,
     /// Print one JSON object instead of a report.
     #[arg(long)]
     json: bool,
@@ -108,19 +101,35 @@ struct GrammarRun {
     grammar_reply: String,
 }
 
+/// The context window: room for the throughput run and the conversation, or the one
+/// `--context-size` gives when it has that room.
+fn context_size(args: &BenchLlmArgs) -> Result<u32, String> {
+    let needed = args
+        .prompt_tokens
+        .saturating_add(args.gen_tokens)
+        .saturating_add(16);
+    match args.load.context_size {
+        Some(n) if n < needed => Err(format!(
+            "--context-size {n} leaves no room for --prompt {} and --gen {} (at least {needed})",
+            args.prompt_tokens, args.gen_tokens
+        )),
+        Some(n) => Ok(n),
+        None => Ok(needed.max(4096)),
+    }
+}
+
 /// Run the benchmark and print its report.
 pub(crate) async fn run(args: BenchLlmArgs) -> Result<(), String> {
-    if let Some(spec) = args.backend.as_deref() {
-        let flags = crate::backend::Flags {
-            backend: Some(spec),
-            model: args.model.as_deref(),
-            api_key_env: args.api_key_env.as_deref(),
-        };
-        return match crate::backend::choose(flags, &services_ai::BackendConfig::default())? {
+    if args.backend.backend.is_some() {
+        if args.load.chat_template.is_some() || args.load.context_size.is_some() {
+            return Err("--chat-template and --context-size apply to llama models only (a server sets its own)".into());
+        }
+        return match crate::backend::choose(&args.backend, &services_ai::BackendConfig::default())?
+        {
             crate::backend::Choice::OpenAi(config) => {
                 crate::bench_openai::run(
                     *config,
-                    args.api_key_env.as_deref(),
+                    args.backend.api_key_env.as_deref(),
                     args.gen_tokens,
                     args.reps,
                     args.json,
@@ -134,16 +143,17 @@ pub(crate) async fn run(args: BenchLlmArgs) -> Result<(), String> {
         };
     }
     let path = args
+        .backend
         .model
         .clone()
         .map_or_else(llm_llama::default_model_path, PathBuf::from);
-    if !path.is_file() && args.model.is_none() {
+    if !path.is_file() && args.backend.model.is_none() {
         return Err(format!(
             "the default model is not downloaded yet ({}): run scripts/fetch-model or pass --model FILE",
             path.display()
         ));
     }
-    let chat_template = match &args.chat_template {
+    let chat_template = match &args.load.chat_template {
         Some(file) => Some(
             std::fs::read_to_string(file)
                 .map_err(|e| format!("cannot read the chat template {}: {e}", file.display()))?,
@@ -153,8 +163,7 @@ pub(crate) async fn run(args: BenchLlmArgs) -> Result<(), String> {
     let config = llm_llama::LlamaConfig {
         threads: args.threads,
         chat_template,
-        // Room for the throughput run and for the conversation.
-        context_size: (args.prompt_tokens + args.gen_tokens + 16).max(4096),
+        context_size: context_size(&args)?,
         batch_size: args.prompt_tokens.max(512),
         ..llm_llama::LlamaConfig::new(path)
     };

@@ -13,6 +13,7 @@ mod chat;
 mod console;
 mod context_cmd;
 mod eval;
+mod flags;
 mod input;
 mod mcp_cmd;
 mod models;
@@ -157,16 +158,15 @@ struct ConfigSource {
     /// The workspace whose aintern.toml is read (default: the current folder).
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
-    /// Read this TOML file instead of the user's and the workspace's aintern.toml.
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
+    #[command(flatten)]
+    config: flags::ConfigArgs,
 }
 
 impl ConfigSource {
     fn load(self) -> Result<services_ai::AgentConfig, String> {
         let workspace = session::workspace(self.workspace)?;
         let (config, notes) =
-            settings::load_config(&workspace, self.config.as_deref(), &[], |_| {})?;
+            settings::load_config(&workspace, self.config.config.as_deref(), &[], |_| {})?;
         for note in notes {
             eprintln!("aintern: {note}");
         }
@@ -315,5 +315,15 @@ fn main() -> ExitCode {
             let _ = writeln!(std::io::stderr(), "aintern: {message}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every command's flags are well formed (unique names, valid groups): clap checks
+    /// them only when a command is used.
+    #[test]
+    fn every_command_s_flags_are_well_formed() {
+        <super::Cli as clap::CommandFactory>::command().debug_assert();
     }
 }

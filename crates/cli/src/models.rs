@@ -1,7 +1,7 @@
 //! `aintern models`: what a backend offers — a server's model list, or the GGUF file a
 //! session would load.
 
-use crate::backend::{self, Choice, Flags};
+use crate::backend::{self, Choice};
 use crate::session::workspace;
 use crate::settings;
 use std::io::Write;
@@ -10,16 +10,10 @@ use std::path::PathBuf;
 /// `aintern models` options.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ModelsArgs {
-    /// The backend: `openai:URL` (a server's models), `llama:FILE`; default: `[backend]`
-    /// in aintern.toml.
-    #[arg(long, value_name = "BACKEND")]
-    backend: Option<String>,
-    /// The environment variable holding the server's API key.
-    #[arg(long, value_name = "VAR")]
-    api_key_env: Option<String>,
-    /// Read the configuration from this TOML file instead of aintern.toml.
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
+    #[command(flatten)]
+    backend: crate::flags::BackendArgs,
+    #[command(flatten)]
+    config: crate::flags::ConfigArgs,
     /// Print JSON (one object per model) instead of a table.
     #[arg(long)]
     json: bool,
@@ -28,17 +22,13 @@ pub(crate) struct ModelsArgs {
 /// List the models and print them.
 pub(crate) async fn run(args: ModelsArgs) -> Result<(), String> {
     let workspace = workspace(None)?;
-    let (config, notes) = settings::load_config(&workspace, args.config.as_deref(), &[], |_| {})?;
+    let (config, notes) =
+        settings::load_config(&workspace, args.config.config.as_deref(), &[], |_| {})?;
     for note in notes {
         eprintln!("aintern: {note}");
     }
-    let flags = Flags {
-        backend: args.backend.as_deref(),
-        model: None,
-        api_key_env: args.api_key_env.as_deref(),
-    };
     let mut out = std::io::stdout().lock();
-    let rows: Vec<serde_json::Value> = match backend::choose(flags, &config.backend)? {
+    let rows: Vec<serde_json::Value> = match backend::choose(&args.backend, &config.backend)? {
         Choice::OpenAi(config) => {
             let models = llm_openai::OpenAiLlm::list_models(&config)
                 .await

@@ -25,52 +25,26 @@ pub(crate) struct SessionArgs {
     /// The folder the tools work in (default: the current folder).
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
-    /// The model: `llama:MODEL.gguf` (default: the embedded SmolLM2-135M-Instruct),
-    /// `openai:URL` (a server speaking the OpenAI chat-completions protocol: llama-server,
-    /// vLLM, Ollama, LM Studio, a hosted API; URL up to /v1) or `script:FILE` (a scripted
-    /// model). Default: `[backend]` in aintern.toml.
-    #[arg(long, value_name = "BACKEND")]
-    backend: Option<String>,
-    /// The model's name on the server (`openai:`; default: its only or first model), or
-    /// a GGUF file.
-    #[arg(long, value_name = "NAME")]
-    model: Option<String>,
-    /// The environment variable holding the server's API key (sent as a bearer token,
-    /// never printed).
-    #[arg(long, value_name = "VAR")]
-    api_key_env: Option<String>,
-    /// A Jinja chat template to use instead of the model's own (llama models only), as
-    /// llama.cpp's `--chat-template-file`: for a model whose template is missing or wrong.
-    #[arg(long, value_name = "FILE")]
-    chat_template: Option<PathBuf>,
+    #[command(flatten)]
+    backend: crate::flags::BackendArgs,
+    #[command(flatten)]
+    load: crate::flags::LoadArgs,
     /// Answer approvals without asking: all, safe or none. Permissions saved with
     /// `aintern permissions` still apply first.
     #[arg(long, value_enum)]
     pub(crate) approve: Option<crate::approve::ApproveMode>,
-    /// Whether the model must call a tool: auto, required, none, or a tool id.
-    #[arg(long, value_name = "CHOICE")]
-    tool_choice: Option<ToolChoice>,
-    /// How each reply is asked for: auto (by the model's size), free (the model writes
-    /// what it wants) or small-model (it chooses each step among answering and the tools,
-    /// then writes it under a grammar). Default: the configuration's `steering`.
-    #[arg(long, value_name = "STEERING")]
-    steering: Option<services_ai::SteeringMode>,
-    /// Most loop iterations per request.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
-    max_iterations: Option<u32>,
-    /// Request timeout in seconds (at least 5); lowers the tool timeout when shorter.
-    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(5..))]
-    timeout: Option<u64>,
-    /// Read the configuration from this TOML file instead of aintern.toml in the user's
-    /// config folder and in the workspace.
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
+    #[command(flatten)]
+    policy: crate::flags::PolicyArgs,
+    #[command(flatten)]
+    config: crate::flags::ConfigArgs,
     /// Sampling temperature (0: greedy). Default: 0 with a small model (the embedded one,
     /// or any under a billion parameters), which answers best greedy; 0.7 otherwise.
     #[arg(long, value_name = "T", value_parser = temperature)]
     temperature: Option<f32>,
     /// Continue a saved session (its id, or enough of it to name it alone; without one,
-    /// the most recent), in its workspace and with its model unless given.
+    /// the most recent), in its workspace and with its model unless given. `run` and
+    /// `exec` take their request from the last word: `--resume "a request"` continues the
+    /// most recent session with that request.
     #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = None)]
     resume: Option<Option<String>>,
     /// With --resume (or alone): the most recently updated session.
@@ -79,10 +53,6 @@ pub(crate) struct SessionArgs {
     /// Do not save this session.
     #[arg(long)]
     no_save: bool,
-    /// The model's context window in tokens (llama models; default 4096). A conversation
-    /// that outgrows it is compacted.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(256..))]
-    context_size: Option<u32>,
     /// Show tools' outputs whole (command output, matches…) instead of a short preview.
     #[arg(long)]
     pub(crate) full_output: bool,
@@ -105,12 +75,22 @@ fn temperature(text: &str) -> Result<f32, String> {
 }
 
 impl SessionArgs {
-    /// What the flags say about the backend.
-    pub(crate) fn backend_flags(&self) -> backend::Flags<'_> {
-        backend::Flags {
-            backend: self.backend.as_deref(),
-            model: self.model.as_deref(),
-            api_key_env: self.api_key_env.as_deref(),
+    /// The request of `run` and `exec`, which is always the last word: with none given
+    /// after `--resume VALUE`, clap took the request as the session's id, and it is given
+    /// back (the most recent session is continued with it).
+    pub(crate) fn request(mut self, message: Option<String>) -> Result<(Self, String), String> {
+        if let Some(message) = message {
+            return Ok((self, message));
+        }
+        match self.resume.take() {
+            Some(Some(request)) => {
+                self.resume = Some(None);
+                Ok((self, request))
+            }
+            resume => {
+                self.resume = resume;
+                Err("what to ask is missing: give the request as the last argument".into())
+            }
         }
     }
 
@@ -123,14 +103,15 @@ impl SessionArgs {
     /// These options for resuming the session `header` describes: its backend and model
     /// unless given.
     fn resuming(mut self, header: &crate::sessions::Header) -> Self {
-        if self.backend.is_none() && self.model.is_none() {
+        let flags = &mut self.backend;
+        if flags.backend.is_none() && flags.model.is_none() {
             match header.backend.as_str() {
                 "embedded" => {}
                 spec if spec.starts_with("openai:") => {
-                    self.backend = Some(spec.to_string());
-                    self.model = Some(header.model.clone());
+                    flags.backend = Some(spec.to_string());
+                    flags.model = Some(header.model.clone());
                 }
-                spec => self.backend = Some(spec.to_string()),
+                spec => flags.backend = Some(spec.to_string()),
             }
         }
         self
@@ -200,10 +181,10 @@ impl Session {
             _ => workspace(args.workspace.clone())?,
         };
         let adjust = |config: &mut services_ai::AgentConfig| {
-            if let Some(steering) = args.steering {
+            if let Some(steering) = args.policy.steering {
                 config.steering = steering;
             }
-            if let Some(secs) = args.timeout {
+            if let Some(secs) = args.policy.timeout {
                 config.agent_request_timeout_ms = secs.saturating_mul(1000);
                 config.tool_execution_timeout_ms = config
                     .tool_execution_timeout_ms
@@ -211,13 +192,13 @@ impl Session {
             }
         };
         let (config, notes) =
-            settings::load_config(&workspace, args.config.as_deref(), &[], adjust)?;
+            settings::load_config(&workspace, args.config.config.as_deref(), &[], adjust)?;
         for note in notes {
             terminal.note(&note);
         }
         // Chosen first: the variable holding the server's key, however it was named, is
         // kept from every command the tools start.
-        let choice = backend::choose(args.backend_flags(), &config.backend)?;
+        let choice = backend::choose(&args.backend, &config.backend)?;
         let backend_name = choice.name();
         if let Some(saved) = &resume {
             // What the session file chose is said: the file could have been edited.
@@ -229,9 +210,11 @@ impl Session {
             ));
         }
         let mut sandbox_settings = settings::sandbox_settings(&config);
-        sandbox_settings.secret_env.extend(args.api_key_env.clone());
+        sandbox_settings
+            .secret_env
+            .extend(args.backend.api_key_env.clone());
         let launcher = Arc::new(sandbox::Launcher::new(sandbox_settings));
-        could_exist(args.tool_choice.as_ref(), &config)?;
+        could_exist(args.policy.tool_choice.as_ref(), &config)?;
         if let Some(note) = sandbox_note(&launcher) {
             terminal.note(&note);
         }
@@ -241,7 +224,7 @@ impl Session {
         let (opened, servers) = tokio::select! {
             both = async {
                 tokio::join!(
-                    backend::open(choice, args.chat_template.as_deref(), args.context_size, terminal),
+                    backend::open(choice, &args.load, terminal),
                     servers,
                 )
             } => both,
@@ -258,7 +241,7 @@ impl Session {
             tools::builtin_tools_with(Arc::clone(&launcher)),
             Arc::clone(&servers),
         ));
-        if let Some(ToolChoice::Tool(id)) = &args.tool_choice {
+        if let Some(ToolChoice::Tool(id)) = &args.policy.tool_choice {
             if registry.get_tool(id).is_none() {
                 return Err(unknown_tool(id, &registry.all_tools()));
             }
@@ -267,7 +250,7 @@ impl Session {
         let config = if opened.small {
             settings::load_config(
                 &workspace,
-                args.config.as_deref(),
+                args.config.config.as_deref(),
                 services_ai::SMALL_MODEL_DEFAULTS,
                 adjust,
             )?
@@ -426,13 +409,13 @@ impl Session {
             .with_tool_context(ToolAvailabilityContext::for_workspace(&self.workspace));
         request.conversation_id = self.saved.id;
         request.history = self.saved.history();
-        request.max_iterations = self.args.max_iterations;
+        request.max_iterations = self.args.policy.max_iterations;
         request.inference_options = Some(inference_options(
             self.small,
             self.args.temperature,
             self.args.max_tokens,
         ));
-        if let Some(choice) = self.args.tool_choice.clone() {
+        if let Some(choice) = self.args.policy.tool_choice.clone() {
             request.tool_choice = choice;
         }
         request

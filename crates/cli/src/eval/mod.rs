@@ -15,7 +15,6 @@ mod suite;
 use crate::backend;
 use crate::signals::Interrupts;
 use crate::terminal::Terminal;
-use core_models::ToolChoice;
 use futures::StreamExt;
 use report::{Report, TaskReport};
 use runner::{Bench, RunRecord};
@@ -30,32 +29,16 @@ pub(crate) struct EvalArgs {
     /// The suite: a JSON-lines file, one task a line (see the README's "Evaluating a
     /// model").
     suite: PathBuf,
-    /// The model: `llama:MODEL.gguf` (default: the embedded model), `openai:URL` or
-    /// `script:FILE`, as for `run`.
-    #[arg(long, value_name = "BACKEND")]
-    backend: Option<String>,
-    /// The model's name on the server (`openai:`), or a GGUF file.
-    #[arg(long, value_name = "NAME")]
-    model: Option<String>,
-    /// The environment variable holding the server's API key.
-    #[arg(long, value_name = "VAR")]
-    api_key_env: Option<String>,
-    /// A Jinja chat template to use instead of the model's own (llama models only).
-    #[arg(long, value_name = "FILE")]
-    chat_template: Option<PathBuf>,
-    /// The model's context window in tokens (llama models).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(256..))]
-    context_size: Option<u32>,
-    /// Read the configuration from this TOML file instead of the user's aintern.toml.
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
-    /// The tool choice for every task (auto, required, none or a tool id), instead of
-    /// each task's own.
-    #[arg(long, value_name = "CHOICE")]
-    tool_choice: Option<ToolChoice>,
-    /// How each reply is asked for: auto, free or small-model (see `run --steering`).
-    #[arg(long, value_name = "STEERING")]
-    steering: Option<services_ai::SteeringMode>,
+    #[command(flatten)]
+    backend: crate::flags::BackendArgs,
+    #[command(flatten)]
+    load: crate::flags::LoadArgs,
+    #[command(flatten)]
+    config: crate::flags::ConfigArgs,
+    /// How each request runs. `--tool-choice` replaces every task's own; a task's own
+    /// `timeout_secs` and `max_iterations` win over `--timeout` and `--max-iterations`.
+    #[command(flatten)]
+    policy: crate::flags::PolicyArgs,
     /// Tasks run at once (a server backend; an in-process model runs one at a time).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     concurrency: u16,
@@ -65,12 +48,6 @@ pub(crate) struct EvalArgs {
     /// Run only the tasks whose id matches this glob (repeatable).
     #[arg(long, value_name = "GLOB")]
     only: Vec<String>,
-    /// Each request's time limit in seconds (a task's own `timeout_secs` wins).
-    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(5..))]
-    timeout: Option<u64>,
-    /// The agent's iteration limit (a task's own `max_iterations` option wins).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
-    max_iterations: Option<u32>,
     /// Print the report as JSON on stdout instead of the summary.
     #[arg(long)]
     json: bool,
@@ -92,16 +69,12 @@ pub(crate) async fn run(args: EvalArgs) -> Result<(), String> {
     let mut interrupts = Interrupts::listen()?;
     let mut terminal = Terminal::new(true);
     let here = crate::session::workspace(None)?;
-    let (config, notes) = crate::settings::load_config(&here, args.config.as_deref(), &[], |_| {})?;
+    let (config, notes) =
+        crate::settings::load_config(&here, args.config.config.as_deref(), &[], |_| {})?;
     for note in notes {
         terminal.note(&note);
     }
-    let flags = backend::Flags {
-        backend: args.backend.as_deref(),
-        model: args.model.as_deref(),
-        api_key_env: args.api_key_env.as_deref(),
-    };
-    let choice = backend::choose(flags, &config.backend)?;
+    let choice = backend::choose(&args.backend, &config.backend)?;
     let backend_name = choice.name();
     let mut concurrency = usize::from(args.concurrency);
     if concurrency > 1 && !matches!(choice, backend::Choice::OpenAi(_)) {
@@ -109,19 +82,16 @@ pub(crate) async fn run(args: EvalArgs) -> Result<(), String> {
         concurrency = 1;
     }
     let opened = tokio::select! {
-        opened = backend::open(choice, args.chat_template.as_deref(), args.context_size, &mut terminal) => opened?,
+        opened = backend::open(choice, &args.load, &mut terminal) => opened?,
         () = interrupts.next() => return Err("interrupted".into()),
     };
     let bench = Bench {
         model: opened.llm.model_name(),
         llm: opened.llm,
         small: opened.small,
-        config_file: args.config.clone(),
-        tool_choice: args.tool_choice.clone(),
-        steering: args.steering,
-        timeout: args.timeout,
-        max_iterations: args.max_iterations,
-        api_key_env: args.api_key_env.clone(),
+        config_file: args.config.config.clone(),
+        policy: args.policy.clone(),
+        api_key_env: args.backend.api_key_env.clone(),
         keep_events: args.out.is_some(),
     };
     let started = Instant::now();
@@ -134,8 +104,8 @@ pub(crate) async fn run(args: EvalArgs) -> Result<(), String> {
         suite: args.suite.display().to_string(),
         backend: backend_name,
         model: bench.model.clone(),
-        tool_choice: args.tool_choice.as_ref().map(ToString::to_string),
-        steering: args.steering.map(|s| s.to_string()),
+        tool_choice: args.policy.tool_choice.as_ref().map(ToString::to_string),
+        steering: args.policy.steering.map(|s| s.to_string()),
         repeat: args.repeat,
         concurrency,
         summary: report::summarize(&tasks, total_wall_ms),

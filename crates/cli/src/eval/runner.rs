@@ -30,14 +30,9 @@ pub(crate) struct Bench {
     pub(crate) small: bool,
     /// `--config`.
     pub(crate) config_file: Option<PathBuf>,
-    /// `--tool-choice`: overrides every task's.
-    pub(crate) tool_choice: Option<ToolChoice>,
-    /// `--steering`.
-    pub(crate) steering: Option<services_ai::SteeringMode>,
-    /// `--timeout`, seconds.
-    pub(crate) timeout: Option<u64>,
-    /// `--max-iterations`.
-    pub(crate) max_iterations: Option<u32>,
+    /// `--tool-choice` (overrides every task's), `--steering`, `--timeout` and
+    /// `--max-iterations` (a task's own win).
+    pub(crate) policy: crate::flags::PolicyArgs,
     /// The variable holding a server's key: kept from the tools' commands.
     pub(crate) api_key_env: Option<String>,
     /// Keep every event of each run (for `--out`).
@@ -134,10 +129,10 @@ fn prepare(bench: &Bench, task: &Task) -> Result<Prepared, String> {
     }
     let root = workspace.path().to_path_buf();
     let adjust = |config: &mut services_ai::AgentConfig| {
-        if let Some(steering) = bench.steering {
+        if let Some(steering) = bench.policy.steering {
             config.steering = steering;
         }
-        let secs = task.options.timeout_secs.or(bench.timeout);
+        let secs = task.options.timeout_secs.or(bench.policy.timeout);
         if let Some(secs) = secs {
             config.agent_request_timeout_ms = secs.saturating_mul(1000);
             config.tool_execution_timeout_ms = config
@@ -166,6 +161,7 @@ fn prepare(bench: &Bench, task: &Task) -> Result<Prepared, String> {
     }
     let registry: Arc<dyn ToolRegistry> = Arc::new(registry);
     let choice = bench
+        .policy
         .tool_choice
         .clone()
         .or_else(|| task.tool_choice.clone())
@@ -187,7 +183,7 @@ fn prepare(bench: &Bench, task: &Task) -> Result<Prepared, String> {
     let mut request = AgentRequest::new(task.request.clone())
         .with_tool_context(ToolAvailabilityContext::for_workspace(&root));
     request.tool_choice = choice;
-    request.max_iterations = task.options.max_iterations.or(bench.max_iterations);
+    request.max_iterations = task.options.max_iterations.or(bench.policy.max_iterations);
     request.inference_options = Some(crate::session::inference_options(
         bench.small,
         task.options.temperature,

@@ -155,9 +155,11 @@ fn a_resumed_conversation_reaches_the_model_as_it_was() {
     args.extend(common);
     args.push("What is the capital of France?");
     completed(&aintern_in(ws.home.path(), &args, b""));
-    let mut args = vec!["exec", "--resume", "--last"];
+    // `--resume REQUEST`: the last word is the request, never a session id; the most
+    // recent session continues.
+    let mut args = vec!["exec"];
     args.extend(common);
-    args.push("How many people live there?");
+    args.extend(["--resume", "How many people live there?"]);
     completed(&aintern_in(ws.home.path(), &args, b""));
     let sent = server.chat_requests();
     let second: Vec<(String, String)> = sent[3].body["messages"]
