@@ -19,6 +19,7 @@ const CRATES: &[(&str, &str, &[&str])] = &[
     ("aintern-core-models", "core_models", &[]),
     ("aintern-services-ai", "services_ai", &[]),
     ("aintern-tools", "tools", &[]),
+    ("aintern-shell-risk", "shell_risk", &[]),
     ("aintern-llm-openai", "llm_openai", &[]),
 ];
 

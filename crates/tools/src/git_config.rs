@@ -54,14 +54,9 @@
 //! superproject instead. Submodules inside the workspace are never entered.
 
 mod harden;
-mod keys;
-mod parse;
-mod repository;
 
 pub(crate) use harden::Hardening;
-pub(crate) use repository::{
-    configuration_concern, confined, confined_git_dir, discover, read_capped, Kind,
-};
+use shell_risk::git_config::{confined, discover, Kind};
 
 use crate::error::Error;
 use crate::git::{run, Limits, Overflow};

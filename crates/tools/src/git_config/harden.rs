@@ -27,18 +27,16 @@
 //! command safe in a repository that sets them (nor any other variable a read-only
 //! command acts on), so they only take effect in a command a person approved.
 
-use super::keys;
-use super::parse::{variables, Variable};
 use crate::git::{run, Limits, Overflow};
 use sandbox::Sandbox;
+use shell_risk::git_config::keys;
+use shell_risk::git_config::{gitmodules, Variable};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use tokio::process::Command;
 
 /// Most of a configuration listing read (past it, only the fixed overrides apply).
 const LISTING_CAP: usize = 4 * 1024 * 1024;
-/// Longest `.gitmodules` read.
-const GITMODULES_CAP: u64 = 1024 * 1024;
 /// Most submodule names given an override.
 const SUBMODULES_CAP: usize = 1000;
 
@@ -86,7 +84,7 @@ impl Hardening {
         if !read_only {
             // The repository git finds from where the command starts.
             places.push(None);
-            if let Some(found) = super::discover(dir) {
+            if let Some(found) = shell_risk::git_config::discover(dir) {
                 tops.insert(found.top);
             }
         }
@@ -219,19 +217,6 @@ fn submodule_names(tops: &BTreeSet<PathBuf>, listed: &[Listed]) -> BTreeSet<Stri
         }
     }
     names.into_iter().take(SUBMODULES_CAP).collect()
-}
-
-/// The submodule names of `top/.gitmodules`, when it is a file that reads.
-pub(crate) fn gitmodules(top: &Path) -> Option<BTreeSet<String>> {
-    let text = super::read_capped(&top.join(".gitmodules"), GITMODULES_CAP)?;
-    let found = variables(&text).ok()?;
-    Some(
-        found
-            .into_iter()
-            .filter(|v| v.section == "submodule")
-            .filter_map(|v| v.subsection)
-            .collect(),
-    )
 }
 
 /// The overrides for what `listed` holds (see the module documentation).

@@ -35,8 +35,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod process;
-mod risk;
-pub use risk::command_risk;
+pub use shell_risk::command_risk;
 
 use process::End;
 
@@ -183,7 +182,7 @@ impl Tool for RunCommand {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let cwd = params.get("cwd").and_then(Value::as_str);
-        let judged = risk::judge(command, cwd, workspace);
+        let judged = shell_risk::judge(command, cwd, workspace);
         let risk = escalated(params, judged.risk);
         let variant = self.variant(params, risk);
         let mut assessment =
@@ -234,7 +233,7 @@ impl Tool for RunCommand {
         // The risk is judged again here, with the workspace: a command judged safe runs
         // read-only, whoever called.
         let cwd = params.get("cwd").and_then(Value::as_str);
-        let judged = risk::judge(command, cwd, Some(workspace.root()));
+        let judged = shell_risk::judge(command, cwd, Some(workspace.root()));
         let variant = self.variant(params, escalated(params, judged.risk));
         let sandbox = match self.launcher.sandbox(workspace.root(), variant) {
             Ok(s) => s,

@@ -1,4 +1,13 @@
-//! How risky a command line is: an allow-list judge over a real shell parse.
+//! How risky a shell command line is: an allow-list judge over a real shell parse, for
+//! AIntern's `run_command` tool and for anyone who must decide whether a command a model
+//! wrote may run without asking. Two functions: [`judge`] (the risk, the reasons in words,
+//! the permission subjects and the git repositories the line would use) and
+//! [`command_risk`] (the risk from the text alone). [`git_config`] reads a repository's
+//! configuration as git does, which the judge needs for git commands.
+//!
+//! Nothing here runs a program or writes a file: the judge reads the workspace (symlinks,
+//! git configuration) only to follow where an operand leads.
+//!
 //!
 //! The line is parsed with brush-parser's POSIX `sh` grammar (commands run as `sh -c`).
 //! It is **safe** only when all of this holds:
@@ -60,6 +69,8 @@
 //! rsync, sort, rg… that run commands (see [`launchers`]); `xargs -I` putting what it reads
 //! into the program's name, `find -exec {}`.
 
+pub mod git_config;
+
 mod builtins;
 mod fallback;
 mod git;
@@ -115,7 +126,8 @@ impl Finding {
 
 /// The judgement of one command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Judgement {
+#[non_exhaustive]
+pub struct Judgement {
     /// How risky the line is: [`RiskLevel::Safe`] only when every part of it is a plainly
     /// read-only command inside the workspace (see the module documentation).
     pub risk: RiskLevel,
@@ -142,7 +154,7 @@ pub fn command_risk(command: &str) -> RiskLevel {
 
 /// Judge `command`, run in `cwd` (relative to the workspace; `None` = its root), with the
 /// canonical `workspace` root when known (then symlinks are followed on disk).
-pub(crate) fn judge(command: &str, cwd: Option<&str>, workspace: Option<&Path>) -> Judgement {
+pub fn judge(command: &str, cwd: Option<&str>, workspace: Option<&Path>) -> Judgement {
     let deny_only = vec![collapse_whitespace(command)];
     if command.trim().is_empty() {
         return Judgement {

@@ -35,7 +35,8 @@ const ALTERNATE_DEPTH: usize = 5;
 
 /// What stands where git finds its repository.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
+#[non_exhaustive]
+pub enum Kind {
     /// A real `.git` folder (not a link).
     Folder,
     /// A `.git` file or link, naming a git directory elsewhere.
@@ -46,16 +47,17 @@ pub(crate) enum Kind {
 
 /// The repository git finds for a folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Discovered {
+#[non_exhaustive]
+pub struct Discovered {
     /// The folder holding `.git` (the root of the work tree), or the bare repository.
-    pub(crate) top: PathBuf,
+    pub top: PathBuf,
     /// What git found there.
-    pub(crate) kind: Kind,
+    pub kind: Kind,
 }
 
 impl Discovered {
     /// The `.git` entry (or, bare, the git directory itself).
-    pub(crate) fn entry(&self) -> PathBuf {
+    pub fn entry(&self) -> PathBuf {
         match self.kind {
             Kind::Bare => self.top.clone(),
             Kind::Folder | Kind::FileOrLink => self.top.join(".git"),
@@ -65,17 +67,18 @@ impl Discovered {
 
 /// The folders of a repository git reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct GitDirs {
+#[non_exhaustive]
+pub struct GitDirs {
     /// The git directory (canonical).
-    pub(crate) git_dir: PathBuf,
+    pub git_dir: PathBuf,
     /// The common directory (canonical): the git directory, or the one its `commondir`
     /// names.
-    pub(crate) common: PathBuf,
+    pub common: PathBuf,
 }
 
 /// The repository git finds for `dir` (canonical), as the module says; `None` when there
 /// is none at it or above it.
-pub(crate) fn discover(dir: &Path) -> Option<Discovered> {
+pub fn discover(dir: &Path) -> Option<Discovered> {
     for folder in dir.ancestors() {
         let dot_git = folder.join(".git");
         let found = |kind| {
@@ -104,7 +107,7 @@ pub(crate) fn discover(dir: &Path) -> Option<Discovered> {
 
 /// The git directory the `.git` entry of `found` leads to, when it and everything git
 /// reads of the repository stays inside `within` (canonical); else why not.
-pub(crate) fn confined(found: &Discovered, within: &Path) -> Result<GitDirs, String> {
+pub fn confined(found: &Discovered, within: &Path) -> Result<GitDirs, String> {
     let entry = found.entry();
     let git_dir = match found.kind {
         Kind::Folder | Kind::Bare => entry,
@@ -191,9 +194,9 @@ pub(crate) fn configuration_concern(dirs: &GitDirs, top: &Path) -> Option<String
             return Some(why);
         }
     }
-    let gitmodules = top.join(".gitmodules");
-    if std::fs::symlink_metadata(&gitmodules).is_ok()
-        && super::harden::gitmodules(top).is_none_or(|names| names.len() > SUBMODULES_CAP)
+    let file = top.join(".gitmodules");
+    if std::fs::symlink_metadata(&file).is_ok()
+        && gitmodules(top).is_none_or(|names| names.len() > SUBMODULES_CAP)
     {
         return Some("the repository's .gitmodules cannot be read".to_string());
     }
@@ -202,6 +205,21 @@ pub(crate) fn configuration_concern(dirs: &GitDirs, top: &Path) -> Option<String
 
 /// Most submodules a repository may name for a read-only command to be safe in it.
 const SUBMODULES_CAP: usize = 1000;
+/// Longest `.gitmodules` read.
+const GITMODULES_CAP: u64 = 1024 * 1024;
+
+/// The submodule names of `top/.gitmodules`, when it is a file that reads.
+pub fn gitmodules(top: &Path) -> Option<BTreeSet<String>> {
+    let text = read_capped(&top.join(".gitmodules"), GITMODULES_CAP)?;
+    let found = variables(&text).ok()?;
+    Some(
+        found
+            .into_iter()
+            .filter(|v| v.section == "submodule")
+            .filter_map(|v| v.subsection)
+            .collect(),
+    )
+}
 
 /// What a variable of the repository's configuration does that keeps a read-only git
 /// command from being safe.

@@ -12,7 +12,8 @@ use super::parse::Variable;
 
 /// What a variable lets the repository choose.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Choice {
+#[non_exhaustive]
+pub enum Choice {
     /// A program git runs.
     Program,
     /// A file git reads.
@@ -24,7 +25,7 @@ pub(crate) enum Choice {
 
 impl Choice {
     /// In words, for a reason.
-    pub(crate) fn words(self) -> &'static str {
+    pub fn words(self) -> &'static str {
         match self {
             Choice::Program => "a program git runs",
             Choice::File => "a file git reads",
@@ -63,7 +64,7 @@ struct Rule {
 }
 
 /// What a diff, merge or tool program overridden here prints, then fails.
-pub(crate) const REFUSED_PROGRAM: &str =
+pub const REFUSED_PROGRAM: &str =
     "echo 'aintern: a program named by the repository configuration was not run' >&2; false";
 /// The same as a shell alias.
 const REFUSED_ALIAS: &str =
@@ -283,13 +284,13 @@ fn matching(variable: &Variable) -> Option<&'static Rule> {
 
 /// What `variable`, set by the repository, would let it choose in a read-only git
 /// command; `None` when nothing.
-pub(crate) fn read_only_danger(variable: &Variable) -> Option<Choice> {
+pub fn read_only_danger(variable: &Variable) -> Option<Choice> {
     matching(variable).filter(|r| r.read_only).map(|r| r.choice)
 }
 
 /// The command-scope value that takes away the choice `variable` makes, when it makes
 /// one and a value can; `Some(None)` when it makes one no value can take away.
-pub(crate) fn neutral(variable: &Variable) -> Option<Option<&'static str>> {
+pub fn neutral(variable: &Variable) -> Option<Option<&'static str>> {
     matching(variable).map(|r| r.neutral)
 }
 

@@ -15,21 +15,22 @@
 
 /// One variable of a configuration file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Variable {
+#[non_exhaustive]
+pub struct Variable {
     /// The section, lowercased.
-    pub(crate) section: String,
+    pub section: String,
     /// The subsection, if any (as written in quotes; lowercased in the dotted form).
-    pub(crate) subsection: Option<String>,
+    pub subsection: Option<String>,
     /// The variable's name, lowercased.
-    pub(crate) name: String,
+    pub name: String,
     /// Its value; `None` for a name alone (a boolean true).
-    pub(crate) value: Option<String>,
+    pub value: Option<String>,
 }
 
 impl Variable {
     /// The variable `key` (`section.name` or `section.subsection.name`, as `git config
     /// --list` writes it) with `value`; `None` when `key` has no section.
-    pub(crate) fn from_key(key: &str, value: Option<String>) -> Option<Variable> {
+    pub fn from_key(key: &str, value: Option<String>) -> Option<Variable> {
         let (section, rest) = key.split_once('.')?;
         let (subsection, name) = match rest.rsplit_once('.') {
             Some((sub, name)) => (Some(sub.to_string()), name),
@@ -48,14 +49,14 @@ impl Variable {
 
     /// Whether `other` is the same variable (its value aside): section and name in any
     /// case, the subsection exactly.
-    pub(crate) fn same_key(&self, other: &Variable) -> bool {
+    pub fn same_key(&self, other: &Variable) -> bool {
         self.section == other.section
             && self.name == other.name
             && self.subsection == other.subsection
     }
 
     /// `section.subsection.name`, as `git config --list` writes it.
-    pub(crate) fn key(&self) -> String {
+    pub fn key(&self) -> String {
         match &self.subsection {
             Some(sub) => format!("{}.{sub}.{}", self.section, self.name),
             None => format!("{}.{}", self.section, self.name),
@@ -65,9 +66,10 @@ impl Variable {
 
 /// Why a configuration text is refused: the line of the problem.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Refused {
+#[non_exhaustive]
+pub struct Refused {
     /// The line (1-based) where reading stopped.
-    pub(crate) line: usize,
+    pub line: usize,
 }
 
 /// Reads characters as git does: `\r\n` counts as `\n`, and the end of the text as a last
@@ -104,7 +106,7 @@ impl Reader<'_> {
 
 /// Every variable of the configuration text `text`, in order; refused where git would
 /// not read it (see the module documentation).
-pub(crate) fn variables(text: &str) -> Result<Vec<Variable>, Refused> {
+pub fn variables(text: &str) -> Result<Vec<Variable>, Refused> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut r = Reader {
         chars: text.chars().peekable(),
