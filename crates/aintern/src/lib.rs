@@ -90,7 +90,7 @@ pub use error::{Error, Result};
 #[cfg(any(feature = "llama", feature = "llama-docs"))]
 pub use loading::{load_embedded_model, load_gguf};
 pub use run::{Reply, Run};
-pub use services_ai::scripted::{Script, ScriptedLlm, ScriptedResponse};
+pub use services_ai::{Script, ScriptedLlm, ScriptedResponse};
 
 /// The public contract: events, requests, tool and permission models, the service traits.
 pub use core_models as models;

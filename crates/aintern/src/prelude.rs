@@ -16,7 +16,7 @@ pub use core_models::{
 };
 pub use futures::StreamExt;
 pub use serde_json::{json, Value};
-pub use services_ai::scripted::{ScriptedLlm, ScriptedResponse};
 pub use services_ai::AgentConfig;
+pub use services_ai::{ScriptedLlm, ScriptedResponse};
 
 pub use async_trait::async_trait;

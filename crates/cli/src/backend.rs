@@ -6,7 +6,7 @@ use crate::flags::{BackendArgs, LoadArgs};
 use crate::terminal::Terminal;
 use core_models::LlmService;
 use llm_openai::{OpenAiConfig, OpenAiLlm, ToolMode};
-use services_ai::scripted::ScriptedLlm;
+use services_ai::ScriptedLlm;
 use services_ai::{BackendConfig, BackendKind};
 use std::future::Future;
 use std::path::{Path, PathBuf};

@@ -237,7 +237,7 @@ async fn constrained(
     // system prompt teaches no second call language.
     let native = llm.info().chat_format.clone().filter(|f| f.renders_tools);
     let listed: &[ToolDefinition] = if native.is_some() { &[] } else { &tools };
-    let system = services_ai::agent::prompt::system_prompt(&config, None, listed);
+    let system = services_ai::prompt::system_prompt(&config, None, listed);
     let call_format = native.map_or_else(|| "fenced".to_string(), |f| f.call_format);
     let request = |choice: ToolChoice| LlmRequest {
         tools: tools.clone(),

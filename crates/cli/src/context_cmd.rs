@@ -82,7 +82,7 @@ pub(crate) async fn report(
         async move {
             match llm.count_tokens(&r).await {
                 Ok(Some(n)) => n,
-                _ => services_ai::agent::estimate_tokens(&r),
+                _ => services_ai::estimate_tokens(&r),
             }
         }
     };

@@ -3,13 +3,16 @@
 //! The public contract of AIntern: every type that crosses a crate boundary, and the
 //! service traits ("ports") that the agent is built from.
 //!
-//! * [`state`] — the per-request [`AgentState`] machine and seed 004's per-conversation
-//!   [`TurnState`] machine, as data ([`StateTable`]), with the display helpers a UI needs.
-//! * [`events`] — [`AgentEvent`], one closed enum serialized with a `"type"` tag.
-//! * [`request`], [`tool`], [`tool_call`], [`permission`], [`llm`] — the models.
-//! * [`ports`] — [`Tool`], [`ToolRegistry`], [`ToolExecutionService`], [`LlmService`],
-//!   [`PermissionManager`], [`PermissionStore`], [`AgentService`], and seed 004's
-//!   [`GitInspector`] and [`Formatter`].
+//! Every item has one path, at the crate root (the modules are private; their files group
+//! the items by subject):
+//!
+//! * states — the per-request [`AgentState`] machine and the per-conversation
+//!   [`TurnState`] machine, as data ([`StateTable`]), with the display helpers a UI needs;
+//! * events — [`AgentEvent`], one closed enum serialized with a `"type"` tag;
+//! * the models of requests, tools, tool calls, permissions and the LLM port;
+//! * the ports — [`Tool`], [`ToolRegistry`], [`ToolExecutionService`], [`LlmService`],
+//!   [`PermissionManager`], [`PermissionStore`], [`AgentService`], [`GitInspector`] and
+//!   [`Formatter`].
 //!
 //! ## Why a separate crate
 //! Downstream applications (a terminal UI, an editor plugin, a server) link against these
@@ -52,17 +55,17 @@
 //! Everything serializes with snake_case field names and enum values; durations are
 //! integer milliseconds in fields ending in `_ms`; ids are UUIDs; times are UTC.
 
-pub mod error;
-pub mod events;
-pub mod llm;
-pub mod permission;
-pub mod ports;
-pub mod request;
-pub mod sandbox;
+mod error;
+mod events;
+mod llm;
+mod permission;
+mod ports;
+mod request;
+mod sandbox;
 mod serde_util;
-pub mod state;
-pub mod tool;
-pub mod tool_call;
+mod state;
+mod tool;
+mod tool_call;
 
 pub use error::{BoxError, Error, Result};
 pub use events::{

@@ -241,10 +241,7 @@ impl Templates<'_> {
                 }
             }
         }
-        Ok((
-            services_ai::agent::prompt::render_plain(&request.messages),
-            false,
-        ))
+        Ok((services_ai::prompt::render_plain(&request.messages), false))
     }
 }
 

@@ -312,7 +312,7 @@ fn tool_request(choice: core_models::ToolChoice, user: &str) -> LlmRequest {
         ..services_ai::AgentConfig::default()
     };
     let tools = vec![read_file_tool()];
-    let system = services_ai::agent::prompt::system_prompt(&config, None, &tools).unwrap();
+    let system = services_ai::prompt::system_prompt(&config, None, &tools).unwrap();
     LlmRequest {
         tools,
         tool_choice: choice,
@@ -363,7 +363,7 @@ async fn a_required_tool_call_reads_the_named_file_then_the_model_answers() {
     );
     let mut messages = request.messages.clone();
     messages.push(ChatMessage::assistant(output.clone()));
-    messages.push(services_ai::agent::prompt::tool_result_message(
+    messages.push(services_ai::prompt::tool_result_message(
         call, &result, 2000, "",
     ));
     let (pieces, usage) = generate(

@@ -14,8 +14,8 @@ use core_models::{
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use futures::StreamExt;
 use serde_json::Value;
-use services_ai::scripted::{ScriptedLlm, ScriptedResponse};
 use services_ai::{AgentConfig, AgentEngine, InMemoryToolRegistry};
+use services_ai::{ScriptedLlm, ScriptedResponse};
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -2,15 +2,20 @@
 //!
 //! AIntern's engine, built only from the ports in `core-models`:
 //!
-//! * [`state_machine`] — one table-driven, thread-safe machine, instantiated as
-//!   [`AgentStateMachine`] (seed 000) and [`TurnStateMachine`] (seed 004);
-//! * [`emitter`] — [`AgentEventEmitter`], typed publish/subscribe for agent events;
-//! * [`config`] — [`AgentConfig`] and its layered [`ConfigLoader`];
-//! * [`permissions`] — [`DefaultPermissionManager`] with [`FilePermissionStore`];
-//! * [`registry`] — [`InMemoryToolRegistry`] and [`DirectToolExecutor`];
-//! * [`parser`] — the tool-call parser, batch and streaming;
-//! * [`agent`] — [`AgentEngine`], the agent loop (the engine behind the `core_models::AgentService` trait);
-//! * [`scripted`] — a model that plays back prepared responses (the `script:` backend).
+//! Every item has one path, at the crate root (the modules are private), except the
+//! prompt's pieces, in [`prompt`]:
+//!
+//! * one table-driven, thread-safe state machine, instantiated as [`AgentStateMachine`]
+//!   (one request) and [`TurnStateMachine`] (the conversation);
+//! * [`AgentEventEmitter`], typed publish/subscribe for agent events;
+//! * [`AgentConfig`] and its layered [`ConfigLoader`];
+//! * [`DefaultPermissionManager`] with [`FilePermissionStore`];
+//! * [`InMemoryToolRegistry`] and [`DirectToolExecutor`];
+//! * the tool-call parser, batch ([`FunctionCallParser`]) and streaming
+//!   ([`StreamingFunctionCallParser`]);
+//! * [`AgentEngine`], the agent loop (the engine behind the `core_models::AgentService`
+//!   trait);
+//! * [`ScriptedLlm`], a model that plays back prepared responses (the `script:` backend).
 //!
 //! ## Example: the agent machine
 //!
@@ -46,17 +51,17 @@
 //! This crate depends on `core-models` and on no backend: never on `llm-llama`, `tools` or
 //! the CLI. Everything it talks to arrives as an `Arc<dyn Port>` at construction.
 
-pub mod agent;
-pub mod config;
-pub mod emitter;
-pub mod error;
-pub mod parser;
-pub mod permissions;
-pub mod registry;
-pub mod scripted;
-pub mod state_machine;
+mod agent;
+mod config;
+mod emitter;
+mod error;
+mod parser;
+mod permissions;
+mod registry;
+mod scripted;
+mod state_machine;
 
-pub use agent::{AgentEngine, AgentEngineBuilder};
+pub use agent::{estimate_tokens, prompt, AgentEngine, AgentEngineBuilder};
 pub use config::{
     small_model_inference, valid_server_name, AgentConfig, BackendConfig, BackendKind,
     BudgetConfig, ConfigLoader, FormatterConfig, McpServerConfig, SandboxConfig, SteeringMode,

@@ -29,4 +29,4 @@ pub mod stub_server;
 
 pub use mock_tool::MockTool;
 /// The scripted model lives in `services-ai` (it is also the `script:FILE` backend).
-pub use services_ai::scripted::{Script, ScriptedLlm, ScriptedResponse};
+pub use services_ai::{Script, ScriptedLlm, ScriptedResponse};

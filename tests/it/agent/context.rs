@@ -93,7 +93,7 @@ async fn old_tool_results_are_cut_first_and_the_latest_kept_whole() {
         .messages
         .iter()
         .any(|m| m.role == MessageRole::User && &*m.content == "read them"));
-    let estimate = services_ai::agent::estimate_tokens(&last);
+    let estimate = services_ai::estimate_tokens(&last);
     assert!(estimate + 256 <= 3_000, "{estimate}");
 }
 
@@ -130,7 +130,7 @@ async fn earlier_turns_are_summarized_by_the_model() {
     assert!(requests[0].messages[0]
         .content
         .contains("Summarize the conversation"));
-    assert!(services_ai::agent::estimate_tokens(&requests[0]) + 256 <= 1_200);
+    assert!(services_ai::estimate_tokens(&requests[0]) + 256 <= 1_200);
     let sent = &requests[1].messages;
     assert_eq!(sent[0].role, MessageRole::System);
     assert_eq!(&*sent[0].content, "You are terse.");
@@ -152,7 +152,7 @@ async fn the_reply_allowance_shrinks_when_nothing_else_helps() {
         ["reply_allowance"]
     );
     let sent = &w.llm.requests()[0];
-    let room = 1_000 - services_ai::agent::estimate_tokens(sent);
+    let room = 1_000 - services_ai::estimate_tokens(sent);
     assert_eq!(u64::from(sent.options.max_tokens), room);
 }
 

@@ -167,7 +167,7 @@ async fn iteration_delay_and_results_kept_out_of_history() {
 
 #[test]
 fn plain_rendering_for_backends_without_templates() {
-    use services_ai::agent::prompt::render_plain;
+    use services_ai::prompt::render_plain;
     let messages = [
         ChatMessage::system("Be brief."),
         ChatMessage::user("Hi"),
@@ -183,7 +183,7 @@ fn plain_rendering_for_backends_without_templates() {
 /// The compact tool prompt: one line per tool with its required parameters only.
 #[test]
 fn the_compact_tool_prompt_lists_each_tool_on_one_line() {
-    use services_ai::agent::prompt::{compact_signature, system_prompt};
+    use services_ai::prompt::{compact_signature, system_prompt};
     let check = |schema: serde_json::Value, expected: &str| {
         assert_eq!(compact_signature(&schema), expected, "{schema}");
     };
@@ -274,7 +274,7 @@ async fn compact_style_offers_only_required_parameters() {
 #[tokio::test]
 async fn a_native_template_gets_the_tools_in_its_own_language() {
     let llm = Arc::new(
-        services_ai::scripted::ScriptedLlm::new(vec![
+        services_ai::ScriptedLlm::new(vec![
             text(&format!(
                 "planning</think>Reading.{}",
                 call("read_file", json!({"path": "a"}))

@@ -357,12 +357,10 @@ impl ChatTemplate {
                     });
                     continue;
                 }
-                "tool" if !caps.tool_role => {
-                    user(services_ai::agent::prompt::tool_result_as_user_text(
-                        Some(&text(message, "name")),
-                        &text(message, "content"),
-                    ))
-                }
+                "tool" if !caps.tool_role => user(services_ai::prompt::tool_result_as_user_text(
+                    Some(&text(message, "name")),
+                    &text(message, "content"),
+                )),
                 "assistant" if !caps.tools && message.get("tool_calls").is_some() => {
                     calls_as_text(message)
                 }

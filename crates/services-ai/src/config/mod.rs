@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The seed's default tool-use system prompt.
-pub const DEFAULT_TOOL_USE_SYSTEM_PROMPT: &str = "\
+pub(crate) const DEFAULT_TOOL_USE_SYSTEM_PROMPT: &str = "\
 You are an AI assistant with access to tools that can help you complete tasks.
 When you need to perform an action, use the appropriate tool.
 Always explain what you're doing and why before using a tool.
@@ -36,7 +36,7 @@ Important guidelines:
 - Summarize changes after completing a task";
 
 /// The seed's default tool-definition format (`{name}`, `{description}`, `{parameters}`).
-pub const DEFAULT_TOOL_DEFINITION_FORMAT: &str = "\
+pub(crate) const DEFAULT_TOOL_DEFINITION_FORMAT: &str = "\
 ## {name}
 {description}
 
@@ -46,7 +46,7 @@ Parameters:
 ```";
 
 /// The seed's default instructions for writing a tool call.
-pub const DEFAULT_TOOL_CALL_FORMAT: &str = "\
+pub(crate) const DEFAULT_TOOL_CALL_FORMAT: &str = "\
 To use a tool, respond with a JSON block in this format:
 ```tool_call
 {
