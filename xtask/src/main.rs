@@ -18,6 +18,7 @@ const CRATES: &[(&str, &str, &[&str])] = &[
     ("aintern", "aintern", &["tools", "openai", "llama-docs"]),
     ("aintern-core-models", "core_models", &[]),
     ("aintern-services-ai", "services_ai", &[]),
+    ("aintern-tool-calls", "tool_calls", &[]),
     ("aintern-tools", "tools", &[]),
     ("aintern-shell-risk", "shell_risk", &[]),
     ("aintern-llm-openai", "llm_openai", &[]),

@@ -55,6 +55,7 @@
 //! Everything serializes with snake_case field names and enum values; durations are
 //! integer milliseconds in fields ending in `_ms`; ids are UUIDs; times are UTC.
 
+mod config;
 mod error;
 mod events;
 mod llm;
@@ -67,6 +68,10 @@ mod state;
 mod tool;
 mod tool_call;
 
+pub use config::{
+    mcp_validation_errors, valid_server_name, BackendConfig, BackendKind, McpServerConfig,
+    ToolMode, ValidationError,
+};
 pub use error::{BoxError, Error, Result};
 pub use events::{
     AgentCompleteEvent, AgentErrorCategory, AgentErrorEvent, AgentEvent, AgentIterationEvent,

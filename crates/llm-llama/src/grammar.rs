@@ -34,7 +34,7 @@ mod tests {
     use llama_cpp_2::model::LlamaModel;
     use llama_cpp_2::sampling::LlamaSampler;
     use serde_json::json;
-    use services_ai::ToolCallFormat;
+    use tool_calls::ToolCallFormat;
     use tool_grammar::SchemaConverter as _;
 
     fn tools() -> Vec<Vec<ToolDefinition>> {

@@ -241,7 +241,7 @@ impl Templates<'_> {
                 }
             }
         }
-        Ok((services_ai::prompt::render_plain(&request.messages), false))
+        Ok((tool_calls::prompt::render_plain(&request.messages), false))
     }
 }
 

@@ -1,7 +1,7 @@
 //! How to reach a server: its URL, the model, credentials, headers, time limits, retries.
 
 use crate::error::Error;
-use services_ai::{BackendConfig, ToolMode};
+use core_models::{BackendConfig, ToolMode};
 use std::fmt;
 use std::time::Duration;
 

@@ -35,9 +35,9 @@ mod http;
 mod wire;
 
 pub use config::{ApiKey, OpenAiConfig};
+pub use core_models::ToolMode;
 pub use discover::{ModelEntry, ServerInfo};
 pub use error::Error;
-pub use services_ai::ToolMode;
 
 use async_trait::async_trait;
 use classify::Context;
@@ -211,7 +211,7 @@ impl Inner {
             .info
             .chat_template
             .as_deref()
-            .and_then(|t| services_ai::detect_template(t).reasoning);
+            .and_then(|t| tool_calls::detect_template(t).reasoning);
         let target = tool_grammar::GrammarTarget {
             reasoning,
             ..tool_grammar::GrammarTarget::fence()
@@ -512,7 +512,7 @@ impl LlmService for OpenAiLlm {
             .chat_template
             .as_deref()
             .map(|template| ChatFormat {
-                call_format: services_ai::detect_template(template)
+                call_format: tool_calls::detect_template(template)
                     .format
                     .name()
                     .to_string(),

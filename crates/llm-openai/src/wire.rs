@@ -149,7 +149,7 @@ fn message(m: &ChatMessage, mode: Mode, dialect: Dialect) -> Value {
         }
         (MessageRole::Tool, Mode::Text) => json!({
             "role": "user",
-            "content": services_ai::prompt::tool_result_as_user_text(m.name.as_deref(), &m.content),
+            "content": tool_calls::prompt::tool_result_as_user_text(m.name.as_deref(), &m.content),
         }),
         (role, _) => json!({"role": role.as_str(), "content": &*m.content}),
     }

@@ -5,6 +5,7 @@
 
 use crate::limit::{size_text, CappedLines, Verdict, MAX_MESSAGE_BYTES};
 use crate::Error;
+use core_models::McpServerConfig;
 use core_models::{ProgressReporter, ToolProgress};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
@@ -14,7 +15,6 @@ use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use sandbox::{Job, Launcher, Variant};
 use serde_json::Value;
-use services_ai::McpServerConfig;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};

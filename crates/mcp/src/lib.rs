@@ -22,9 +22,9 @@ pub use error::Error;
 pub use server::ServerStatus;
 pub use tool::tool_id;
 
+use core_models::McpServerConfig;
 use core_models::{Tool, ToolRegistry};
 use sandbox::Launcher;
-use services_ai::McpServerConfig;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;

@@ -2,9 +2,9 @@
 //! it died (a bounded number of times), stopped at the end.
 
 use crate::client::{CallError, Connection, Outcome, ToolInfo};
+use core_models::McpServerConfig;
 use core_models::{ProgressReporter, RiskLevel};
 use sandbox::Launcher;
-use services_ai::McpServerConfig;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 

@@ -10,10 +10,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use core_models::McpServerConfig;
 use core_models::{Tool, ToolExecutionContext, ToolResult};
 use mcp::{McpServers, ServerStatus};
 use serde_json::json;
-use services_ai::McpServerConfig;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;

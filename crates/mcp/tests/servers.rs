@@ -7,10 +7,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use core_models::McpServerConfig;
 use core_models::{CancellationToken, ProgressReporter, RiskLevel, Tool, ToolExecutionContext};
 use mcp::{McpServers, ServerStatus};
 use serde_json::json;
-use services_ai::McpServerConfig;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -55,7 +55,6 @@ mod agent;
 mod config;
 mod emitter;
 mod error;
-mod parser;
 mod permissions;
 mod registry;
 mod scripted;
@@ -70,14 +69,14 @@ pub use config::{
 };
 pub use emitter::{AgentEventEmitter, EmitterStream, Subscription};
 pub use error::{Error, Result};
-pub use parser::{
-    detect_template, format_by_name, format_info, prompt_opens_reasoning, FormatInfo,
-    FunctionCallParser, ParseEvent, ParsedOutput, ParserOptions, StreamingFunctionCallParser,
-    TemplateProfile, ToolCallFormat, ToolCatalog, FORMATS,
-};
 pub use permissions::{DefaultPermissionManager, FilePermissionStore, MemoryPermissionStore};
 pub use registry::{DirectToolExecutor, InMemoryToolRegistry};
 pub use scripted::{Script, ScriptedLlm, ScriptedResponse};
 pub use state_machine::{
     AgentStateMachine, Change, StateMachine, TurnStateMachine, HISTORY_CAPACITY,
+};
+pub use tool_calls::{
+    detect_template, format_by_name, format_info, prompt_opens_reasoning, FormatInfo,
+    FunctionCallParser, ParseEvent, ParsedOutput, ParserOptions, StreamingFunctionCallParser,
+    TemplateProfile, ToolCallFormat, ToolCatalog, FORMATS,
 };

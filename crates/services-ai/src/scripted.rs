@@ -161,7 +161,7 @@ impl ScriptedLlm {
     /// The JSON error when `json` is not a valid script.
     pub fn from_json(json: &str) -> Result<Self, serde_json::Error> {
         // Each chunk allocated once (a script may carry a file of many megabytes).
-        let script: Script = match crate::parser::value::from_str(json) {
+        let script: Script = match tool_calls::value::from_str(json) {
             Some(value) => serde_json::from_value(value)?,
             None => serde_json::from_str(json)?,
         };
@@ -174,7 +174,7 @@ impl ScriptedLlm {
     /// # Errors
     /// The error in words when the text cannot be read or is not a valid script.
     pub fn from_reader(reader: impl std::io::Read) -> Result<Self, String> {
-        let value = crate::parser::value::from_reader(std::io::BufReader::new(reader))
+        let value = tool_calls::value::from_reader(std::io::BufReader::new(reader))
             .ok_or_else(|| "it cannot be read, or it is not JSON".to_string())?;
         let script: Script = serde_json::from_value(value).map_err(|e| e.to_string())?;
         Ok(Self::new(script.responses))

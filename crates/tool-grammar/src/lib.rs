@@ -22,7 +22,7 @@ pub use schema::SubsetConverter;
 
 use core_models::{LlmRequest, ReplyConstraint, ToolChoice};
 use gbnf::{literal, Gbnf, SPACE};
-use services_ai::ToolCallFormat;
+use tool_calls::ToolCallFormat;
 
 /// How many calls one reply may hold.
 const MAX_CALLS: usize = 8;

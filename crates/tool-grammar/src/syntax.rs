@@ -12,7 +12,7 @@ use super::GrammarTarget;
 use crate::Error;
 use core_models::ToolDefinition;
 use serde_json::{Map, Value};
-use services_ai::ToolCallFormat as F;
+use tool_calls::ToolCallFormat as F;
 
 /// The grammar of the calls part of a reply, and the patterns that start it.
 pub(super) struct Calls {

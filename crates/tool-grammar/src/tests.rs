@@ -7,7 +7,7 @@ use super::matcher::Grammar;
 use super::*;
 use core_models::{ChatMessage, ToolDefinition};
 use serde_json::json;
-use services_ai::{FunctionCallParser, TemplateProfile, ToolCatalog};
+use tool_calls::{FunctionCallParser, TemplateProfile, ToolCatalog};
 use ToolCallFormat as F;
 
 fn tool(id: &str, schema: serde_json::Value) -> ToolDefinition {
@@ -81,7 +81,7 @@ fn case_target(format: ToolCallFormat, name_then_args: bool) -> GrammarTarget {
 }
 
 /// What the agent's parser reads from `text` for a model of `format`.
-fn parse(format: ToolCallFormat, text: &str) -> services_ai::ParsedOutput {
+fn parse(format: ToolCallFormat, text: &str) -> tool_calls::ParsedOutput {
     let profile = TemplateProfile {
         format,
         reasoning: None,

@@ -36,7 +36,7 @@ pub struct ChatTemplate {
     eos_token: String,
     capabilities: TemplateCapabilities,
     format: core_models::ChatFormat,
-    profile: services_ai::TemplateProfile,
+    profile: tool_calls::TemplateProfile,
     /// Mistral's `[TOOL_CALLS]NAME[ARGS]{…}` form.
     #[cfg_attr(not(feature = "llama-cpp"), allow(dead_code))]
     name_then_args: bool,
@@ -84,7 +84,7 @@ impl ChatTemplate {
             eos_token: eos_token.to_string(),
             capabilities: TemplateCapabilities::default(),
             format: core_models::ChatFormat::default(),
-            profile: services_ai::detect_template(source),
+            profile: tool_calls::detect_template(source),
             name_then_args: source.contains("[ARGS]"),
         };
         template.capabilities = template.probe();
@@ -106,7 +106,7 @@ impl ChatTemplate {
         };
         let starts_in_thinking = self
             .render_raw(&[user], None, true)
-            .map(|prompt| services_ai::prompt_opens_reasoning(&prompt, profile))
+            .map(|prompt| tool_calls::prompt_opens_reasoning(&prompt, profile))
             .unwrap_or(false);
         core_models::ChatFormat {
             call_format: profile.format.name().to_string(),
@@ -124,10 +124,10 @@ impl ChatTemplate {
             format: if self.capabilities.tools {
                 self.profile.format
             } else {
-                services_ai::ToolCallFormat::FencedJson
+                tool_calls::ToolCallFormat::FencedJson
             },
             reasoning: self.profile.reasoning,
-            starts_in_thinking: services_ai::prompt_opens_reasoning(prompt, &self.profile),
+            starts_in_thinking: tool_calls::prompt_opens_reasoning(prompt, &self.profile),
             name_then_args: self.name_then_args,
         }
     }
@@ -357,7 +357,7 @@ impl ChatTemplate {
                     });
                     continue;
                 }
-                "tool" if !caps.tool_role => user(services_ai::prompt::tool_result_as_user_text(
+                "tool" if !caps.tool_role => user(tool_calls::prompt::tool_result_as_user_text(
                     Some(&text(message, "name")),
                     &text(message, "content"),
                 )),

@@ -3,7 +3,6 @@
 
 use super::repetition::{Repetition, RepetitionGuard};
 use super::run::{Reply, Run, Stopped};
-use crate::parser::{FunctionCallParser, ParseEvent};
 use core_models::{
     AgentErrorEvent, Error, LlmChunk, LlmRequest, LlmToolCall, LlmUsage, RepetitionDetectedEvent,
     TextGenerationEvent, ToolChoice, TurnState as S,
@@ -11,6 +10,7 @@ use core_models::{
 use futures::StreamExt;
 use std::sync::Arc;
 use std::time::Duration;
+use tool_calls::{FunctionCallParser, ParseEvent};
 
 /// Text waiting to be sent: the text, whether it is thinking, the chunks gathered.
 type Pending = (String, bool, u32);

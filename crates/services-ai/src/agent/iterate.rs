@@ -3,7 +3,6 @@
 use super::prompt;
 use super::run::{Outcome, Prepared, Reply, Run, Stopped};
 use super::steering::{Halt, ModelChooser, OnRepeat, Plan, Steering, Turn};
-use crate::parser::{FunctionCallParser, ParserOptions, ToolCallFormat, ToolCatalog};
 use core_models::{
     AgentIterationEvent, AgentStateTransition as T, ChatMessage, LlmRequest, ToolCallRequest,
     ToolCallRequestEvent, ToolChoice, ToolDefinition, ToolResult, ToolResultEvent, TurnState as S,
@@ -11,6 +10,7 @@ use core_models::{
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
+use tool_calls::{FunctionCallParser, ParserOptions, ToolCallFormat, ToolCatalog};
 
 /// What stays the same across the iterations of one request.
 pub(super) struct Setup {
@@ -478,8 +478,8 @@ fn parser_options(
     let Some(native) = native else {
         return built.clone();
     };
-    match crate::parser::format_by_name(&native.call_format) {
-        Some(format) => crate::parser::TemplateProfile {
+    match tool_calls::format_by_name(&native.call_format) {
+        Some(format) => tool_calls::TemplateProfile {
             format,
             reasoning: None,
         }

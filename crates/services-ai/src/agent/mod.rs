@@ -30,7 +30,6 @@ mod steering;
 
 use crate::config::AgentConfig;
 use crate::emitter::AgentEventEmitter;
-use crate::parser::ParserOptions;
 use crate::permissions::DefaultPermissionManager;
 use crate::registry::DirectToolExecutor;
 use crate::state_machine::{AgentStateMachine, TurnStateMachine};
@@ -45,6 +44,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tool_calls::ParserOptions;
 use uuid::Uuid;
 
 /// Why a request was stopped from outside the loop.

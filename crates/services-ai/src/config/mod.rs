@@ -5,19 +5,17 @@
 //! Keys are the snake_case field names. Nested budget keys use `__` in the environment:
 //! `AINTERN_MAX_AGENT_ITERATIONS=5`, `AINTERN_BUDGET__MAX_TOTAL_TOKENS=20000`.
 
-mod backend;
-mod mcp;
 mod preset;
 
-pub use backend::{BackendConfig, BackendKind, ToolMode};
-pub use mcp::{valid_server_name, McpServerConfig};
+pub use core_models::{
+    valid_server_name, BackendConfig, BackendKind, McpServerConfig, ToolMode, ValidationError,
+};
 pub use preset::{small_model_inference, SMALL_MODEL_DEFAULTS, SMALL_MODEL_MAX_TOKENS};
 
 use crate::error::{Error, Result};
 use core_models::{SandboxFallback, SandboxMode};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
-use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -316,21 +314,6 @@ impl Default for AgentConfig {
     }
 }
 
-/// One broken configuration rule: the field and what is allowed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ValidationError {
-    /// The field's key (`"max_agent_iterations"`, `"budget.max_cost"`).
-    pub field: &'static str,
-    /// What is wrong and what is allowed.
-    pub message: String,
-}
-
-impl fmt::Display for ValidationError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.field, self.message)
-    }
-}
-
 impl AgentConfig {
     /// The tool timeout.
     pub fn tool_execution_timeout(&self) -> Duration {
@@ -546,7 +529,7 @@ impl AgentConfig {
             );
         }
         errors.extend(self.backend.validation_errors());
-        errors.extend(mcp::validation_errors(&self.mcp_servers));
+        errors.extend(core_models::mcp_validation_errors(&self.mcp_servers));
         errors
     }
 

@@ -2,8 +2,8 @@
 //! keyword arguments holding Python literals. Also Llama 3.1's built-in
 //! `brave_search.call(query="…")`.
 
-use crate::parser::calls::ToolCatalog;
-use crate::parser::values::{property_type, typed_value, Untyped};
+use crate::calls::ToolCatalog;
+use crate::values::{property_type, typed_value, Untyped};
 use core_models::ToolCallRequest;
 use serde_json::{Map, Number, Value};
 

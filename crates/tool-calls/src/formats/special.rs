@@ -3,8 +3,8 @@
 //! Functionary v3.2's `>>>NAME` sections and gpt-oss harmony headers.
 
 use super::{first_of, pythonic, Found};
-use crate::parser::calls::{calls_from_value, Shape, ToolCatalog};
-use crate::parser::json;
+use crate::calls::{calls_from_value, Shape, ToolCatalog};
+use crate::json;
 use core_models::ToolCallRequest;
 use serde_json::Value;
 

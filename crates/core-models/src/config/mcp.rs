@@ -6,7 +6,7 @@
 //! ignores the section there, as it ignores `[formatters]`).
 
 use super::ValidationError;
-use core_models::{RiskLevel, SandboxMode};
+use crate::{RiskLevel, SandboxMode};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -75,9 +75,8 @@ pub fn valid_server_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
-pub(super) fn validation_errors(
-    servers: &BTreeMap<String, McpServerConfig>,
-) -> Vec<ValidationError> {
+/// Every broken rule of the `[mcp_servers]` section.
+pub fn mcp_validation_errors(servers: &BTreeMap<String, McpServerConfig>) -> Vec<ValidationError> {
     let mut errors = Vec::new();
     for (name, server) in servers {
         let mut error = |message: String| {

@@ -1,7 +1,7 @@
 //! Knowing a model's call format from its chat template, as llama.cpp's chat-handler
 //! selection does: the template's own markers and structure decide.
 
-use crate::parser::{ParserOptions, ToolCallFormat};
+use crate::{ParserOptions, ToolCallFormat};
 
 /// What a chat template says about the model's output.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,8 +4,8 @@
 //! by the tool's schema; surrounding whitespace is not part of a value.
 
 use super::{first_of, Found};
-use crate::parser::calls::ToolCatalog;
-use crate::parser::values::{property_type, typed_value, Untyped};
+use crate::calls::ToolCatalog;
+use crate::values::{property_type, typed_value, Untyped};
 use serde_json::{Map, Value};
 
 /// Where the value of an XML parameter ends: its closing tag, or (when the model forgot

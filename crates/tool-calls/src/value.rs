@@ -101,7 +101,7 @@ impl<R: BufRead> Source for Reader<R> {
 }
 
 /// The value of the JSON text `text`; `None` where serde_json would refuse it.
-pub(crate) fn from_str(text: &str) -> Option<Value> {
+pub fn from_str(text: &str) -> Option<Value> {
     let mut source = Slice {
         bytes: text.as_bytes(),
         at: 0,
@@ -111,7 +111,7 @@ pub(crate) fn from_str(text: &str) -> Option<Value> {
 
 /// The value of the JSON text `reader` gives; `None` where serde_json would refuse it or
 /// the reader fails.
-pub(crate) fn from_reader(reader: impl BufRead) -> Option<Value> {
+pub fn from_reader(reader: impl BufRead) -> Option<Value> {
     let mut source = Reader {
         inner: reader,
         error: false,

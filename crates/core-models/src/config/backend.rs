@@ -116,7 +116,7 @@ const MAX_TIMEOUT_MS: u64 = 86_400_000;
 
 impl BackendConfig {
     /// Every broken rule of the section.
-    pub(super) fn validation_errors(&self) -> Vec<ValidationError> {
+    pub fn validation_errors(&self) -> Vec<ValidationError> {
         let mut errors = Vec::new();
         let mut check = |ok: bool, field: &'static str, message: String| {
             if !ok {

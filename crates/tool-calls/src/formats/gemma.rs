@@ -2,7 +2,7 @@
 //! Strings are quoted with `<|"|>`; keys are bare; other values are JSON-like words.
 
 use super::Found;
-use crate::parser::calls::ToolCatalog;
+use crate::calls::ToolCatalog;
 use serde_json::{Map, Value};
 
 const QUOTE: &str = "<|\"|>";

@@ -1,7 +1,6 @@
 //! Turning parsed JSON or XML into [`ToolCallRequest`]s.
 
 use super::json;
-use crate::agent::guard::guarded;
 use core_models::{LlmToolCall, RiskLevel, ToolCallRequest, ToolDefinition, ToolRegistry};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -261,4 +260,10 @@ pub(crate) fn calls_from_value(
         _ if shape == Shape::Marked => Err("the tool call is not a JSON object".into()),
         _ => Ok(None),
     }
+}
+
+/// Run `f` (a tool's own code), a panic becoming `Err`: a tool that panics must not take
+/// the parse with it.
+fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, ()> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|_| ())
 }

@@ -1,5 +1,8 @@
-//! The tool-call parser (seed 001 part g, and well beyond it): finds tool calls in a
-//! model's output, in every common local-model format, in one pass.
+//! The tool-call parser: finds tool calls in a model's output, in every common
+//! local-model format, in one pass; the registry of those formats ([`FORMATS`]), their
+//! detection from a chat template ([`detect_template`]), and the [`prompt`] pieces a
+//! backend needs. Backends, the grammar builder and the MCP client depend on this crate
+//! and on `core-models`, never on the engine.
 //!
 //! Formats (all detected automatically; [`ParserOptions`] selects a subset):
 //!
@@ -26,8 +29,9 @@
 mod calls;
 mod formats;
 mod json;
+pub mod prompt;
 mod stream;
-pub(crate) mod value;
+pub mod value;
 mod values;
 
 pub use calls::ToolCatalog;

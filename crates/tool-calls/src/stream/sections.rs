@@ -3,10 +3,10 @@
 //! and the bare pythonic reply. Every decision depends on the characters alone.
 
 use super::{Matcher, Mode, StreamingFunctionCallParser};
-use crate::parser::formats::pythonic::{PyScan, PythonicScanner};
-use crate::parser::formats::special::{self, Harmony};
-use crate::parser::formats::{self, Section, SectionKind, HARMONY_ENDS};
-use crate::parser::ToolCallFormat;
+use crate::formats::pythonic::{PyScan, PythonicScanner};
+use crate::formats::special::{self, Harmony};
+use crate::formats::{self, Section, SectionKind, HARMONY_ENDS};
+use crate::ToolCallFormat;
 
 /// The body of a call section, or of a harmony header, being collected.
 #[derive(Debug)]
