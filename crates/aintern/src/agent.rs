@@ -2,11 +2,12 @@
 //! approval policy and the sandbox, given in one place.
 
 use crate::approval::ApprovalPolicy;
+use crate::compose;
 use crate::error::{Error, Result};
 use crate::run::{Reply, Run};
 use core_models::{
     AgentRequest, AgentService as _, ChatMessage, InferenceOptions, LlmService, PermissionManager,
-    SandboxMode, Tool, ToolAvailabilityContext, ToolChoice,
+    SandboxMode, Tool, ToolAvailabilityContext, ToolChoice, ToolRegistry,
 };
 use services_ai::{AgentConfig, AgentEngine, DefaultPermissionManager, InMemoryToolRegistry};
 use std::path::{Path, PathBuf};
@@ -25,9 +26,9 @@ pub enum Preset {
     /// temperature 0.7 and up to 4096 tokens a reply.
     Standard,
     /// The small-model preset ([`AgentConfig::small_model`] and
-    /// [`services_ai::small_model_inference`]): the compact tool prompt, calls routed by
-    /// the request's words, arguments held to the request's words and the files that
-    /// exist, greedy sampling and 512 tokens a reply.
+    /// [`services_ai::small_model_inference`]): the compact tool prompt, the small-model
+    /// steering (the model chooses each step among answering and the tools, then writes
+    /// it under a grammar), greedy sampling and 512 tokens a reply.
     SmallModel,
 }
 
@@ -44,7 +45,10 @@ pub struct AgentBuilder {
     sandbox: Option<SandboxMode>,
     builtin_tools: bool,
     tools: Vec<Arc<dyn Tool>>,
+    tools_from: Vec<Arc<dyn ToolRegistry>>,
     permissions: Option<Arc<dyn PermissionManager>>,
+    #[cfg(feature = "tools")]
+    launcher: Option<Arc<sandbox::Launcher>>,
 }
 
 impl std::fmt::Debug for AgentBuilder {
@@ -72,7 +76,10 @@ impl AgentBuilder {
             sandbox: None,
             builtin_tools: cfg!(feature = "tools"),
             tools: Vec::new(),
+            tools_from: Vec::new(),
             permissions: None,
+            #[cfg(feature = "tools")]
+            launcher: None,
         }
     }
 
@@ -158,6 +165,25 @@ impl AgentBuilder {
         self
     }
 
+    /// Also offer the tools of another registry — an MCP client's servers, say — after
+    /// the agent's own (the built-ins and [`tool`](Self::tool)), which win a shared id.
+    /// The registry is asked each time the tools are listed, so tools that come and go
+    /// are followed.
+    pub fn tools_from(mut self, registry: Arc<dyn ToolRegistry>) -> Self {
+        self.tools_from.push(registry);
+        self
+    }
+
+    /// The launcher the built-in tools, the git inspector and the formatters start their
+    /// commands through (feature `tools`; default: one made from the configuration's
+    /// `[sandbox]` section). Give one to share it with what else starts commands (an MCP
+    /// client's servers) or to set what the configuration does not (the home folder).
+    #[cfg(feature = "tools")]
+    pub fn launcher(mut self, launcher: Arc<sandbox::Launcher>) -> Self {
+        self.launcher = Some(launcher);
+        self
+    }
+
     /// Build the agent.
     ///
     /// # Errors
@@ -190,26 +216,39 @@ impl AgentBuilder {
                 InferenceOptions::default()
             }
         });
-        let registry = Arc::new(InMemoryToolRegistry::new());
-        let mut engine = wiring::Wiring::new(&config);
+        let own = Arc::new(InMemoryToolRegistry::new());
+        #[cfg(feature = "tools")]
+        let mut engine = compose::Wiring::new(&config, self.launcher);
+        #[cfg(not(feature = "tools"))]
+        let mut engine = compose::Wiring::new(&config);
         if self.builtin_tools {
             for tool in engine.builtin_tools() {
-                registry.register(tool);
+                own.register(tool);
             }
         }
         for tool in self.tools {
             let id = tool.definition().id.clone();
-            if registry.register(tool).is_some() {
+            if own.register(tool).is_some() {
                 return Err(Error::DuplicateTool(id));
             }
         }
+        let tools: Arc<dyn ToolRegistry> = if self.tools_from.is_empty() {
+            own
+        } else {
+            Arc::new(compose::Layered::new(own, self.tools_from))
+        };
         let permissions = self
             .permissions
             .unwrap_or_else(|| Arc::new(DefaultPermissionManager::in_memory()));
-        let builder = AgentEngine::builder(Arc::clone(&model), registry).permissions(permissions);
-        let engine = engine.finish(builder).config(config.clone()).build();
+        let engine = engine.engine(
+            Arc::clone(&model),
+            Arc::clone(&tools),
+            permissions,
+            config.clone(),
+        );
         Ok(Agent {
             engine,
+            tools,
             model,
             workspace,
             inference,
@@ -231,78 +270,6 @@ fn open_workspace(dir: &Path) -> Result<PathBuf> {
         return Err(refuse("it is not a folder".into()));
     }
     Ok(canonical)
-}
-
-/// What the built-in tools and the engine's command ports run through.
-mod wiring {
-    use core_models::Tool;
-    use services_ai::{AgentConfig, AgentEngineBuilder};
-    use std::sync::Arc;
-
-    /// The sandbox launcher (feature `tools`) and the formatters of the configuration.
-    pub(super) struct Wiring {
-        #[cfg(feature = "tools")]
-        launcher: Arc<sandbox::Launcher>,
-        #[cfg(feature = "tools")]
-        formatters: Vec<(String, services_ai::FormatterConfig)>,
-    }
-
-    impl Wiring {
-        #[cfg(feature = "tools")]
-        pub(super) fn new(config: &AgentConfig) -> Self {
-            let s = &config.sandbox;
-            let settings = sandbox::SandboxSettings {
-                mode: s.mode,
-                network: s.network,
-                writable: s.writable_paths.iter().map(Into::into).collect(),
-                deny_read: s.deny_read.iter().map(Into::into).collect(),
-                pass_env: s.pass_env.clone(),
-                secret_env: config.backend.api_key_env.iter().cloned().collect(),
-                fallback: s.fallback,
-                home: None,
-            };
-            Wiring {
-                launcher: Arc::new(sandbox::Launcher::new(settings)),
-                formatters: config
-                    .formatters
-                    .iter()
-                    .map(|(n, f)| (n.clone(), f.clone()))
-                    .collect(),
-            }
-        }
-
-        #[cfg(not(feature = "tools"))]
-        pub(super) fn new(_config: &AgentConfig) -> Self {
-            Wiring {}
-        }
-
-        /// The built-in tools, their commands under the sandbox.
-        pub(super) fn builtin_tools(&mut self) -> Vec<Arc<dyn Tool>> {
-            #[cfg(feature = "tools")]
-            return tools::builtin_tools_with(Arc::clone(&self.launcher));
-            #[cfg(not(feature = "tools"))]
-            return Vec::new();
-        }
-
-        /// The engine's git inspector and formatters, their commands under the sandbox.
-        pub(super) fn finish(self, builder: AgentEngineBuilder) -> AgentEngineBuilder {
-            #[cfg(feature = "tools")]
-            {
-                let mut builder = builder.git_inspector(Arc::new(tools::GitCommandInspector::new(
-                    Arc::clone(&self.launcher),
-                )));
-                for (name, f) in self.formatters {
-                    builder = builder.formatter(Arc::new(
-                        tools::CommandFormatter::new(name, f.extensions, f.command)
-                            .with_launcher(Arc::clone(&self.launcher)),
-                    ));
-                }
-                builder
-            }
-            #[cfg(not(feature = "tools"))]
-            builder
-        }
-    }
 }
 
 /// The conversation the agent continues.
@@ -328,6 +295,7 @@ impl Conversation {
 /// Needs a tokio runtime: requests run as tasks on it.
 pub struct Agent {
     engine: AgentEngine,
+    tools: Arc<dyn ToolRegistry>,
     model: Arc<dyn LlmService>,
     workspace: PathBuf,
     inference: InferenceOptions,
@@ -461,6 +429,11 @@ impl Agent {
     /// The model.
     pub fn model(&self) -> &Arc<dyn LlmService> {
         &self.model
+    }
+
+    /// The tools the agent offers: its own, then those of [`AgentBuilder::tools_from`].
+    pub fn tools(&self) -> &Arc<dyn ToolRegistry> {
+        &self.tools
     }
 
     /// The configuration in use.

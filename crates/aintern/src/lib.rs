@@ -78,6 +78,7 @@
 
 mod agent;
 mod approval;
+mod compose;
 mod error;
 #[cfg(any(feature = "llama", feature = "llama-docs"))]
 mod loading;
@@ -86,6 +87,8 @@ mod run;
 
 pub use agent::{Agent, AgentBuilder, Preset};
 pub use approval::ApprovalPolicy;
+#[cfg(feature = "tools")]
+pub use compose::sandbox_settings;
 pub use error::{Error, Result};
 #[cfg(any(feature = "llama", feature = "llama-docs"))]
 pub use loading::{load_embedded_model, load_gguf};

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+use aintern::models::ToolRegistry;
 use aintern::prelude::*;
 use std::path::Path;
 use std::sync::Arc;
@@ -389,4 +390,100 @@ fn the_readme_shows_the_readme_example_and_it_is_short() {
         "{} lines",
         block.lines().count()
     );
+}
+
+/// A tool that answers with its own description.
+struct Named(ToolDefinition);
+
+impl Named {
+    fn shared(id: &str, description: &str) -> Arc<dyn Tool> {
+        Arc::new(Named(
+            ToolDefinition::new(id, id, description).with_risk(RiskLevel::Safe),
+        ))
+    }
+}
+
+#[async_trait]
+impl Tool for Named {
+    fn definition(&self) -> &ToolDefinition {
+        &self.0
+    }
+
+    fn validate(&self, _parameters: &Value) -> ToolValidationResult {
+        ToolValidationResult::valid()
+    }
+
+    fn execution_summary(&self, _parameters: &Value) -> String {
+        format!("run {}", self.0.id)
+    }
+
+    async fn execute(&self, _context: ToolExecutionContext) -> ToolResult {
+        ToolResult::success(self.0.description.clone())
+    }
+}
+
+/// Another registry whose tools come and go (as an MCP client's servers' do).
+#[derive(Default)]
+struct Changing(std::sync::Mutex<Vec<Arc<dyn Tool>>>);
+
+impl ToolRegistry for Changing {
+    fn get_tool(&self, id: &str) -> Option<Arc<dyn Tool>> {
+        self.all_tools()
+            .into_iter()
+            .find(|t| t.definition().id == id)
+    }
+
+    fn all_tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+fn ids(agent: &Agent) -> Vec<String> {
+    agent
+        .tools()
+        .all_tools()
+        .iter()
+        .map(|t| t.definition().id.clone())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tools_of_another_registry_follow_the_agent_s_own_and_are_looked_at_each_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = Arc::new(Changing::default());
+    other.0.lock().unwrap().extend([
+        Named::shared("z_served", "served z"),
+        Named::shared("a_served", "served a"),
+        Named::shared("own", "served, shadowed"),
+    ]);
+    let agent = Agent::builder()
+        .model(ScriptedLlm::from_texts([
+            call("m_later", json!({})),
+            "done".to_string(),
+        ]))
+        .workspace(dir.path())
+        .builtin_tools(false)
+        .shared_tool(Named::shared("own", "the agent's own"))
+        .tools_from(Arc::clone(&other) as Arc<dyn ToolRegistry>)
+        .build()
+        .unwrap();
+    // The agent's own first, then the others' by id; an id of its own wins.
+    assert_eq!(ids(&agent), ["own", "a_served", "z_served"]);
+    let own = agent.tools().get_tool("own").unwrap();
+    assert_eq!(own.definition().description, "the agent's own");
+    // A tool the other registry gains later is offered, and runs.
+    other
+        .0
+        .lock()
+        .unwrap()
+        .push(Named::shared("m_later", "served later"));
+    assert_eq!(ids(&agent), ["own", "a_served", "m_later", "z_served"]);
+    let reply = agent.ask("use the new tool").await.unwrap();
+    assert_eq!(reply.text(), "done");
+    let results: Vec<&str> = reply
+        .tool_results
+        .iter()
+        .map(|r| r.result.content.as_str())
+        .collect();
+    assert_eq!(results, ["served later"]);
 }

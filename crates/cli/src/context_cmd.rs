@@ -69,7 +69,7 @@ pub(crate) async fn report(
         if !message {
             r.message.clear();
         }
-        session.agent.first_request(&r)
+        session.agent.engine().first_request(&r)
     };
     let exact = llm
         .count_tokens(&variant(true, true, true))

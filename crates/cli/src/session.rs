@@ -14,7 +14,7 @@ use core_models::{
 };
 use futures::StreamExt;
 use serde::Deserialize;
-use services_ai::{AgentEngine, DefaultPermissionManager, FilePermissionStore};
+use services_ai::{DefaultPermissionManager, FilePermissionStore};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -140,7 +140,7 @@ enum StdinCommand {
 
 /// The agent and what every request of the session shares.
 pub(crate) struct Session {
-    pub(crate) agent: AgentEngine,
+    pub(crate) agent: aintern::Agent,
     llm: Arc<dyn core_models::LlmService>,
     args: SessionArgs,
     /// A small model: greedy, short replies (and the compact tool prompt).
@@ -237,15 +237,6 @@ impl Session {
                 terminal.note(&format!("{why}; its tools are unavailable"));
             }
         }
-        let registry: Arc<dyn ToolRegistry> = Arc::new(mcp::CombinedRegistry::new(
-            tools::builtin_tools_with(Arc::clone(&launcher)),
-            Arc::clone(&servers),
-        ));
-        if let Some(ToolChoice::Tool(id)) = &args.policy.tool_choice {
-            if registry.get_tool(id).is_none() {
-                return Err(unknown_tool(id, &registry.all_tools()));
-            }
-        }
         // A small model follows the compact tool prompt (unless configured otherwise).
         let config = if opened.small {
             settings::load_config(
@@ -269,6 +260,23 @@ impl Session {
                     Arc::new(DefaultPermissionManager::in_memory())
                 }
             };
+        // Built through the facade, the one composition root: the built-in tools, then the
+        // MCP servers' tools; git and the formatters under the same launcher.
+        let agent = aintern::Agent::builder()
+            .shared_model(Arc::clone(&llm))
+            .workspace(&workspace)
+            .config(config)
+            .launcher(Arc::clone(&launcher))
+            .tools_from(Arc::clone(&servers) as Arc<dyn ToolRegistry>)
+            .permissions(Arc::clone(&permissions))
+            .build()
+            .map_err(|e| e.to_string())?;
+        let registry = Arc::clone(agent.tools());
+        if let Some(ToolChoice::Tool(id)) = &args.policy.tool_choice {
+            if registry.get_tool(id).is_none() {
+                return Err(unknown_tool(id, &registry.all_tools()));
+            }
+        }
         let header = crate::sessions::Header {
             id: resume
                 .as_ref()
@@ -292,13 +300,6 @@ impl Session {
         for note in notes {
             terminal.note(&note);
         }
-        let agent = build_agent(
-            Arc::clone(&llm),
-            Arc::clone(&registry),
-            Arc::clone(&permissions),
-            &launcher,
-            config,
-        );
         Ok(Session {
             agent,
             llm,
@@ -442,6 +443,7 @@ impl Session {
             .asked(&core_models::ChatMessage::user(request.message.clone()));
         let mut events = self
             .agent
+            .engine()
             .process_message(request)
             .map_err(|e| e.to_string())?;
         let mut d = Driving {
@@ -498,7 +500,7 @@ impl Session {
                 },
                 () = interrupts.next() => {
                     terminal.note("cancelling (Ctrl-C)");
-                    self.agent.cancel();
+                    self.agent.engine().cancel();
                 }
                 _ = ticks.tick() => terminal.tick(),
             }
@@ -508,7 +510,10 @@ impl Session {
         }
         terminal.done();
         // The agent keeps the conversation as the request left it (compacted, if it was).
-        if let Err(e) = self.saved.ended(self.agent.conversation(), d.usage) {
+        if let Err(e) = self
+            .saved
+            .ended(self.agent.engine().conversation(), d.usage)
+        {
             terminal.note(&format!("the session was not saved: {e}"));
         }
         Ok(Driven {
@@ -524,7 +529,7 @@ impl Session {
         if !takes_messages(d.state) {
             // The model is writing its reply: the line is the next request.
             d.unsent.push(line);
-        } else if let Err(e) = self.agent.send_user_message(line.clone()) {
+        } else if let Err(e) = self.agent.engine().send_user_message(line.clone()) {
             tracing::debug!(error = %e, "kept a line for after the request");
             d.unsent.push(line);
         }
@@ -614,7 +619,10 @@ impl Session {
         let result = match command {
             StdinCommand::Approve { call_id, remember } => {
                 let decision = ApprovalDecision::approve().remember(remember);
-                let answered = self.agent.provide_approval(call_id, decision.clone());
+                let answered = self
+                    .agent
+                    .engine()
+                    .provide_approval(call_id, decision.clone());
                 if answered.is_ok() && remember == RememberScope::Session {
                     if let Some(a) = pending.iter().find(|a| a.request.id == call_id) {
                         self.saved.remembered(&a.request, &decision);
@@ -624,14 +632,15 @@ impl Session {
             }
             StdinCommand::Deny { call_id, reason } => self
                 .agent
+                .engine()
                 .provide_approval(call_id, ApprovalDecision::deny(reason)),
             StdinCommand::Cancel => {
-                self.agent.cancel();
+                self.agent.engine().cancel();
                 Ok(())
             }
             StdinCommand::UserMessage { text } => {
                 // Refused (no request, or one that has answered): the sender is told.
-                if let Err(e) = self.agent.send_user_message(text) {
+                if let Err(e) = self.agent.engine().send_user_message(text) {
                     eprintln!("aintern: the user_message was refused: {e}");
                 }
                 return;
@@ -713,29 +722,6 @@ pub(crate) fn inference_options(
         max_tokens: max_tokens.unwrap_or(defaults.max_tokens),
         ..defaults
     }
-}
-
-/// The agent over `llm` and `registry`, its commands (git, the configured formatters)
-/// run through `launcher`.
-pub(crate) fn build_agent(
-    llm: Arc<dyn core_models::LlmService>,
-    registry: Arc<dyn ToolRegistry>,
-    permissions: Arc<dyn core_models::PermissionManager>,
-    launcher: &Arc<sandbox::Launcher>,
-    config: services_ai::AgentConfig,
-) -> AgentEngine {
-    let mut builder = AgentEngine::builder(llm, registry)
-        .permissions(permissions)
-        .git_inspector(Arc::new(tools::GitCommandInspector::new(Arc::clone(
-            launcher,
-        ))));
-    for (name, f) in &config.formatters {
-        builder = builder.formatter(Arc::new(
-            tools::CommandFormatter::new(name.clone(), f.extensions.clone(), f.command.clone())
-                .with_launcher(Arc::clone(launcher)),
-        ));
-    }
-    builder.config(config).build()
 }
 
 /// The workspace folder, canonical: `dir` or the current folder.

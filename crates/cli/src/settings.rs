@@ -139,22 +139,16 @@ fn read_workspace_file(file: &Path) -> Result<Option<String>, String> {
 /// folder (saved sessions, the chat's history) are protected like secrets: no command or
 /// tool may read or change them, even with the home folder as the workspace.
 pub(crate) fn sandbox_settings(config: &AgentConfig) -> sandbox::SandboxSettings {
-    let s = &config.sandbox;
-    let mut deny_read: Vec<PathBuf> = s.deny_read.iter().map(PathBuf::from).collect();
-    deny_read.extend(config_dir());
-    // Saved conversations and the chat's history are the user's, not the commands'.
-    deny_read.extend(dirs::data_dir().map(|d| d.join("aintern")));
-    sandbox::SandboxSettings {
-        mode: s.mode,
-        network: s.network,
-        writable: s.writable_paths.iter().map(PathBuf::from).collect(),
-        deny_read,
-        pass_env: s.pass_env.clone(),
-        // The model server's key is for aintern alone, whatever its variable is called.
-        secret_env: config.backend.api_key_env.iter().cloned().collect(),
-        fallback: s.fallback,
-        home: None,
-    }
+    // The configuration's settings (the model server's key is for aintern alone, whatever
+    // its variable is called), and aintern's own folders kept unreadable: its
+    // configuration, the saved conversations and the chat's history are the user's, not
+    // the commands'.
+    let mut settings = aintern::sandbox_settings(config);
+    settings.deny_read.extend(config_dir());
+    settings
+        .deny_read
+        .extend(dirs::data_dir().map(|d| d.join("aintern")));
+    settings
 }
 
 /// A configuration error in words.

@@ -113,35 +113,17 @@ impl McpServers {
     }
 }
 
-/// The built-in tools and the MCP servers' tools, as one registry: the servers' lists are
-/// read at each look, so a server's `tools/list_changed` shows at once.
-pub struct CombinedRegistry {
-    builtin: Vec<Arc<dyn Tool>>,
-    mcp: Arc<McpServers>,
-}
-
-impl CombinedRegistry {
-    /// `builtin` tools, then those of `mcp`'s servers: each part in the order of the ids,
-    /// the built-ins first, so that the tools part of the prompt starts the same whatever
-    /// the servers offer (a model's KV cache keeps it).
-    pub fn new(mut builtin: Vec<Arc<dyn Tool>>, mcp: Arc<McpServers>) -> Self {
-        builtin.sort_by(|a, b| a.definition().id.cmp(&b.definition().id));
-        CombinedRegistry { builtin, mcp }
-    }
-}
-
-impl ToolRegistry for CombinedRegistry {
+/// The servers' tools as a registry, in the order of their ids (an agent offers them
+/// after its own: `aintern::AgentBuilder::tools_from`). Their lists are read at each
+/// look, so a server's `tools/list_changed` shows at once.
+impl ToolRegistry for McpServers {
     fn get_tool(&self, id: &str) -> Option<Arc<dyn Tool>> {
-        self.all_tools()
-            .into_iter()
-            .find(|t| t.definition().id == id)
+        self.tools().into_iter().find(|t| t.definition().id == id)
     }
 
     fn all_tools(&self) -> Vec<Arc<dyn Tool>> {
-        let mut tools = self.builtin.clone();
-        let mut served = self.mcp.tools();
-        served.sort_by(|a, b| a.definition().id.cmp(&b.definition().id));
-        tools.extend(served);
+        let mut tools = self.tools();
+        tools.sort_by(|a, b| a.definition().id.cmp(&b.definition().id));
         tools
     }
 }

@@ -6,11 +6,10 @@ use super::check::{self, Failure, MadeCall, Outcome};
 use super::suite::Task;
 use core_models::{
     AgentEvent, AgentRequest, AgentService as _, LlmService, ToolAvailabilityContext, ToolChoice,
-    ToolRegistry,
 };
 use futures::StreamExt;
 use serde::Serialize;
-use services_ai::{DefaultPermissionManager, InMemoryToolRegistry};
+use services_ai::DefaultPermissionManager;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -110,7 +109,7 @@ pub(crate) async fn run_task(bench: &Bench, task: &Task) -> RunRecord {
 /// A task's workspace and agent, ready to run.
 struct Prepared {
     workspace: tempfile::TempDir,
-    agent: services_ai::AgentEngine,
+    agent: aintern::Agent,
     request: AgentRequest,
 }
 
@@ -155,11 +154,15 @@ fn prepare(bench: &Bench, task: &Task) -> Result<Prepared, String> {
         .secret_env
         .extend(bench.api_key_env.clone());
     let launcher = Arc::new(sandbox::Launcher::new(sandbox_settings));
-    let registry = InMemoryToolRegistry::new();
-    for tool in tools::builtin_tools_with(Arc::clone(&launcher)) {
-        registry.register(tool);
-    }
-    let registry: Arc<dyn ToolRegistry> = Arc::new(registry);
+    // Saved permissions stay out of it: every call is asked about, and granted.
+    let agent = aintern::Agent::builder()
+        .shared_model(Arc::clone(&bench.llm))
+        .workspace(&root)
+        .config(config)
+        .launcher(launcher)
+        .permissions(Arc::new(DefaultPermissionManager::in_memory()))
+        .build()
+        .map_err(|e| e.to_string())?;
     let choice = bench
         .policy
         .tool_choice
@@ -167,19 +170,10 @@ fn prepare(bench: &Bench, task: &Task) -> Result<Prepared, String> {
         .or_else(|| task.tool_choice.clone())
         .unwrap_or_default();
     if let ToolChoice::Tool(id) = &choice {
-        if registry.get_tool(id).is_none() {
+        if agent.tools().get_tool(id).is_none() {
             return Err(format!("the tool choice names no tool: {id}"));
         }
     }
-    // Saved permissions stay out of it: every call is asked about, and granted.
-    let permissions = Arc::new(DefaultPermissionManager::in_memory());
-    let agent = crate::session::build_agent(
-        Arc::clone(&bench.llm),
-        registry,
-        permissions,
-        &launcher,
-        config,
-    );
     let mut request = AgentRequest::new(task.request.clone())
         .with_tool_context(ToolAvailabilityContext::for_workspace(&root));
     request.tool_choice = choice;
@@ -205,7 +199,11 @@ async fn drive(
 ) -> (Outcome, (u64, u64)) {
     let mut outcome = Outcome::default();
     let mut usage = (0, 0);
-    let mut stream = match prepared.agent.process_message(prepared.request.clone()) {
+    let mut stream = match prepared
+        .agent
+        .engine()
+        .process_message(prepared.request.clone())
+    {
         Ok(stream) => stream,
         Err(e) => {
             outcome.error = Some(e.to_string());

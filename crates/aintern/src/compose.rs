@@ -1,0 +1,140 @@
+//! The one composition root: what the built-in tools and the engine's command ports run
+//! through, and the tools of other registries offered beside the agent's own. The CLI
+//! and every application build their agent through [`crate::AgentBuilder`], which uses
+//! this; nothing else wires the engine.
+
+use core_models::{LlmService, PermissionManager, Tool, ToolRegistry};
+use services_ai::{AgentConfig, AgentEngine, AgentEngineBuilder, InMemoryToolRegistry};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+/// The sandbox settings of the configuration's `[sandbox]` section (feature `tools`); the
+/// backend's API key variable, whatever it is called, is kept from every command. An
+/// application adds what the configuration does not say (folders of its own to keep
+/// unreadable, the home folder) and gives the launcher to [`crate::AgentBuilder::launcher`].
+#[cfg(feature = "tools")]
+pub fn sandbox_settings(config: &AgentConfig) -> sandbox::SandboxSettings {
+    let s = &config.sandbox;
+    sandbox::SandboxSettings {
+        mode: s.mode,
+        network: s.network,
+        writable: s.writable_paths.iter().map(Into::into).collect(),
+        deny_read: s.deny_read.iter().map(Into::into).collect(),
+        pass_env: s.pass_env.clone(),
+        secret_env: config.backend.api_key_env.iter().cloned().collect(),
+        fallback: s.fallback,
+        home: None,
+    }
+}
+
+/// The sandbox launcher (feature `tools`) and the formatters of the configuration.
+pub(crate) struct Wiring {
+    #[cfg(feature = "tools")]
+    launcher: Arc<sandbox::Launcher>,
+    #[cfg(feature = "tools")]
+    formatters: Vec<(String, services_ai::FormatterConfig)>,
+}
+
+impl Wiring {
+    /// Through `launcher`, or one made from the configuration's `[sandbox]`.
+    #[cfg(feature = "tools")]
+    pub(crate) fn new(config: &AgentConfig, launcher: Option<Arc<sandbox::Launcher>>) -> Self {
+        let launcher =
+            launcher.unwrap_or_else(|| Arc::new(sandbox::Launcher::new(sandbox_settings(config))));
+        Wiring {
+            launcher,
+            formatters: config
+                .formatters
+                .iter()
+                .map(|(n, f)| (n.clone(), f.clone()))
+                .collect(),
+        }
+    }
+
+    #[cfg(not(feature = "tools"))]
+    pub(crate) fn new(_config: &AgentConfig) -> Self {
+        Wiring {}
+    }
+
+    /// The built-in tools, their commands under the sandbox.
+    pub(crate) fn builtin_tools(&mut self) -> Vec<Arc<dyn Tool>> {
+        #[cfg(feature = "tools")]
+        return tools::builtin_tools_with(Arc::clone(&self.launcher));
+        #[cfg(not(feature = "tools"))]
+        return Vec::new();
+    }
+
+    /// The engine over `model` and `tools`, with its git inspector and formatters (their
+    /// commands under the sandbox).
+    pub(crate) fn engine(
+        self,
+        model: Arc<dyn LlmService>,
+        tools: Arc<dyn ToolRegistry>,
+        permissions: Arc<dyn PermissionManager>,
+        config: AgentConfig,
+    ) -> AgentEngine {
+        let builder = AgentEngine::builder(model, tools).permissions(permissions);
+        self.ports(builder).config(config).build()
+    }
+
+    /// The engine's git inspector and formatters, their commands under the sandbox.
+    fn ports(self, builder: AgentEngineBuilder) -> AgentEngineBuilder {
+        #[cfg(feature = "tools")]
+        {
+            let mut builder = builder.git_inspector(Arc::new(tools::GitCommandInspector::new(
+                Arc::clone(&self.launcher),
+            )));
+            for (name, f) in self.formatters {
+                builder = builder.formatter(Arc::new(
+                    tools::CommandFormatter::new(name, f.extensions, f.command)
+                        .with_launcher(Arc::clone(&self.launcher)),
+                ));
+            }
+            builder
+        }
+        #[cfg(not(feature = "tools"))]
+        builder
+    }
+}
+
+/// The agent's own tools, then those of other registries (asked at each look), sorted
+/// by id within each; an id of the agent's own wins.
+pub(crate) struct Layered {
+    own: Arc<InMemoryToolRegistry>,
+    others: Vec<Arc<dyn ToolRegistry>>,
+}
+
+impl Layered {
+    pub(crate) fn new(own: Arc<InMemoryToolRegistry>, others: Vec<Arc<dyn ToolRegistry>>) -> Self {
+        Layered { own, others }
+    }
+}
+
+impl ToolRegistry for Layered {
+    fn get_tool(&self, id: &str) -> Option<Arc<dyn Tool>> {
+        self.own
+            .get_tool(id)
+            .or_else(|| self.others.iter().find_map(|r| r.get_tool(id)))
+    }
+
+    fn all_tools(&self) -> Vec<Arc<dyn Tool>> {
+        // The agent's own first (the registry keeps them by id), so that the tools part of
+        // the prompt starts the same whatever the others offer: a model's cache keeps it.
+        let mut tools = self.own.all_tools();
+        let mut seen: BTreeSet<String> = tools.iter().map(|t| t.definition().id.clone()).collect();
+        for other in &self.others {
+            let mut theirs: Vec<(String, Arc<dyn Tool>)> = other
+                .all_tools()
+                .into_iter()
+                .map(|t| (t.definition().id.clone(), t))
+                .collect();
+            theirs.sort_by(|a, b| a.0.cmp(&b.0));
+            for (id, tool) in theirs {
+                if seen.insert(id) {
+                    tools.push(tool);
+                }
+            }
+        }
+        tools
+    }
+}
