@@ -8,7 +8,7 @@
 //! runs (see [`is_inert_variable`]) leaves the line's commands unknown.
 
 use super::optscan::{self, Options, NO_OPTIONS};
-use super::runners::not_understood;
+use super::wrappers::not_understood;
 use super::wrappers::{command_from, is_inert_variable, is_name, Decides, Inner, Runs};
 
 /// What the builtin `name` runs; `None` when `name` is not one of these builtins.
@@ -225,7 +225,7 @@ fn printf(words: &[&str]) -> Runs {
 
 #[cfg(test)]
 mod tests {
-    use super::super::wrappers::shown;
+    use super::super::what_runs::shown;
 
     #[test]
     fn scripts_of_builtins_are_followed() {

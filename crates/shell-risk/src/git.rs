@@ -35,7 +35,7 @@
 
 use super::git_options::{GLOBAL_FLAGS, SUBCOMMANDS};
 use super::paths::Place;
-use super::programs::{scan, Operands};
+use super::spec::{scan, Operands};
 use super::Finding;
 use crate::git_config::{configuration_concern, confined_git_dir, discover, Kind};
 use core_models::RiskLevel;

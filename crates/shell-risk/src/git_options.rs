@@ -1,6 +1,6 @@
 //! The options of git's read-only subcommands, as data (see `git`).
 
-use super::programs::{Operands, Spec, NONE};
+use super::spec::{Operands, Spec, NONE};
 
 /// Options shared by `log`, `show`, `diff` and `stash show`.
 const LOG_FLAGS: &[&str] = &[

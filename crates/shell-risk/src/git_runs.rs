@@ -364,7 +364,7 @@ fn config(words: &[&str], from: usize, runs: &mut Runs) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::wrappers::shown;
+    use super::super::what_runs::shown;
 
     #[test]
     fn what_git_runs_is_found() {

@@ -195,7 +195,7 @@ fn is_remote(word: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::wrappers::shown;
+    use super::super::what_runs::shown;
 
     #[test]
     fn options_that_run_commands_are_found() {

@@ -84,9 +84,11 @@ mod runners;
 mod sed;
 mod severity;
 mod shells;
+mod spec;
 mod syntax;
 mod table;
 mod table_text;
+mod what_runs;
 mod words;
 mod wrappers;
 

@@ -10,7 +10,9 @@
 
 use super::optscan::{self, Options, NO_OPTIONS};
 use super::shells;
-use super::wrappers::{command_from, guesses, is_assignment, is_inert_variable, Arg, Inner, Runs};
+use super::wrappers::{
+    command_from, is_assignment, is_inert_variable, not_understood, Arg, Inner, Runs,
+};
 
 /// A wrapper that runs the command after its options and a fixed number of operands.
 struct Runner {
@@ -251,14 +253,6 @@ pub(super) fn runner(name: &str, words: &[&str]) -> Option<Runs> {
         ));
     }
     Some(runs)
-}
-
-/// A wrapper whose options are not understood: its command is not known.
-pub(super) fn not_understood(name: &str, why: &str, words: &[&str]) -> Runs {
-    Runs::unseen(format!(
-        "'{name}' {why}, so the command it runs is not known"
-    ))
-    .with(guesses(words, 1))
 }
 
 /// `NAME=VALUE` given to a wrapper: a variable that can change what runs is not seen.
@@ -615,7 +609,7 @@ fn find(words: &[&str]) -> Runs {
 
 #[cfg(test)]
 mod tests {
-    use super::super::wrappers::shown;
+    use super::super::what_runs::shown;
 
     fn none() -> Vec<String> {
         Vec::new()
@@ -663,7 +657,7 @@ mod tests {
         assert_eq!(shown("env -iS -u"), ["!"]);
         assert_eq!(shown("env -S rm -S x"), ["rm -S x"]);
         let words = ["env", "-S", "-i A=1 rm 'a b' # c", "d"];
-        let runs = super::super::wrappers::runs(&words);
+        let runs = super::super::what_runs::runs(&words);
         assert_eq!(
             runs.unseen,
             Some("'env' sets the variable 'A', which can change what runs".into())

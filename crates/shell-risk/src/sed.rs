@@ -16,7 +16,7 @@
 
 use super::optscan::{self, Options, NO_OPTIONS};
 use super::paths::Place;
-use super::programs::{check_paths, scan, Operands, Spec, NONE};
+use super::spec::{check_paths, scan, Operands, Spec, NONE};
 use super::wrappers::{Inner, Runs};
 
 const SED: Spec = Spec {
@@ -561,7 +561,7 @@ mod tests {
 
     #[test]
     fn sed_runs_the_commands_of_its_scripts() {
-        use super::super::wrappers::shown;
+        use super::super::what_runs::shown;
         assert_eq!(shown("sed -n 1p f"), Vec::<String>::new());
         assert_eq!(shown("sed -e 1d -e $d f"), Vec::<String>::new());
         for unseen in ["sed -f s x", "sed --expr=1d x", "sed -e s/a/b/e x"] {

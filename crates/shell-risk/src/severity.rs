@@ -4,9 +4,8 @@
 //! a shell are high; anything else that runs is at least medium.
 
 use super::git;
-use super::wrappers::{
-    self, program_name, Inner, INTERPRETERS, PACKAGE_MANAGERS, SHELLS, WRAPPERS,
-};
+use super::what_runs;
+use super::wrappers::{program_name, Inner, INTERPRETERS, PACKAGE_MANAGERS, SHELLS, WRAPPERS};
 use super::Finding;
 use core_models::RiskLevel;
 
@@ -193,7 +192,7 @@ pub(super) fn assess(words: &[&str], piped_into: bool) -> Option<Finding> {
 
 /// A shell: its `-c` script is judged on its own; a script file or its input is not seen.
 fn shell(name: &str, words: &[&str], piped_into: bool) -> Finding {
-    let runs_script = wrappers::runs(words)
+    let runs_script = what_runs::runs(words)
         .inner
         .iter()
         .any(|i| matches!(i, Inner::Script { .. }));

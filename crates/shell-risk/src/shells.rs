@@ -4,7 +4,7 @@
 //! for the other wrappers (see [`runners`](super::runners)).
 
 use super::optscan::{self, Options, NO_OPTIONS};
-use super::runners::not_understood;
+use super::wrappers::not_understood;
 use super::wrappers::{Arg, Inner, Runs};
 
 const SU: Options = Options {
@@ -224,7 +224,7 @@ fn loose_script(words: &[&str]) -> Vec<Inner> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::wrappers::shown;
+    use super::super::what_runs::shown;
 
     #[test]
     fn shells_run_their_c_script_only() {

@@ -6,7 +6,7 @@
 //! This file lists the programs that show files and folders; `table_text` those that
 //! search, filter and compare text, and those that print facts about the system.
 
-use super::programs::{Operands, Parser, Spec, NONE};
+use super::spec::{Operands, Parser, Spec, NONE};
 
 const SUMS: Spec = Spec {
     name: "md5sum",

@@ -1,7 +1,7 @@
 //! The read-only programs that search, filter and compare text, and those that print
 //! facts about the system, as data (see `table`).
 
-use super::programs::{Operands, Parser, Spec, NONE};
+use super::spec::{Operands, Parser, Spec, NONE};
 
 const GREP: Spec = Spec {
     name: "grep",

@@ -59,7 +59,7 @@ pub(crate) use harden::Hardening;
 use shell_risk::git_config::{confined, discover, Kind};
 
 use crate::error::Error;
-use crate::git::{run, Limits, Overflow};
+use crate::program::{run, Limits, Overflow};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use tokio::process::Command;

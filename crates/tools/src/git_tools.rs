@@ -6,10 +6,11 @@
 //! (see [`crate::git_config`]).
 
 use crate::fs_tools::{confined, workspace_of};
-use crate::git::{git as run_git, git_sandbox, repository, Limits, Overflow};
+use crate::git::{git as run_git, repository};
 use crate::git_config::NOT_A_REPOSITORY;
 use crate::lines::whole_chars;
 use crate::params::assess_path;
+use crate::program::{git_sandbox, Limits, Overflow};
 use crate::workspace::Workspace;
 use async_trait::async_trait;
 use core_models::{

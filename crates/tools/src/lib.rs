@@ -38,14 +38,16 @@ mod git_tools;
 mod lines;
 mod params;
 mod preview;
+mod program;
 mod run_command;
 mod search_files;
 mod special;
+mod text_file;
 mod walk;
 mod workspace;
 mod write_file;
 
-pub use edit_file::{EditFile, EDIT_FILE_CAP};
+pub use edit_file::EditFile;
 pub use error::Error;
 pub use fs_tools::{ListDir, ReadFile, LIST_DIR_CAP, LIST_DIR_MAX_DEPTH, READ_FILE_CAP};
 pub use git::{CommandFormatter, GitCommandInspector};
@@ -55,6 +57,7 @@ pub use run_command::{
     COMMAND_OUTPUT_CAP,
 };
 pub use search_files::{SearchFiles, SEARCH_DEFAULT_RESULTS, SEARCH_MAX_RESULTS};
+pub use text_file::EDIT_FILE_CAP;
 pub use workspace::Workspace;
 pub use write_file::WriteFile;
 

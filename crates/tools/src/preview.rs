@@ -2,7 +2,7 @@
 //! what a person approves. Reading only, through the same workspace checks as the tools
 //! (no escape through links, no secret locations).
 
-use crate::edit_file::read_text;
+use crate::text_file::read_text;
 use crate::workspace::Workspace;
 use core_models::FileChange;
 use sandbox::Launcher;

@@ -4,8 +4,9 @@
 //! incomplete: [`Runs::unseen`], a word the judge cannot read where it decides what runs, a
 //! program given by a path outside the system's own folders.
 
+use super::super::what_runs;
 use super::super::words::WordInfo;
-use super::super::wrappers::{self, Arg, Decides, Inner, Runs};
+use super::super::wrappers::{Arg, Decides, Inner, Runs};
 use super::{shorten, Cmd, Walker, MAX_SCRIPT_DEPTH};
 use core_models::RiskLevel;
 
@@ -37,7 +38,7 @@ impl Walker {
     pub(super) fn push(&mut self, cmd: Cmd, wrap_depth: usize) {
         let follow = {
             let texts: Vec<&str> = cmd.words.iter().map(WordInfo::text).collect();
-            let runs = wrappers::runs(&texts);
+            let runs = what_runs::runs(&texts);
             self.check_program(&cmd);
             if let Some(why) = &runs.unseen {
                 self.unseen(why.clone());

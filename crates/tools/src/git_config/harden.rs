@@ -27,7 +27,7 @@
 //! command safe in a repository that sets them (nor any other variable a read-only
 //! command acts on), so they only take effect in a command a person approved.
 
-use crate::git::{run, Limits, Overflow};
+use crate::program::{run, Limits, Overflow};
 use sandbox::Sandbox;
 use shell_risk::git_config::keys;
 use shell_risk::git_config::{gitmodules, Variable};

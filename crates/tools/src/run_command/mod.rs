@@ -259,7 +259,7 @@ impl Tool for RunCommand {
         }
         // Whatever git the command runs, the repository's configuration does not choose
         // a program or a file for it (see `git_config::Hardening`).
-        let reader = crate::git::git_sandbox(&self.launcher, workspace.root());
+        let reader = crate::program::git_sandbox(&self.launcher, workspace.root());
         let read_only = variant == Variant::ReadOnly;
         Hardening::prepare(&dir, &judged.repositories, read_only, &reader)
             .await
