@@ -26,6 +26,7 @@ mod sessions;
 mod sessions_cmd;
 mod settings;
 mod signals;
+mod state_view;
 mod template;
 mod terminal;
 

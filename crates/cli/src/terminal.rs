@@ -7,6 +7,7 @@
 //! always erased before anything else is written.
 
 use crate::render;
+use crate::state_view::StateView;
 use anstyle::{AnsiColor, Style};
 use core_models::{
     AgentEvent, AgentState, ApprovalRequestEvent, CompletionReason, MachineTransition, RiskLevel,
@@ -146,7 +147,7 @@ impl Terminal {
         if !self.live || !self.at_line_start {
             return;
         }
-        let mut text = format!("{} {}", state.to_icon(), state.to_display_string());
+        let mut text = format!("{} {}", state.icon(), state.label());
         if !self.typed.is_empty() {
             // What is typed meanwhile shows here, never in the model's output.
             text.push_str(&format!(" · › {}", shown(&self.typed, false)));

@@ -196,22 +196,6 @@ impl AgentState {
         matches!(self, AgentState::Idle | AgentState::WaitingForApproval)
     }
 
-    /// Whether the LLM is generating (Thinking, Responding).
-    pub fn is_generating(self) -> bool {
-        matches!(self, AgentState::Thinking | AgentState::Responding)
-    }
-
-    /// Whether the state involves tool activity.
-    pub fn is_tool_related(self) -> bool {
-        matches!(
-            self,
-            AgentState::ParsingToolCall
-                | AgentState::WaitingForApproval
-                | AgentState::ExecutingTool
-                | AgentState::ProcessingResult
-        )
-    }
-
     /// Whether a new request can be accepted (only in Idle).
     pub fn can_accept_request(self) -> bool {
         self == AgentState::Idle
@@ -225,48 +209,6 @@ impl AgentState {
     /// Whether cancelling means anything in this state.
     pub fn is_cancellable(self) -> bool {
         self.is_active() || self.awaiting_user_input()
-    }
-
-    /// A short text for a status line.
-    ///
-    /// Where seed 000's table repeats the icon instead of words (a leftover of its
-    /// double encoding), words are used, so that icon and text can be shown side by side.
-    pub fn to_display_string(self) -> &'static str {
-        match self {
-            AgentState::Idle => "Ready",
-            AgentState::Initializing => "Preparing...",
-            AgentState::Thinking => "Thinking...",
-            AgentState::ParsingToolCall => "Parsing tool call...",
-            AgentState::WaitingForApproval => "Waiting for approval",
-            AgentState::ExecutingTool => "Running tool...",
-            AgentState::ProcessingResult => "Processing result...",
-            AgentState::Responding => "Responding...",
-            AgentState::Cancelled => "Cancelled",
-            AgentState::Error => "Error",
-            AgentState::Completed => "Complete",
-        }
-    }
-
-    /// The seed's emoji for the state.
-    pub fn to_icon(self) -> &'static str {
-        match self {
-            AgentState::Idle => "⏸️",
-            AgentState::Initializing => "🔄",
-            AgentState::Thinking => "🤔",
-            AgentState::ParsingToolCall => "🔍",
-            AgentState::WaitingForApproval => "❓",
-            AgentState::ExecutingTool => "⚙️",
-            AgentState::ProcessingResult => "📊",
-            AgentState::Responding => "✏️",
-            AgentState::Cancelled => "⛔",
-            AgentState::Error => "❌",
-            AgentState::Completed => "✅",
-        }
-    }
-
-    /// Whether a UI should show a spinner (in every active state).
-    pub fn shows_spinner(self) -> bool {
-        self.is_active()
     }
 }
 
@@ -307,41 +249,6 @@ impl AgentStateTransition {
             AgentStateTransition::Cancel => "Cancel",
             AgentStateTransition::Fail => "Fail",
         }
-    }
-
-    /// What the transition does, in words (seed 000).
-    pub fn to_description(self) -> &'static str {
-        match self {
-            AgentStateTransition::Start => "Starting request processing",
-            AgentStateTransition::BeginThinking => "Beginning LLM generation",
-            AgentStateTransition::DetectToolCall => "Tool call detected",
-            AgentStateTransition::RequestApproval => "Requesting user approval",
-            AgentStateTransition::ApprovalGranted => "Approval granted",
-            AgentStateTransition::ApprovalDenied => "Approval denied",
-            AgentStateTransition::ToolComplete => "Tool execution complete",
-            AgentStateTransition::NoToolCalls => "No tools needed",
-            AgentStateTransition::Complete => "Response complete",
-            AgentStateTransition::Cancel => "Request cancelled",
-            AgentStateTransition::Fail => "Processing failed",
-        }
-    }
-
-    /// Whether this is a success path (Complete, ApprovalGranted, ToolComplete).
-    pub fn is_success_transition(self) -> bool {
-        matches!(
-            self,
-            AgentStateTransition::Complete
-                | AgentStateTransition::ApprovalGranted
-                | AgentStateTransition::ToolComplete
-        )
-    }
-
-    /// Whether this is a failure or abort path (Cancel, Fail).
-    pub fn is_failure_transition(self) -> bool {
-        matches!(
-            self,
-            AgentStateTransition::Cancel | AgentStateTransition::Fail
-        )
     }
 }
 
@@ -504,32 +411,6 @@ impl TurnState {
         }
     }
 
-    /// Seed 004's description of the state.
-    pub fn description(self) -> &'static str {
-        match self {
-            TurnState::Ready => "Initial state when the agent is initialized and ready to operate",
-            TurnState::WaitingForUserInput => "Agent is waiting for a user message to start a turn",
-            TurnState::SendingToLlm => "Agent is sending message(s) to the LLM",
-            TurnState::ProcessingLlmResponse => "Agent is processing a response from the LLM",
-            TurnState::EndOfTurn => "Processing completed without tool use, turn ends",
-            TurnState::ToolUseRequested => "LLM has requested to use a tool",
-            TurnState::CheckingForCancellation => "Agent checks if user requested cancellation",
-            TurnState::RunningTool => "Agent is executing the requested tool",
-            TurnState::CheckingGitCommits => {
-                "Agent checks for new git commits after tool execution"
-            }
-            TurnState::RunningAutoformatters => "Agent runs code formatters on new commits",
-            TurnState::CheckingBudget => "Agent verifies if budget limits are exceeded",
-            TurnState::GatheringAdditionalMessages => {
-                "Agent collects user messages that arrived during tool execution"
-            }
-            TurnState::SendingToolResults => "Agent sends tool results back to the LLM",
-            TurnState::Cancelled => "Operation was cancelled by the user",
-            TurnState::BudgetExceeded => "Budget limit was reached",
-            TurnState::Error => "An error occurred during processing",
-        }
-    }
-
     /// Whether the state ends a turn (EndOfTurn, Cancelled, BudgetExceeded, Error); each
     /// of them leads back to WaitingForUserInput.
     pub fn is_turn_end(self) -> bool {
@@ -657,35 +538,6 @@ pub struct StateChange<S, T> {
 pub type AgentStateChange = StateChange<AgentState, AgentStateTransition>;
 /// A change of the turn machine (the transition is the target state).
 pub type TurnStateChange = StateChange<TurnState, TurnState>;
-
-impl AgentStateChange {
-    /// Whether the machine entered a terminal state.
-    pub fn is_terminal_transition(&self) -> bool {
-        self.current_state.is_terminal()
-    }
-
-    /// Whether the machine entered an active state.
-    pub fn is_active_transition(&self) -> bool {
-        self.current_state.is_active()
-    }
-
-    /// Whether the agent now waits for the user.
-    pub fn is_waiting_for_user(&self) -> bool {
-        self.current_state == AgentState::WaitingForApproval
-    }
-
-    /// Display text of the new state.
-    pub fn state_description(&self) -> &'static str {
-        self.current_state.to_display_string()
-    }
-}
-
-impl TurnStateChange {
-    /// Seed 004's description of the new state.
-    pub fn state_description(&self) -> &'static str {
-        self.current_state.description()
-    }
-}
 
 impl<S: fmt::Display, T: fmt::Display> fmt::Display for StateChange<S, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
