@@ -110,14 +110,7 @@ impl Run {
                     return Err(Err(e));
                 }
                 Some(Ok(LlmChunk::Usage(reported))) => {
-                    // Counts from a server are untrusted: they saturate, never wrap.
-                    self.prompt_tokens = self.prompt_tokens.saturating_add(reported.prompt_tokens);
-                    self.completion_tokens = self
-                        .completion_tokens
-                        .saturating_add(reported.generated_tokens);
-                    self.cached_prompt_tokens = self
-                        .cached_prompt_tokens
-                        .saturating_add(reported.cached_prompt_tokens);
+                    self.count_usage(&reported);
                     usage = Some(reported);
                 }
                 Some(Ok(LlmChunk::Reasoning { text })) => {

@@ -127,7 +127,7 @@ impl Run {
         let chooser = ModelChooser {
             llm: Arc::clone(&self.shared.ports.llm),
             stop: self.handle.stop.clone(),
-            spent: std::sync::Mutex::new(core_models::LlmUsage::default()),
+            spent: std::sync::Mutex::new(Vec::new()),
         };
         let planned = setup
             .steering
@@ -137,13 +137,9 @@ impl Run {
             .spent
             .into_inner()
             .unwrap_or_else(|e| e.into_inner());
-        self.prompt_tokens = self.prompt_tokens.saturating_add(spent.prompt_tokens);
-        self.completion_tokens = self
-            .completion_tokens
-            .saturating_add(spent.generated_tokens);
-        self.cached_prompt_tokens = self
-            .cached_prompt_tokens
-            .saturating_add(spent.cached_prompt_tokens);
+        for usage in &spent {
+            self.count_usage(usage);
+        }
         planned
     }
 

@@ -179,6 +179,18 @@ pub(crate) struct Run {
 }
 
 impl Run {
+    /// Count one generation's tokens in the request's totals. Counts from a server are
+    /// untrusted: they saturate, never wrap.
+    pub(super) fn count_usage(&mut self, usage: &core_models::LlmUsage) {
+        self.prompt_tokens = self.prompt_tokens.saturating_add(usage.prompt_tokens);
+        self.completion_tokens = self
+            .completion_tokens
+            .saturating_add(usage.generated_tokens);
+        self.cached_prompt_tokens = self
+            .cached_prompt_tokens
+            .saturating_add(usage.cached_prompt_tokens);
+    }
+
     /// Count a call denied before it ran.
     pub(super) fn count_denial(&self) {
         self.tools_denied

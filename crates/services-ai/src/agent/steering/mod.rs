@@ -124,8 +124,8 @@ pub(crate) fn select(config: &AgentConfig, details: &ModelDetails) -> Arc<dyn St
 pub(crate) struct ModelChooser {
     pub(crate) llm: Arc<dyn LlmService>,
     pub(crate) stop: tokio_util::sync::CancellationToken,
-    /// What the choices cost.
-    pub(crate) spent: std::sync::Mutex<LlmUsage>,
+    /// What each choice cost, as the backend reported it.
+    pub(crate) spent: std::sync::Mutex<Vec<LlmUsage>>,
 }
 
 #[async_trait]
@@ -164,14 +164,10 @@ impl Chooser for ModelChooser {
                     }
                 }
                 Some(Ok(core_models::LlmChunk::Usage(usage))) => {
-                    let mut spent = self.spent.lock().unwrap_or_else(|e| e.into_inner());
-                    spent.prompt_tokens = spent.prompt_tokens.saturating_add(usage.prompt_tokens);
-                    spent.generated_tokens = spent
-                        .generated_tokens
-                        .saturating_add(usage.generated_tokens);
-                    spent.cached_prompt_tokens = spent
-                        .cached_prompt_tokens
-                        .saturating_add(usage.cached_prompt_tokens);
+                    self.spent
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(usage);
                 }
                 Some(Ok(_)) => {}
                 Some(Err(Error::Unsupported(why))) => {
