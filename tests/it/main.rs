@@ -18,6 +18,7 @@ mod parser;
 mod parser_formats;
 mod parser_props;
 mod permissions;
+mod project;
 mod security;
 mod serde_roundtrip;
 mod test_support;

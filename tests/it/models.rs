@@ -62,51 +62,33 @@ fn tool_availability_context_filters() {
         ),
         (
             "enabled ids",
-            ToolAvailabilityContext {
-                enabled_tool_ids: ids(&["read_file", "fetch"]),
-                ..ws()
-            },
+            ws().with_enabled_tool_ids(ids(&["read_file", "fetch"])),
             [true, false, false, true],
         ),
         (
             "disabled wins over enabled",
-            ToolAvailabilityContext {
-                enabled_tool_ids: ids(&["read_file", "fetch"]),
-                disabled_tool_ids: ids(&["fetch"]),
-                ..ws()
-            },
+            ws().with_enabled_tool_ids(ids(&["read_file", "fetch"]))
+                .with_disabled_tool_ids(ids(&["fetch"])),
             [true, false, false, false],
         ),
         (
             "categories",
-            ToolAvailabilityContext {
-                enabled_categories: Some([ToolCategory::Terminal].into()),
-                ..ws()
-            },
+            ws().with_enabled_categories(Some([ToolCategory::Terminal].into())),
             [false, false, true, false],
         ),
         (
             "no terminal",
-            ToolAvailabilityContext {
-                allow_terminal_tools: false,
-                ..ws()
-            },
+            ws().with_allow_terminal_tools(false),
             [true, true, false, true],
         ),
         (
             "no network",
-            ToolAvailabilityContext {
-                allow_network_tools: false,
-                ..ws()
-            },
+            ws().with_allow_network_tools(false),
             [true, true, true, false],
         ),
         (
             "read only",
-            ToolAvailabilityContext {
-                allow_file_writes: false,
-                ..ws()
-            },
+            ws().with_allow_file_writes(false),
             [true, false, true, true],
         ),
     ];
@@ -114,11 +96,9 @@ fn tool_availability_context_filters() {
         let got = [&read, &write, &shell, &fetch].map(|d| ctx.allows(d));
         assert_eq!(got, want, "{name}");
     }
-    assert!(!ToolAvailabilityContext {
-        workspace_path: Some("".into()),
-        ..Default::default()
-    }
-    .has_workspace());
+    assert!(!ToolAvailabilityContext::default()
+        .with_workspace_path(Some("".into()))
+        .has_workspace());
 }
 
 #[test]
@@ -147,10 +127,7 @@ fn registry_offers_what_the_context_allows() {
         ids(registry.available_tools(None)),
         ["hidden", "read_file", "run_command"]
     );
-    let ctx = ToolAvailabilityContext {
-        allow_terminal_tools: false,
-        ..Default::default()
-    };
+    let ctx = ToolAvailabilityContext::default().with_allow_terminal_tools(false);
     assert_eq!(ids(registry.available_tools(Some(&ctx))), ["read_file"]);
     assert!(registry.get_tool("read_file").is_some());
     assert!(registry.get_tool("nope").is_none());
@@ -160,12 +137,13 @@ fn registry_offers_what_the_context_allows() {
 
 #[test]
 fn text_selection_and_defaults() {
-    let sel = |a, b, c, d| TextSelection {
-        start_line: a,
-        start_column: b,
-        end_line: c,
-        end_column: d,
-        text: String::new(),
+    let sel = |a, b, c, d| {
+        TextSelection::default()
+            .with_start_line(a)
+            .with_start_column(b)
+            .with_end_line(c)
+            .with_end_column(d)
+            .with_text(String::new())
     };
     assert!(sel(3, 4, 3, 4).is_empty());
     assert!(!sel(3, 4, 3, 5).is_empty());

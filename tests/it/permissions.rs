@@ -130,10 +130,7 @@ async fn persistent_settings_beat_risk_and_deny_beats_allow() {
     let conv = Uuid::new_v4();
     pm.set_tool_permissions(
         "read_file",
-        ToolPermissionSettings {
-            always_deny: true,
-            ..Default::default()
-        },
+        ToolPermissionSettings::default().with_always_deny(true),
     )
     .await
     .unwrap();
@@ -145,11 +142,9 @@ async fn persistent_settings_beat_risk_and_deny_beats_allow() {
 
     pm.set_tool_permissions(
         "run_command",
-        ToolPermissionSettings {
-            allowed_patterns: vec!["git *".into(), "cargo *".into()],
-            denied_patterns: vec!["git push*".into()],
-            ..Default::default()
-        },
+        ToolPermissionSettings::default()
+            .with_allowed_patterns(vec!["git *".into(), "cargo *".into()])
+            .with_denied_patterns(vec!["git push*".into()]),
     )
     .await
     .unwrap();
@@ -180,11 +175,9 @@ async fn persistent_settings_beat_risk_and_deny_beats_allow() {
     // always_allow and always_deny together: deny wins.
     pm.set_tool_permissions(
         "write_file",
-        ToolPermissionSettings {
-            always_allow: true,
-            always_deny: true,
-            ..Default::default()
-        },
+        ToolPermissionSettings::default()
+            .with_always_allow(true)
+            .with_always_deny(true),
     )
     .await
     .unwrap();
@@ -288,10 +281,7 @@ async fn a_corrupt_or_unreadable_file_is_an_error_never_allow() {
     assert!(pm
         .set_tool_permissions(
             "x",
-            ToolPermissionSettings {
-                always_allow: true,
-                ..Default::default()
-            }
+            ToolPermissionSettings::default().with_always_allow(true)
         )
         .await
         .is_err());
@@ -323,10 +313,7 @@ async fn invalid_patterns_are_refused_and_failed_saves_change_nothing() {
     let err = pm
         .set_tool_permissions(
             "run_command",
-            ToolPermissionSettings {
-                allowed_patterns: vec!["[unclosed".into()],
-                ..Default::default()
-            },
+            ToolPermissionSettings::default().with_allowed_patterns(vec!["[unclosed".into()]),
         )
         .await
         .unwrap_err();
@@ -346,10 +333,7 @@ async fn invalid_patterns_are_refused_and_failed_saves_change_nothing() {
     assert!(pm
         .set_tool_permissions(
             "read_file",
-            ToolPermissionSettings {
-                always_deny: true,
-                ..Default::default()
-            }
+            ToolPermissionSettings::default().with_always_deny(true)
         )
         .await
         .is_err());

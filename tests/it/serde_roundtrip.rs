@@ -209,34 +209,37 @@ fn every_model_roundtrips() {
             ChatMessage::tool("read_file", "c1", "text"),
         ])
         .with_system_prompt("be brief")
-        .with_tool_context(ToolAvailabilityContext {
-            enabled_categories: Some([ToolCategory::FileSystem].into()),
-            disabled_tool_ids: Some(["run_command".to_string()].into()),
-            active_selection: Some(TextSelection {
-                start_line: 1,
-                start_column: 1,
-                end_line: 2,
-                end_column: 3,
-                text: "x".into(),
-            }),
-            session_permissions: [(
-                "read_file".to_string(),
-                ToolPermission {
-                    tool_id: "read_file".into(),
-                    auto_approved: true,
-                    approval_pattern: Some("src/**".into()),
-                    granted_at: chrono::Utc::now(),
-                    is_persistent: false,
-                },
-            )]
-            .into(),
-            ..ToolAvailabilityContext::for_workspace("/tmp/ws")
-        })
-        .with_inference_options(InferenceOptions {
-            seed: Some(7),
-            stop: vec!["</s>".into()],
-            ..Default::default()
-        })
+        .with_tool_context(
+            (ToolAvailabilityContext::for_workspace("/tmp/ws"))
+                .with_enabled_categories(Some([ToolCategory::FileSystem].into()))
+                .with_disabled_tool_ids(Some(["run_command".to_string()].into()))
+                .with_active_selection(Some(
+                    TextSelection::default()
+                        .with_start_line(1)
+                        .with_start_column(1)
+                        .with_end_line(2)
+                        .with_end_column(3)
+                        .with_text("x".into()),
+                ))
+                .with_session_permissions(
+                    [(
+                        "read_file".to_string(),
+                        ToolPermission {
+                            tool_id: "read_file".into(),
+                            auto_approved: true,
+                            approval_pattern: Some("src/**".into()),
+                            granted_at: chrono::Utc::now(),
+                            is_persistent: false,
+                        },
+                    )]
+                    .into(),
+                ),
+        )
+        .with_inference_options(
+            InferenceOptions::default()
+                .with_seed(Some(7))
+                .with_stop(vec!["</s>".into()]),
+        )
         .with_max_iterations(4)
         .with_tool_choice(ToolChoice::Tool("read_file".into()))
         .with_attached_file(FileContext {
@@ -277,31 +280,26 @@ fn every_model_roundtrips() {
 
     roundtrip(&PermissionCheckResult::requires_approval("risky"));
     roundtrip(&PermissionCheckResult::denied("never", true));
-    let settings = ToolPermissionSettings {
-        always_allow: true,
-        allowed_patterns: vec!["*.md".into()],
-        ..ToolPermissionSettings::new("read_file")
-    };
+    let settings = (ToolPermissionSettings::new("read_file"))
+        .with_always_allow(true)
+        .with_allowed_patterns(vec!["*.md".into()]);
     roundtrip(&settings);
     roundtrip(&test_support::fixtures::read_file_definition());
     assert_eq!(roundtrip(&RiskLevel::Critical), "critical");
 
-    let llm = LlmRequest {
-        tools: vec![test_support::fixtures::run_command_definition()],
-        tool_choice: ToolChoice::Required,
-        ..LlmRequest::new(vec![ChatMessage::system("s"), ChatMessage::user("u")])
-    };
+    let llm = (LlmRequest::new(vec![ChatMessage::system("s"), ChatMessage::user("u")]))
+        .with_tools(vec![test_support::fixtures::run_command_definition()])
+        .with_tool_choice(ToolChoice::Required);
     roundtrip(&llm);
-    let usage = LlmUsage {
-        prompt_tokens: 10,
-        prompt_tokens_evaluated: 4,
-        cached_prompt_tokens: 6,
-        generated_tokens: 3,
-        time_to_first_token: Duration::from_millis(20),
-        prompt_time: Duration::from_millis(15),
-        generation_time: Duration::from_millis(40),
-        hit_token_limit: true,
-    };
+    let usage = LlmUsage::default()
+        .with_prompt_tokens(10)
+        .with_prompt_tokens_evaluated(4)
+        .with_cached_prompt_tokens(6)
+        .with_generated_tokens(3)
+        .with_time_to_first_token(Duration::from_millis(20))
+        .with_prompt_time(Duration::from_millis(15))
+        .with_generation_time(Duration::from_millis(40))
+        .with_hit_token_limit(true);
     let u = roundtrip(&LlmChunk::Usage(usage));
     assert_eq!(u["type"], "usage");
     assert_eq!(u["time_to_first_token_ms"], 20);

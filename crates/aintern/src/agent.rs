@@ -49,6 +49,11 @@ pub struct AgentBuilder {
     permissions: Option<Arc<dyn PermissionManager>>,
     #[cfg(feature = "tools")]
     launcher: Option<Arc<sandbox::Launcher>>,
+    /// Read the project's instructions and skills, with the user's own from this folder.
+    #[cfg(feature = "tools")]
+    project: Option<Option<PathBuf>>,
+    #[cfg(feature = "tools")]
+    editor: Option<Arc<dyn tools::EditorFiles>>,
 }
 
 impl std::fmt::Debug for AgentBuilder {
@@ -80,7 +85,35 @@ impl AgentBuilder {
             permissions: None,
             #[cfg(feature = "tools")]
             launcher: None,
+            #[cfg(feature = "tools")]
+            project: None,
+            #[cfg(feature = "tools")]
+            editor: None,
         }
+    }
+
+    /// Read and write files through an editor (feature `tools`): the built-in file tools
+    /// check each path as always (beneath the workspace, no secret location), then ask
+    /// `editor` for the text and give it the changes, so unsaved buffers are seen and
+    /// edits land in the editor (an ACP client's `fs/read_text_file` and
+    /// `fs/write_text_file`).
+    #[cfg(feature = "tools")]
+    pub fn editor_files(mut self, editor: Arc<dyn tools::EditorFiles>) -> Self {
+        self.editor = Some(editor);
+        self
+    }
+
+    /// Read the project's instructions and skills (feature `tools`; see
+    /// [`tools::ProjectContext`]): the AGENTS.md files from the root of the workspace's
+    /// git repository down to the workspace, and the skills in its `.agents/skills/`,
+    /// each after the user's own in `user_dir` (aintern's configuration folder) when
+    /// given. The instructions and the skills' names and descriptions join the system
+    /// prompt, and the built-in tools gain `load_skill` when there are skills. They are
+    /// text for the model: they change no setting.
+    #[cfg(feature = "tools")]
+    pub fn project_context(mut self, user_dir: Option<PathBuf>) -> Self {
+        self.project = Some(user_dir);
+        self
     }
 
     /// The language model: [`crate::ScriptedLlm`], a GGUF model
@@ -218,11 +251,19 @@ impl AgentBuilder {
         });
         let own = Arc::new(InMemoryToolRegistry::new());
         #[cfg(feature = "tools")]
-        let mut engine = compose::Wiring::new(&config, self.launcher);
+        let project = self
+            .project
+            .map(|user_dir| tools::ProjectContext::discover(&workspace, user_dir.as_deref()));
+        #[cfg(feature = "tools")]
+        let mut engine = compose::Wiring::new(&config, self.launcher, self.editor);
         #[cfg(not(feature = "tools"))]
         let mut engine = compose::Wiring::new(&config);
         if self.builtin_tools {
             for tool in engine.builtin_tools() {
+                own.register(tool);
+            }
+            #[cfg(feature = "tools")]
+            for tool in compose::project_tools(project.as_ref()) {
                 own.register(tool);
             }
         }
@@ -246,11 +287,18 @@ impl AgentBuilder {
             permissions,
             config.clone(),
         );
+        #[cfg(feature = "tools")]
+        let system_prompt = project.as_ref().and_then(tools::ProjectContext::prompt);
+        #[cfg(not(feature = "tools"))]
+        let system_prompt = None;
         Ok(Agent {
             engine,
             tools,
             model,
             workspace,
+            system_prompt,
+            #[cfg(feature = "tools")]
+            project,
             inference,
             approval: self.approval,
             sandbox: (config.sandbox.mode, config.sandbox.network),
@@ -298,6 +346,10 @@ pub struct Agent {
     tools: Arc<dyn ToolRegistry>,
     model: Arc<dyn LlmService>,
     workspace: PathBuf,
+    /// What the project adds to the system prompt (its instructions and skills).
+    system_prompt: Option<String>,
+    #[cfg(feature = "tools")]
+    project: Option<tools::ProjectContext>,
     inference: InferenceOptions,
     approval: ApprovalPolicy,
     sandbox: (SandboxMode, bool),
@@ -353,9 +405,7 @@ impl Agent {
     /// # Errors
     /// As [`Agent::run`].
     pub fn run_with(&self, message: impl Into<String>, tool_choice: ToolChoice) -> Result<Run> {
-        let mut request = AgentRequest::new(message)
-            .with_tool_context(ToolAvailabilityContext::for_workspace(&self.workspace));
-        request.inference_options = Some(self.inference.clone());
+        let mut request = self.request(message);
         request.tool_choice = tool_choice;
         let mut conversation = lock(&self.conversation);
         request.conversation_id = conversation.id;
@@ -384,6 +434,26 @@ impl Agent {
     /// model failed, the request timed out).
     pub async fn ask(&self, message: impl Into<String>) -> Result<Reply> {
         self.run(message)?.reply().await
+    }
+
+    /// A request for `message` as [`Agent::run`] makes it before the conversation is
+    /// attached: the workspace as its tools' context, the project's instructions and
+    /// skills ([`AgentBuilder::project_context`]) as its system prompt, the agent's
+    /// inference options. For a front-end that keeps the conversation itself (the command
+    /// line's saved sessions) and gives the request to [`Agent::engine`].
+    pub fn request(&self, message: impl Into<String>) -> AgentRequest {
+        let mut request = AgentRequest::new(message)
+            .with_tool_context(ToolAvailabilityContext::for_workspace(&self.workspace));
+        request.system_prompt = self.system_prompt.clone();
+        request.inference_options = Some(self.inference.clone());
+        request
+    }
+
+    /// The project's instructions and skills, when the agent was built to read them
+    /// ([`AgentBuilder::project_context`]; feature `tools`).
+    #[cfg(feature = "tools")]
+    pub fn project(&self) -> Option<&tools::ProjectContext> {
+        self.project.as_ref()
     }
 
     /// Cancel the running request, if any: its [`Run`] ends with `agent_complete`

@@ -27,18 +27,36 @@ pub fn sandbox_settings(config: &AgentConfig) -> sandbox::SandboxSettings {
     }
 }
 
+/// The tools a project's context adds: `load_skill` when it has skills.
+#[cfg(feature = "tools")]
+pub(crate) fn project_tools(project: Option<&tools::ProjectContext>) -> Vec<Arc<dyn Tool>> {
+    match project {
+        Some(p) if !p.skills.is_empty() => {
+            vec![Arc::new(tools::LoadSkill::new(Arc::new(p.skills.clone())))]
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// The sandbox launcher (feature `tools`) and the formatters of the configuration.
 pub(crate) struct Wiring {
     #[cfg(feature = "tools")]
     launcher: Arc<sandbox::Launcher>,
     #[cfg(feature = "tools")]
     formatters: Vec<(String, services_ai::FormatterConfig)>,
+    /// The editor the file tools read and write through, when there is one.
+    #[cfg(feature = "tools")]
+    editor: Option<Arc<dyn tools::EditorFiles>>,
 }
 
 impl Wiring {
     /// Through `launcher`, or one made from the configuration's `[sandbox]`.
     #[cfg(feature = "tools")]
-    pub(crate) fn new(config: &AgentConfig, launcher: Option<Arc<sandbox::Launcher>>) -> Self {
+    pub(crate) fn new(
+        config: &AgentConfig,
+        launcher: Option<Arc<sandbox::Launcher>>,
+        editor: Option<Arc<dyn tools::EditorFiles>>,
+    ) -> Self {
         let launcher =
             launcher.unwrap_or_else(|| Arc::new(sandbox::Launcher::new(sandbox_settings(config))));
         Wiring {
@@ -48,6 +66,7 @@ impl Wiring {
                 .iter()
                 .map(|(n, f)| (n.clone(), f.clone()))
                 .collect(),
+            editor,
         }
     }
 
@@ -59,7 +78,7 @@ impl Wiring {
     /// The built-in tools, their commands under the sandbox.
     pub(crate) fn builtin_tools(&mut self) -> Vec<Arc<dyn Tool>> {
         #[cfg(feature = "tools")]
-        return tools::builtin_tools_with(Arc::clone(&self.launcher));
+        return tools::builtin_tools_through(Arc::clone(&self.launcher), self.editor.clone());
         #[cfg(not(feature = "tools"))]
         return Vec::new();
     }

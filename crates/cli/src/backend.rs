@@ -100,11 +100,10 @@ pub(crate) fn choose(flags: &BackendArgs, config: &BackendConfig) -> Result<Choi
             let mut section = if same_server {
                 config.clone()
             } else {
-                BackendConfig {
-                    api_key_env: None,
-                    headers: Default::default(),
-                    ..config.clone()
-                }
+                config
+                    .clone()
+                    .with_api_key_env(None)
+                    .with_headers(Default::default())
             };
             section.kind = BackendKind::Openai;
             if let Some(url) = target {
@@ -373,13 +372,11 @@ mod tests {
 
     #[test]
     fn the_configured_key_goes_only_to_the_configured_server() {
-        let section = BackendConfig {
-            kind: BackendKind::Openai,
-            url: Some("https://api.example.com/v1".into()),
-            api_key_env: Some("PATH".into()),
-            headers: [("X-Team".to_string(), "a".to_string())].into(),
-            ..BackendConfig::default()
-        };
+        let section = BackendConfig::default()
+            .with_kind(BackendKind::Openai)
+            .with_url(Some("https://api.example.com/v1".into()))
+            .with_api_key_env(Some("PATH".into()))
+            .with_headers([("X-Team".to_string(), "a".to_string())].into());
         let c = openai(&section, BackendArgs::default()).unwrap_or_else(|e| panic!("{e}"));
         assert!(c.api_key.is_some() && !c.headers.is_empty());
         let c = openai(

@@ -239,15 +239,8 @@ async fn constrained(
     let listed: &[ToolDefinition] = if native.is_some() { &[] } else { &tools };
     let system = services_ai::prompt::system_prompt(&config, None, listed);
     let call_format = native.map_or_else(|| "fenced".to_string(), |f| f.call_format);
-    let request = |choice: ToolChoice| LlmRequest {
-        tools: tools.clone(),
-        tool_choice: choice,
-        options: InferenceOptions {
-            temperature: 0.0,
-            max_tokens: gen_tokens,
-            ..InferenceOptions::default()
-        },
-        ..LlmRequest::new(
+    let request = |choice: ToolChoice| {
+        (LlmRequest::new(
             system
                 .iter()
                 .map(|s| ChatMessage::system(s.clone()))
@@ -255,6 +248,13 @@ async fn constrained(
                     "Show me what the file notes/todo.txt says.",
                 )])
                 .collect(),
+        ))
+        .with_tools(tools.clone())
+        .with_tool_choice(choice)
+        .with_options(
+            InferenceOptions::default()
+                .with_temperature(0.0)
+                .with_max_tokens(gen_tokens),
         )
     };
     let (mut free, mut bound) = ((0u64, 0f64), (0u64, 0f64));
@@ -322,14 +322,11 @@ async fn conversation(llm: &llm_llama::LlamaLlm, turns: u32) -> Result<Vec<Turn>
         messages.push(ChatMessage::user(format!(
             "Tell me one interesting fact about {topic}."
         )));
-        let request = LlmRequest {
-            options: InferenceOptions {
-                temperature: 0.0,
-                max_tokens: 48,
-                ..InferenceOptions::default()
-            },
-            ..LlmRequest::new(messages.clone())
-        };
+        let request = LlmRequest::new(messages.clone()).with_options(
+            InferenceOptions::default()
+                .with_temperature(0.0)
+                .with_max_tokens(48),
+        );
         let (reply, usage) = reply(llm, request).await?;
         out.push(Turn {
             prompt_tokens: usage.prompt_tokens,

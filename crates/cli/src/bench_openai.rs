@@ -84,6 +84,7 @@ pub(crate) async fn run(
     let llm = OpenAiLlm::connect(config)
         .await
         .map_err(|e| e.to_string())?;
+    llm_openai::ensure_tls_provider();
     let direct = reqwest::Client::builder()
         .default_headers(headers)
         .timeout(std::time::Duration::from_secs(600))
@@ -149,14 +150,11 @@ fn mean(values: impl Iterator<Item = f64>) -> f64 {
 
 /// One reply through AIntern's client.
 async fn ours(llm: &OpenAiLlm, gen: u32) -> Result<Sample, String> {
-    let request = LlmRequest {
-        options: InferenceOptions {
-            temperature: 0.0,
-            max_tokens: gen,
-            ..InferenceOptions::default()
-        },
-        ..LlmRequest::new(vec![ChatMessage::user(PROMPT)])
-    };
+    let request = (LlmRequest::new(vec![ChatMessage::user(PROMPT)])).with_options(
+        InferenceOptions::default()
+            .with_temperature(0.0)
+            .with_max_tokens(gen),
+    );
     let started = Instant::now();
     let mut stream = llm.generate(request).await.map_err(|e| e.to_string())?;
     let (mut first, mut last, mut tokens) = (None, started, 0u64);

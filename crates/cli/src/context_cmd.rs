@@ -1,5 +1,7 @@
-//! `aintern context`: where a request's prompt tokens go — the system prompt, the tool
-//! definitions, the history, the request itself — against the model's window.
+//! `aintern context`: where a request's prompt tokens go — the system prompt (with the
+//! project's AGENTS.md instructions), the tool definitions, the history, the request
+//! itself — against the model's window; and which instructions and skills the project
+//! gives.
 
 use crate::session::{Session, SessionArgs};
 use crate::signals::Interrupts;
@@ -36,6 +38,27 @@ struct Report {
     /// Counted by the backend's own tokenizer (else estimated at 4 bytes a token).
     exact: bool,
     tool_prompt_style: String,
+    /// The AGENTS.md instructions (their tokens are part of `system_prompt`).
+    instructions: InstructionsReport,
+    /// The skills offered, by name.
+    skills: Vec<SkillReport>,
+}
+
+/// The AGENTS.md files read, in order.
+#[derive(Debug, Serialize)]
+struct InstructionsReport {
+    sources: Vec<std::path::PathBuf>,
+    tokens: u64,
+    /// The 32 KiB cap cut them.
+    truncated: bool,
+}
+
+/// One skill.
+#[derive(Debug, Serialize)]
+struct SkillReport {
+    name: String,
+    description: String,
+    path: std::path::PathBuf,
 }
 
 /// Measure and print.
@@ -60,8 +83,10 @@ pub(crate) async fn report(
 ) -> Result<String, String> {
     let llm = session.llm();
     let request = session.request(message);
-    let variant = |history: bool, tools: bool, message: bool| {
+    let project = session.agent.project().cloned().unwrap_or_default();
+    let variant_with = |system: Option<String>, history: bool, tools: bool, message: bool| {
         let mut r: AgentRequest = request.clone();
+        r.system_prompt = system;
         if !history {
             r.history.clear();
         }
@@ -70,6 +95,9 @@ pub(crate) async fn report(
             r.message.clear();
         }
         session.agent.engine().first_request(&r)
+    };
+    let variant = |history: bool, tools: bool, message: bool| {
+        variant_with(request.system_prompt.clone(), history, tools, message)
     };
     let exact = llm
         .count_tokens(&variant(true, true, true))
@@ -87,6 +115,19 @@ pub(crate) async fn report(
         }
     };
     let system = count(variant(false, false, false)).await;
+    let bare = count(variant_with(None, false, false, false)).await;
+    let instruction_tokens = if project.instructions.is_empty() {
+        0
+    } else {
+        count(variant_with(
+            project.instructions.prompt(),
+            false,
+            false,
+            false,
+        ))
+        .await
+        .saturating_sub(bare)
+    };
     let with_tools = count(variant(false, true, false)).await.max(system);
     let with_history = count(variant(true, true, false)).await.max(with_tools);
     let full = variant(true, true, true);
@@ -105,6 +146,21 @@ pub(crate) async fn report(
         free: window.map(|w| i64::from(w) - total as i64 - i64::from(allowance)),
         exact,
         tool_prompt_style: format!("{:?}", session.agent.config().tool_prompt_style).to_lowercase(),
+        instructions: InstructionsReport {
+            sources: project.instructions.sources.clone(),
+            tokens: instruction_tokens,
+            truncated: project.instructions.truncated,
+        },
+        skills: project
+            .skills
+            .list
+            .iter()
+            .map(|s| SkillReport {
+                name: s.name.clone(),
+                description: s.description.clone(),
+                path: s.dir.clone(),
+            })
+            .collect(),
     };
     let text = if json {
         serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
@@ -119,7 +175,9 @@ pub(crate) async fn report(
              history        {:>7}\n\
              request        {:>7}\n\
              total          {:>7}\n\
-             free           {:>7}",
+             free           {:>7}\n\
+             instructions   {:>7} (in the system prompt; {} AGENTS.md{})\n\
+             skills         {}",
             report.model,
             report
                 .context_window
@@ -132,7 +190,24 @@ pub(crate) async fn report(
             report.history,
             report.request,
             report.total,
-            free
+            free,
+            report.instructions.tokens,
+            report.instructions.sources.len(),
+            if report.instructions.truncated {
+                ", cut at 32 KiB"
+            } else {
+                ""
+            },
+            if report.skills.is_empty() {
+                "none".to_string()
+            } else {
+                report
+                    .skills
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
         )
     };
     Ok(text)

@@ -1,10 +1,12 @@
 //! `aintern` — AIntern's terminal agent.
 //!
-//! Commands: `run` and `exec` (one request to the agent), `chat` (a conversation),
+//! Commands: `run` and `exec` (one request to the agent), `chat` (a conversation), `acp`
+//! (an Agent Client Protocol agent for editors),
 //! `permissions` (the saved "always" decisions), `config` (the effective configuration),
 //! `sessions` (the saved conversations), `models` (what a backend offers), `parse` (the tool-call parser over stdin),
 //! `template` (chat templates) and `bench llm` (the inference layer's speed).
 
+mod acp;
 mod approve;
 mod backend;
 mod bench;
@@ -58,6 +60,10 @@ enum Command {
     Exec(run::RunArgs),
     /// A conversation with the agent: each line typed is a request that continues it.
     Chat(chat::ChatArgs),
+    /// Serve the Agent Client Protocol on stdin and stdout, for editors (Zed, JetBrains
+    /// IDEs, Neovim): each session works in the client's folder, asks the client for
+    /// approvals (unless --approve) and is saved like any other.
+    Acp(acp::AcpArgs),
     /// Where a request's prompt tokens go (system prompt, tools, history, request) against
     /// the model's context window.
     Context(context_cmd::ContextArgs),
@@ -199,6 +205,13 @@ fn run(cli: Cli) -> Result<(), String> {
             drop(out);
             let runtime = runtime(2)?;
             let result = runtime.block_on(chat::chat(args));
+            runtime.shutdown_background();
+            result
+        }
+        Command::Acp(args) => {
+            drop(out);
+            let runtime = runtime(2)?;
+            let result = runtime.block_on(acp::run(args));
             runtime.shutdown_background();
             result
         }

@@ -59,6 +59,12 @@ pub(crate) struct SessionArgs {
     /// Most tokens per reply. Default: 512 with a small model, 4096 otherwise.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_tokens: Option<u32>,
+    /// MCP servers a front-end adds to the configured ones (an ACP client's), by name.
+    #[arg(skip)]
+    extra_mcp: Vec<(String, core_models::McpServerConfig)>,
+    /// The editor the file tools go through (an ACP client's).
+    #[arg(skip)]
+    editor: Option<Arc<dyn tools::EditorFiles>>,
 }
 
 /// A temperature: a finite number from 0 to 100.
@@ -92,6 +98,24 @@ impl SessionArgs {
                 Err("what to ask is missing: give the request as the last argument".into())
             }
         }
+    }
+
+    /// The same options in the workspace `dir`, with `mcp` servers added, continuing the
+    /// saved session `resume` when given, the file tools going through `editor` when
+    /// given (a front-end's session: `aintern acp`).
+    pub(crate) fn for_front_end(
+        mut self,
+        dir: PathBuf,
+        mcp: Vec<(String, core_models::McpServerConfig)>,
+        resume: Option<String>,
+        editor: Option<Arc<dyn tools::EditorFiles>>,
+    ) -> Self {
+        self.editor = editor;
+        self.workspace = Some(dir);
+        self.extra_mcp = mcp;
+        self.resume = resume.map(Some);
+        self.last = false;
+        self
     }
 
     /// The same options, saving nothing.
@@ -209,6 +233,16 @@ impl Session {
                 args.workspace.is_none(),
             ));
         }
+        let mut config = config;
+        for (name, server) in &args.extra_mcp {
+            if config.mcp_servers.contains_key(name) {
+                terminal.note(&format!(
+                    "the MCP server '{name}' the client gave is left out: one of that name is configured"
+                ));
+            } else {
+                config.mcp_servers.insert(name.clone(), server.clone());
+            }
+        }
         let mut sandbox_settings = settings::sandbox_settings(&config);
         sandbox_settings
             .secret_env
@@ -262,15 +296,27 @@ impl Session {
             };
         // Built through the facade, the one composition root: the built-in tools, then the
         // MCP servers' tools; git and the formatters under the same launcher.
-        let agent = aintern::Agent::builder()
+        let mut builder = aintern::Agent::builder();
+        if let Some(editor) = args.editor.clone() {
+            builder = builder.editor_files(editor);
+        }
+        let agent = builder
             .shared_model(Arc::clone(&llm))
             .workspace(&workspace)
             .config(config)
             .launcher(Arc::clone(&launcher))
             .tools_from(Arc::clone(&servers) as Arc<dyn ToolRegistry>)
             .permissions(Arc::clone(&permissions))
+            .project_context(settings::config_dir())
             .build()
             .map_err(|e| e.to_string())?;
+        for note in agent
+            .project()
+            .map(aintern::tools::ProjectContext::notes)
+            .unwrap_or_default()
+        {
+            terminal.note(&note);
+        }
         let registry = Arc::clone(agent.tools());
         if let Some(ToolChoice::Tool(id)) = &args.policy.tool_choice {
             if registry.get_tool(id).is_none() {
@@ -314,6 +360,54 @@ impl Session {
             backend_name,
             servers,
         })
+    }
+
+    /// Start `request` (a front-end of its own drives its events: `aintern acp`), the
+    /// session's record of it begun.
+    pub(crate) fn start_request(
+        &self,
+        request: AgentRequest,
+    ) -> Result<core_models::EventStream, String> {
+        let _ = self.saved.announce(request.request_id);
+        self.saved
+            .asked(&core_models::ChatMessage::user(request.message.clone()));
+        self.agent
+            .engine()
+            .process_message(request)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Save what a request started with [`Session::start_request`] left, with its token
+    /// counts (prompt, completion, cached).
+    pub(crate) fn finish_request(&self, usage: Option<(u64, u64, u64)>) {
+        if let Err(e) = self.saved.ended(self.agent.engine().conversation(), usage) {
+            tracing::warn!("the session was not saved: {e}");
+        }
+    }
+
+    /// Answer `a` by `--approve`, when it was given.
+    pub(crate) fn answers_itself(
+        &self,
+        a: &ApprovalRequestEvent,
+    ) -> Option<Result<(), core_models::Error>> {
+        let mode = self.approve?;
+        answer_by_mode(a, mode, self.launcher.settings());
+        Some(Ok(()))
+    }
+
+    /// Keep `decision` about `request` with the saved session (an "always for this
+    /// session" answer).
+    pub(crate) fn remember(
+        &self,
+        request: &core_models::ToolCallRequest,
+        decision: &core_models::ApprovalDecision,
+    ) {
+        self.saved.remembered(request, decision);
+    }
+
+    /// The conversation so far, as saved.
+    pub(crate) fn history(&self) -> Vec<core_models::ChatMessage> {
+        self.saved.history()
     }
 
     /// The model's backend.
@@ -406,8 +500,7 @@ impl Session {
 
     /// A request for `message`, continuing the session's conversation.
     pub(crate) fn request(&self, message: String) -> AgentRequest {
-        let mut request = AgentRequest::new(message)
-            .with_tool_context(ToolAvailabilityContext::for_workspace(&self.workspace));
+        let mut request = self.agent.request(message);
         request.conversation_id = self.saved.id;
         request.history = self.saved.history();
         request.max_iterations = self.args.policy.max_iterations;
@@ -717,11 +810,10 @@ pub(crate) fn inference_options(
     } else {
         core_models::InferenceOptions::default()
     };
-    core_models::InferenceOptions {
-        temperature: temperature.unwrap_or(defaults.temperature).max(0.0),
-        max_tokens: max_tokens.unwrap_or(defaults.max_tokens),
-        ..defaults
-    }
+    let (t, m) = (defaults.temperature, defaults.max_tokens);
+    defaults
+        .with_temperature(temperature.unwrap_or(t).max(0.0))
+        .with_max_tokens(max_tokens.unwrap_or(m))
 }
 
 /// The workspace folder, canonical: `dir` or the current folder.

@@ -340,7 +340,7 @@ impl Persisted {
     pub(crate) async fn start(
         start: Start,
         permissions: &dyn core_models::PermissionManager,
-        known: &dyn Fn(&str) -> bool,
+        known: &(dyn Fn(&str) -> bool + Sync),
         notes: &mut Vec<String>,
     ) -> Persisted {
         let id = start.header.id;

@@ -55,6 +55,9 @@
 //! Everything serializes with snake_case field names and enum values; durations are
 //! integer milliseconds in fields ending in `_ms`; ids are UUIDs; times are UTC.
 
+#[macro_use]
+mod setters;
+
 mod config;
 mod error;
 mod events;

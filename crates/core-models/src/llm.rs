@@ -11,7 +11,8 @@ use std::time::Duration;
 /// One generation request: the conversation as chat messages, the tools offered, the tool
 /// choice and the sampling options. A backend renders the messages and tools with the
 /// model's own chat template and may constrain tool calls to the offered schemas.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct LlmRequest {
     /// The conversation so far, system prompt first.
     pub messages: Vec<ChatMessage>,
@@ -60,6 +61,7 @@ pub enum ReplyConstraint {
 /// reports what the server says (its token counts, and its own timings when it sends them,
 /// as llama-server does) and otherwise the times it saw as a client.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct LlmUsage {
     /// Tokens in the prompt.
     pub prompt_tokens: u64,
@@ -140,6 +142,7 @@ pub struct LlmToolCall {
 
 /// What a backend knows about its model's size, for choosing defaults.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ModelDetails {
     /// Parameters, when known (a GGUF's own count, or what a server reports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -164,3 +167,27 @@ impl ModelDetails {
 /// A generation in progress. Dropping it cancels the generation: a backend must stop
 /// within one token of the stream being dropped.
 pub type LlmStream = BoxStream<'static, Result<LlmChunk, Error>>;
+
+setters!(LlmRequest {
+    with_messages => messages: Vec<ChatMessage>,
+    with_tools => tools: Vec<ToolDefinition>,
+    with_tool_choice => tool_choice: ToolChoice,
+    with_options => options: InferenceOptions,
+    with_constraint => constraint: Option<ReplyConstraint>,
+});
+
+setters!(LlmUsage {
+    with_prompt_tokens => prompt_tokens: u64,
+    with_prompt_tokens_evaluated => prompt_tokens_evaluated: u64,
+    with_cached_prompt_tokens => cached_prompt_tokens: u64,
+    with_generated_tokens => generated_tokens: u64,
+    with_time_to_first_token => time_to_first_token: Duration,
+    with_prompt_time => prompt_time: Duration,
+    with_generation_time => generation_time: Duration,
+    with_hit_token_limit => hit_token_limit: bool,
+});
+
+setters!(ModelDetails {
+    with_parameters => parameters: Option<u64>,
+    with_context_length => context_length: Option<u32>,
+});

@@ -77,6 +77,7 @@ impl PermissionCheckResult {
 /// allow, and explicit settings win over the call's risk level.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct ToolPermissionSettings {
     /// The tool.
     pub tool_id: String,
@@ -118,6 +119,7 @@ impl ToolPermissionSettings {
 /// allows `cargo test && cargo build`, never `cargo test; rm -rf ~`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct PermissionSubjects {
     /// The normalized forms: a workspace-relative path (and where it leads through
     /// symlinks), or each simple command of a command line.
@@ -272,3 +274,17 @@ mod tests {
         assert!(n.is_empty() && !n.complete);
     }
 }
+
+setters!(ToolPermissionSettings {
+    with_tool_id => tool_id: String,
+    with_always_allow => always_allow: bool,
+    with_always_deny => always_deny: bool,
+    with_allowed_patterns => allowed_patterns: Vec<String>,
+    with_denied_patterns => denied_patterns: Vec<String>,
+});
+
+setters!(PermissionSubjects {
+    with_subjects => subjects: Vec<String>,
+    with_deny_only => deny_only: Vec<String>,
+    with_complete => complete: bool,
+});

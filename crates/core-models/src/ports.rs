@@ -195,6 +195,7 @@ impl<T: LlmService + ?Sized> LlmService for Arc<T> {
 
 /// A model's own way of calling tools, as its chat template shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct ChatFormat {
     /// The call format's name (as `aintern parse --list-formats` names it).
     pub call_format: String,
@@ -373,3 +374,9 @@ pub trait AgentService: Send + Sync {
     /// way the message was not delivered.
     fn send_user_message(&self, text: String) -> Result<(), Error>;
 }
+
+setters!(ChatFormat {
+    with_call_format => call_format: String,
+    with_renders_tools => renders_tools: bool,
+    with_starts_in_thinking => starts_in_thinking: bool,
+});

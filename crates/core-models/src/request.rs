@@ -156,6 +156,7 @@ impl ChatMessage {
 /// Sampling and length settings for one generation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct InferenceOptions {
     /// Most tokens to generate.
     pub max_tokens: u32,
@@ -388,6 +389,7 @@ impl AgentRequest {
 /// Which tools a request may use (seed 001 part c).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct ToolAvailabilityContext {
     /// The workspace folder; `None` when no workspace is open.
     pub workspace_path: Option<PathBuf>,
@@ -511,6 +513,7 @@ pub struct FileContext {
 /// A selection in an editor (1-based lines and columns).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct TextSelection {
     /// First line.
     pub start_line: u32,
@@ -547,3 +550,36 @@ pub struct ToolPermission {
     #[serde(default)]
     pub is_persistent: bool,
 }
+
+setters!(ToolAvailabilityContext {
+    with_workspace_path => workspace_path: Option<PathBuf>,
+    with_active_file_path => active_file_path: Option<PathBuf>,
+    with_active_selection => active_selection: Option<TextSelection>,
+    with_enabled_tool_ids => enabled_tool_ids: Option<BTreeSet<String>>,
+    with_disabled_tool_ids => disabled_tool_ids: Option<BTreeSet<String>>,
+    with_enabled_categories => enabled_categories: Option<BTreeSet<ToolCategory>>,
+    with_max_auto_approval_risk_level => max_auto_approval_risk_level: RiskLevel,
+    with_allow_terminal_tools => allow_terminal_tools: bool,
+    with_allow_network_tools => allow_network_tools: bool,
+    with_allow_file_writes => allow_file_writes: bool,
+    with_session_permissions => session_permissions: BTreeMap<String, ToolPermission>,
+});
+
+setters!(InferenceOptions {
+    with_max_tokens => max_tokens: u32,
+    with_temperature => temperature: f32,
+    with_top_p => top_p: f32,
+    with_top_k => top_k: u32,
+    with_min_p => min_p: f32,
+    with_repeat_penalty => repeat_penalty: f32,
+    with_seed => seed: Option<u32>,
+    with_stop => stop: Vec<String>,
+});
+
+setters!(TextSelection {
+    with_start_line => start_line: u32,
+    with_start_column => start_column: u32,
+    with_end_line => end_line: u32,
+    with_end_column => end_column: u32,
+    with_text => text: String,
+});

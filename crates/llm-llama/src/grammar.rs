@@ -100,11 +100,9 @@ mod tests {
                             ToolChoice::Tool("list_dir".into()),
                         ] {
                             for tools in tools() {
-                                let request = LlmRequest {
-                                    tools,
-                                    tool_choice: choice.clone(),
-                                    ..LlmRequest::new(vec![ChatMessage::user("hello")])
-                                };
+                                let request = (LlmRequest::new(vec![ChatMessage::user("hello")]))
+                                    .with_tools(tools)
+                                    .with_tool_choice(choice.clone());
                                 for converter in converters {
                                     let Ok(Some(g)) =
                                         tool_grammar::tool_grammar(&request, &target, converter)

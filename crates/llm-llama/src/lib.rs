@@ -282,10 +282,9 @@ impl LlmService for LlamaLlm {
     }
 
     fn model_details(&self) -> core_models::ModelDetails {
-        core_models::ModelDetails {
-            parameters: Some(self.info.parameters).filter(|p| *p > 0),
-            context_length: Some(self.info.context_size),
-        }
+        core_models::ModelDetails::default()
+            .with_parameters(Some(self.info.parameters).filter(|p| *p > 0))
+            .with_context_length(Some(self.info.context_size))
     }
 
     async fn generate(&self, request: LlmRequest) -> Result<LlmStream, core_models::Error> {

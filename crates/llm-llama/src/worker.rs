@@ -630,16 +630,15 @@ impl<'m, 'c> Session<'m, 'c> {
                 "tokens the grammar had sampled again"
             );
         }
-        let usage = LlmUsage {
-            prompt_tokens: tokens.len() as u64,
-            prompt_tokens_evaluated: evaluated as u64,
-            cached_prompt_tokens: (tokens.len() as u64).saturating_sub(evaluated as u64),
-            generated_tokens: generated,
-            time_to_first_token: first_token.unwrap_or_else(|| started.elapsed()),
-            prompt_time,
-            generation_time: gen_started.elapsed(),
-            hit_token_limit: !stopped && generated >= max,
-        };
+        let usage = LlmUsage::default()
+            .with_prompt_tokens(tokens.len() as u64)
+            .with_prompt_tokens_evaluated(evaluated as u64)
+            .with_cached_prompt_tokens((tokens.len() as u64).saturating_sub(evaluated as u64))
+            .with_generated_tokens(generated)
+            .with_time_to_first_token(first_token.unwrap_or_else(|| started.elapsed()))
+            .with_prompt_time(prompt_time)
+            .with_generation_time(gen_started.elapsed())
+            .with_hit_token_limit(!stopped && generated >= max);
         let _ = self.out.send(Ok(LlmChunk::Usage(usage)));
         Ok(())
     }

@@ -52,18 +52,13 @@ fn shared() -> Option<&'static LlamaLlm> {
 }
 
 fn greedy(max_tokens: u32) -> InferenceOptions {
-    InferenceOptions {
-        temperature: 0.0,
-        max_tokens,
-        ..InferenceOptions::default()
-    }
+    InferenceOptions::default()
+        .with_temperature(0.0)
+        .with_max_tokens(max_tokens)
 }
 
 fn request(messages: Vec<ChatMessage>, options: InferenceOptions) -> LlmRequest {
-    LlmRequest {
-        options,
-        ..LlmRequest::new(messages)
-    }
+    LlmRequest::new(messages).with_options(options)
 }
 
 async fn generate(llm: &LlamaLlm, req: LlmRequest) -> (Vec<String>, LlmUsage) {
@@ -195,10 +190,7 @@ async fn stops_at_max_tokens_and_at_stop_strings() {
     let chars: Vec<char> = full.chars().collect();
     assert!(chars.len() >= 8, "{full:?}");
     let stop: String = chars[chars.len() / 2..chars.len() / 2 + 3].iter().collect();
-    let options = InferenceOptions {
-        stop: vec![stop.clone()],
-        ..greedy(40)
-    };
+    let options = greedy(40).with_stop(vec![stop.clone()]);
     let (pieces, usage) = generate(llm, request(question(), options)).await;
     let cut: String = pieces.concat();
     assert_eq!(cut, full[..full.find(&stop).unwrap()].to_string());
@@ -313,14 +305,12 @@ fn tool_request(choice: core_models::ToolChoice, user: &str) -> LlmRequest {
     };
     let tools = vec![read_file_tool()];
     let system = services_ai::prompt::system_prompt(&config, None, &tools).unwrap();
-    LlmRequest {
-        tools,
-        tool_choice: choice,
-        ..request(
-            vec![ChatMessage::system(system), ChatMessage::user(user)],
-            greedy(96),
-        )
-    }
+    (request(
+        vec![ChatMessage::system(system), ChatMessage::user(user)],
+        greedy(96),
+    ))
+    .with_tools(tools)
+    .with_tool_choice(choice)
 }
 
 /// ToolChoice::Required: the reply is one well-formed call of an offered tool, with the
@@ -368,11 +358,9 @@ async fn a_required_tool_call_reads_the_named_file_then_the_model_answers() {
     ));
     let (pieces, usage) = generate(
         llm,
-        LlmRequest {
-            messages,
-            tool_choice: core_models::ToolChoice::None,
-            ..request
-        },
+        request
+            .with_messages(messages)
+            .with_tool_choice(core_models::ToolChoice::None),
     )
     .await;
     let answer = pieces.concat();
@@ -418,20 +406,18 @@ async fn a_required_call_is_well_formed_when_sampling_too() {
             read_file_tool(),
         ]));
     for (seed, repeat_penalty) in [(1, 1.0), (2, 1.0), (3, 1.1), (4, 1.1)] {
-        let request = LlmRequest {
-            options: InferenceOptions {
-                temperature: 0.7,
-                top_k: 40,
-                repeat_penalty,
-                seed: Some(seed),
-                max_tokens: 200,
-                ..InferenceOptions::default()
-            },
-            ..tool_request(
-                core_models::ToolChoice::Required,
-                "Read notes.txt and tell me what it says",
-            )
-        };
+        let request = (tool_request(
+            core_models::ToolChoice::Required,
+            "Read notes.txt and tell me what it says",
+        ))
+        .with_options(
+            InferenceOptions::default()
+                .with_temperature(0.7)
+                .with_top_k(40)
+                .with_repeat_penalty(repeat_penalty)
+                .with_seed(Some(seed))
+                .with_max_tokens(200),
+        );
         let (pieces, _) = generate(llm, request).await;
         let output = pieces.concat();
         let parsed = parser.parse_all(&output);
@@ -539,14 +525,12 @@ async fn required_calls_come_out_in_each_templates_own_language() {
             failures.push(format!("{file}: detected {}", chat.call_format));
             continue;
         }
-        let req = LlmRequest {
-            tools: vec![read_file_tool()],
-            tool_choice: core_models::ToolChoice::Tool("read_file".into()),
-            ..request(
-                vec![ChatMessage::user("Read notes.txt and tell me what it says")],
-                greedy(256),
-            )
-        };
+        let req = (request(
+            vec![ChatMessage::user("Read notes.txt and tell me what it says")],
+            greedy(256),
+        ))
+        .with_tools(vec![read_file_tool()])
+        .with_tool_choice(core_models::ToolChoice::Tool("read_file".into()));
         let text = generate(&llm, req).await.0.concat();
         let profile = services_ai::detect_template(&source);
         let out =

@@ -273,19 +273,22 @@ impl Decoder {
             .or(timings.cache_n)
             .unwrap_or_default()
             .min(prompt_tokens);
-        LlmUsage {
-            prompt_tokens,
-            prompt_tokens_evaluated: prompt_tokens - cached,
-            cached_prompt_tokens: cached,
-            generated_tokens: usage
-                .completion_tokens
-                .or(timings.predicted_n)
-                .unwrap_or(self.pieces),
-            time_to_first_token: ttft,
-            prompt_time: ms(timings.prompt_ms).unwrap_or(ttft),
-            generation_time: ms(timings.predicted_ms).unwrap_or_else(|| total.saturating_sub(ttft)),
-            hit_token_limit: self.finish_reason.as_deref() == Some("length"),
-        }
+        LlmUsage::default()
+            .with_prompt_tokens(prompt_tokens)
+            .with_prompt_tokens_evaluated(prompt_tokens - cached)
+            .with_cached_prompt_tokens(cached)
+            .with_generated_tokens(
+                usage
+                    .completion_tokens
+                    .or(timings.predicted_n)
+                    .unwrap_or(self.pieces),
+            )
+            .with_time_to_first_token(ttft)
+            .with_prompt_time(ms(timings.prompt_ms).unwrap_or(ttft))
+            .with_generation_time(
+                ms(timings.predicted_ms).unwrap_or_else(|| total.saturating_sub(ttft)),
+            )
+            .with_hit_token_limit(self.finish_reason.as_deref() == Some("length"))
     }
 }
 

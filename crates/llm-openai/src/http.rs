@@ -100,10 +100,20 @@ fn redacted(url: &str) -> String {
     }
 }
 
+/// Installs ring as rustls's process-wide crypto provider when none is installed yet.
+/// Every client this crate builds calls it first; an application building its own
+/// `reqwest` client beside it calls it too (reqwest is built without a provider of its
+/// own, so that a fresh build compiles one TLS library, not two).
+pub fn ensure_tls_provider() {
+    // An error means a provider is installed already, which is as good.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// The HTTP client for `config`: its time limits, its headers (the key marked sensitive,
 /// so that it never appears in debug output), no redirects (an API does not redirect; a
 /// redirect could carry the key elsewhere).
 pub(crate) fn client(config: &OpenAiConfig) -> Result<reqwest::Client, Error> {
+    ensure_tls_provider();
     let mut headers = HeaderMap::new();
     for (name, value) in &config.headers {
         let name = HeaderName::from_bytes(name.as_bytes())

@@ -38,6 +38,7 @@ pub use config::{ApiKey, OpenAiConfig};
 pub use core_models::ToolMode;
 pub use discover::{ModelEntry, ServerInfo};
 pub use error::Error;
+pub use http::ensure_tls_provider;
 
 use async_trait::async_trait;
 use classify::Context;
@@ -507,18 +508,17 @@ impl LlmService for OpenAiLlm {
         }
         // In text mode the model is asked as the in-process backend asks it; the server's
         // template, when it says which, tells what call language the model knows.
-        self.inner
-            .info
-            .chat_template
-            .as_deref()
-            .map(|template| ChatFormat {
-                call_format: tool_calls::detect_template(template)
-                    .format
-                    .name()
-                    .to_string(),
-                renders_tools: false,
-                starts_in_thinking: false,
-            })
+        self.inner.info.chat_template.as_deref().map(|template| {
+            ChatFormat::default()
+                .with_call_format(
+                    tool_calls::detect_template(template)
+                        .format
+                        .name()
+                        .to_string(),
+                )
+                .with_renders_tools(false)
+                .with_starts_in_thinking(false)
+        })
     }
 
     fn model_details(&self) -> ModelDetails {
@@ -532,14 +532,14 @@ impl LlmService for OpenAiLlm {
                 [only] if info.llama_server => Some(only),
                 _ => None,
             });
-        ModelDetails {
-            parameters: entry.and_then(|m| m.parameters),
-            context_length: self
-                .inner
-                .info
-                .context_length
-                .or_else(|| entry.and_then(|m| m.context_length)),
-        }
+        ModelDetails::default()
+            .with_parameters(entry.and_then(|m| m.parameters))
+            .with_context_length(
+                self.inner
+                    .info
+                    .context_length
+                    .or_else(|| entry.and_then(|m| m.context_length)),
+            )
     }
 
     /// On llama-server, the prompt as the server renders and tokenizes it; elsewhere

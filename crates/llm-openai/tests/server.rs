@@ -28,11 +28,9 @@ fn tools_template() -> PathBuf {
 }
 
 fn greedy(max_tokens: u32) -> InferenceOptions {
-    InferenceOptions {
-        temperature: 0.0,
-        max_tokens,
-        ..InferenceOptions::default()
-    }
+    InferenceOptions::default()
+        .with_temperature(0.0)
+        .with_max_tokens(max_tokens)
 }
 
 async fn connect(server: &LlamaServer) -> OpenAiLlm {
@@ -63,10 +61,7 @@ async fn streamed_text_equals_the_whole_reply_at_temperature_0() {
         ChatMessage::system("You are a helpful assistant."),
         ChatMessage::user("Name three colours of the rainbow."),
     ];
-    let request = LlmRequest {
-        options: greedy(48),
-        ..LlmRequest::new(messages)
-    };
+    let request = LlmRequest::new(messages).with_options(greedy(48));
     let counted = llm
         .count_tokens(&request)
         .await
@@ -106,6 +101,7 @@ async fn streamed_text_equals_the_whole_reply_at_temperature_0() {
     );
 
     // The same request, not streamed, straight to the server.
+    llm_openai::ensure_tls_provider();
     let whole: Value = reqwest::Client::new()
         .post(format!("{}/chat/completions", server.url()))
         .json(&json!({
@@ -256,12 +252,10 @@ async fn dropping_a_stream_stops_the_generation_at_once() {
         return;
     };
     let llm = connect(&server).await;
-    let request = LlmRequest {
-        options: greedy(2000),
-        ..LlmRequest::new(vec![ChatMessage::user(
-            "Count from 1 to 1000, separated by commas.",
-        )])
-    };
+    let request = (LlmRequest::new(vec![ChatMessage::user(
+        "Count from 1 to 1000, separated by commas.",
+    )]))
+    .with_options(greedy(2000));
     let mut stream = llm
         .generate(request)
         .await

@@ -29,15 +29,13 @@ fn bench(c: &mut Criterion) {
     let launcher = Arc::new(sandbox::Launcher::new(sandbox::SandboxSettings::default()));
     let configs = BTreeMap::from([(
         "everything".to_string(),
-        McpServerConfig {
-            command: Some(
+        McpServerConfig::default()
+            .with_command(Some(
                 dir.join("node_modules/.bin/mcp-server-everything")
                     .display()
                     .to_string(),
-            ),
-            args: vec!["stdio".into()],
-            ..McpServerConfig::default()
-        },
+            ))
+            .with_args(vec!["stdio".into()]),
     )]);
     let servers = runtime.block_on(mcp::McpServers::start(
         &configs,

@@ -617,6 +617,9 @@ mod http_client {
                     attempt.stop()
                 }
             });
+            // reqwest is built without a TLS provider: ring, unless the application
+            // installed one already (an error then, which is as good).
+            let _ = rustls::crypto::ring::default_provider().install_default();
             let inner = reqwest::Client::builder()
                 .pool_max_idle_per_host(0)
                 .redirect(policy)

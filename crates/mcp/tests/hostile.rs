@@ -264,15 +264,13 @@ async fn a_stdio_message_over_the_limit_fails_the_call_at_once_and_restarts_the_
     let _one = ONE_AT_A_TIME.lock().await;
     let ws = tempfile::tempdir().unwrap();
     let pids = ws.path().join("pids");
-    let config = McpServerConfig {
-        command: Some("python3".into()),
-        args: vec![
+    let config = McpServerConfig::default()
+        .with_command(Some("python3".into()))
+        .with_args(vec![
             script(ws.path(), "stdio_server.py", STDIO),
             pids.display().to_string(),
-        ],
-        startup_timeout_ms: 30_000,
-        ..McpServerConfig::default()
-    };
+        ])
+        .with_startup_timeout_ms(30_000);
     let servers = start("big", config, ws.path()).await;
     let (result, took, growth) = flooded(&servers, "big__flood", ws.path()).await;
     assert_over_limit(&result, took, growth, "big", "longer than 16 MiB");
@@ -315,16 +313,14 @@ async fn a_tool_list_over_the_limit_fails_the_start_at_once() {
     let _one = ONE_AT_A_TIME.lock().await;
     let ws = tempfile::tempdir().unwrap();
     let pids = ws.path().join("pids");
-    let config = McpServerConfig {
-        command: Some("python3".into()),
-        args: vec![
+    let config = McpServerConfig::default()
+        .with_command(Some("python3".into()))
+        .with_args(vec![
             script(ws.path(), "stdio_server.py", STDIO),
             pids.display().to_string(),
             "flood-list".into(),
-        ],
-        startup_timeout_ms: 60_000,
-        ..McpServerConfig::default()
-    };
+        ])
+        .with_startup_timeout_ms(60_000);
     let configs = BTreeMap::from([("big".to_string(), config)]);
     let started = Instant::now();
     let (servers, growth) = peak_growth(McpServers::start(&configs, launcher(), ws.path())).await;
@@ -362,10 +358,7 @@ async fn an_http_answer_over_the_limit_fails_the_call_at_once() {
         .expect("the HTTP server started")
         .unwrap()
         .unwrap();
-    let config = McpServerConfig {
-        url: Some(format!("http://127.0.0.1:{port}/mcp")),
-        ..McpServerConfig::default()
-    };
+    let config = McpServerConfig::default().with_url(Some(format!("http://127.0.0.1:{port}/mcp")));
     let servers = start("web", config, ws.path()).await;
     for tool in ["web__flood_json", "web__flood_sse"] {
         let (result, took, growth) = flooded(&servers, tool, ws.path()).await;

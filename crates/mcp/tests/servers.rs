@@ -31,16 +31,14 @@ async fn everything(dir: &Path, workspace: &Path) -> McpServers {
 }
 
 fn node_server(dir: &Path, bin: &str, args: &[&str]) -> McpServerConfig {
-    McpServerConfig {
-        command: Some(
+    McpServerConfig::default()
+        .with_command(Some(
             test_support::mcp_servers::node_bin(dir, bin)
                 .display()
                 .to_string(),
-        ),
-        args: args.iter().map(|a| a.to_string()).collect(),
-        startup_timeout_ms: 60_000,
-        ..McpServerConfig::default()
-    }
+        ))
+        .with_args(args.iter().map(|a| a.to_string()).collect())
+        .with_startup_timeout_ms(60_000)
 }
 
 async fn start(configs: &[(&str, McpServerConfig)], workspace: &Path) -> McpServers {
@@ -178,22 +176,15 @@ async fn a_server_killed_mid_session_is_restarted_and_broken_ones_are_reported()
     let Some(dir) = servers_dir() else { return };
     let ws = tempfile::tempdir().unwrap();
     let root = ws.path().canonicalize().unwrap();
-    let missing = McpServerConfig {
-        command: Some("/nonexistent/mcp-server".into()),
-        ..McpServerConfig::default()
-    };
-    let exits = McpServerConfig {
-        command: Some("sh".into()),
-        args: vec!["-c".into(), "echo broken >&2; exit 3".into()],
-        ..McpServerConfig::default()
-    };
+    let missing = McpServerConfig::default().with_command(Some("/nonexistent/mcp-server".into()));
+    let exits = McpServerConfig::default()
+        .with_command(Some("sh".into()))
+        .with_args(vec!["-c".into(), "echo broken >&2; exit 3".into()]);
     // Silent: never answers the handshake.
-    let silent = McpServerConfig {
-        command: Some("sleep".into()),
-        args: vec!["30".into()],
-        startup_timeout_ms: 1_000,
-        ..McpServerConfig::default()
-    };
+    let silent = McpServerConfig::default()
+        .with_command(Some("sleep".into()))
+        .with_args(vec!["30".into()])
+        .with_startup_timeout_ms(1_000);
     let started = Instant::now();
     let servers = start(
         &[
@@ -273,16 +264,14 @@ async fn a_server_killed_mid_session_is_restarted_and_broken_ones_are_reported()
 async fn a_python_server_works_too() {
     let Some(dir) = servers_dir() else { return };
     let ws = tempfile::tempdir().unwrap();
-    let time = McpServerConfig {
-        command: Some("python3".into()),
-        args: vec!["-m".into(), "mcp_server_time".into()],
-        env: BTreeMap::from([(
+    let time = McpServerConfig::default()
+        .with_command(Some("python3".into()))
+        .with_args(vec!["-m".into(), "mcp_server_time".into()])
+        .with_env(BTreeMap::from([(
             "PYTHONPATH".to_string(),
             dir.join("python").display().to_string(),
-        )]),
-        startup_timeout_ms: 60_000,
-        ..McpServerConfig::default()
-    };
+        )]))
+        .with_startup_timeout_ms(60_000);
     let servers = start(&[("time", time)], ws.path()).await;
     assert_eq!(
         servers.reports()[0].status,
@@ -376,16 +365,14 @@ async fn tools_list_changed_refreshes_the_tools_offered() {
     let ws = tempfile::tempdir().unwrap();
     let script = ws.path().join("dynamic.py");
     std::fs::write(&script, DYNAMIC).unwrap();
-    let dynamic = McpServerConfig {
-        command: Some("python3".into()),
-        args: vec![script.display().to_string()],
-        env: BTreeMap::from([(
+    let dynamic = McpServerConfig::default()
+        .with_command(Some("python3".into()))
+        .with_args(vec![script.display().to_string()])
+        .with_env(BTreeMap::from([(
             "PYTHONPATH".to_string(),
             dir.join("python").display().to_string(),
-        )]),
-        startup_timeout_ms: 60_000,
-        ..McpServerConfig::default()
-    };
+        )]))
+        .with_startup_timeout_ms(60_000);
     let servers = start(&[("dynamic", dynamic)], ws.path()).await;
     let ids = || -> Vec<String> {
         servers
@@ -444,17 +431,13 @@ async fn a_streamable_http_server_is_reached_with_its_headers_and_token() {
     .await;
     assert_eq!(listening.ok(), Some(true), "the HTTP server started");
     std::env::set_var("AINTERN_TEST_MCP_TOKEN", "not-a-real-token");
-    let http = McpServerConfig {
-        url: Some(format!("http://127.0.0.1:{port}/mcp")),
-        headers: BTreeMap::from([("X-Test".to_string(), "yes".to_string())]),
-        bearer_token_env: Some("AINTERN_TEST_MCP_TOKEN".into()),
-        ..McpServerConfig::default()
-    };
-    let missing_token = McpServerConfig {
-        url: Some(format!("http://127.0.0.1:{port}/mcp")),
-        bearer_token_env: Some("AINTERN_TEST_MCP_NO_SUCH_VARIABLE".into()),
-        ..McpServerConfig::default()
-    };
+    let http = McpServerConfig::default()
+        .with_url(Some(format!("http://127.0.0.1:{port}/mcp")))
+        .with_headers(BTreeMap::from([("X-Test".to_string(), "yes".to_string())]))
+        .with_bearer_token_env(Some("AINTERN_TEST_MCP_TOKEN".into()));
+    let missing_token = McpServerConfig::default()
+        .with_url(Some(format!("http://127.0.0.1:{port}/mcp")))
+        .with_bearer_token_env(Some("AINTERN_TEST_MCP_NO_SUCH_VARIABLE".into()));
     let servers = start(&[("web", http), ("tokenless", missing_token)], ws.path()).await;
     let reports = servers.reports();
     let web = reports.iter().find(|r| r.name == "web").unwrap();

@@ -232,10 +232,9 @@ impl LlmService for ScriptedLlm {
     }
 
     fn model_details(&self) -> core_models::ModelDetails {
-        core_models::ModelDetails {
-            parameters: self.parameters,
-            context_length: self.context_window,
-        }
+        core_models::ModelDetails::default()
+            .with_parameters(self.parameters)
+            .with_context_length(self.context_window)
     }
 
     async fn generate(&self, request: LlmRequest) -> Result<LlmStream, Error> {
@@ -314,16 +313,15 @@ impl LlmService for ScriptedLlm {
                     Some(Some(message)) => Some((Err(Error::llm(message)), (chunks, None, first))),
                     Some(None) if own_usage => None,
                     Some(None) => {
-                        let usage = LlmUsage {
-                            prompt_tokens,
-                            prompt_tokens_evaluated: prompt_tokens,
-                            cached_prompt_tokens: 0,
-                            generated_tokens: generated,
-                            time_to_first_token: first.unwrap_or_default(),
-                            prompt_time: Duration::ZERO,
-                            generation_time: started.elapsed(),
-                            hit_token_limit,
-                        };
+                        let usage = LlmUsage::default()
+                            .with_prompt_tokens(prompt_tokens)
+                            .with_prompt_tokens_evaluated(prompt_tokens)
+                            .with_cached_prompt_tokens(0)
+                            .with_generated_tokens(generated)
+                            .with_time_to_first_token(first.unwrap_or_default())
+                            .with_prompt_time(Duration::ZERO)
+                            .with_generation_time(started.elapsed())
+                            .with_hit_token_limit(hit_token_limit);
                         Some((Ok(LlmChunk::Usage(usage)), (chunks, None, first)))
                     }
                     None => None,

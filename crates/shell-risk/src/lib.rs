@@ -162,11 +162,10 @@ pub fn judge(command: &str, cwd: Option<&str>, workspace: Option<&Path>) -> Judg
         return Judgement {
             risk: RiskLevel::Medium,
             reasons: vec!["the command is empty".to_string()],
-            subjects: PermissionSubjects {
-                subjects: Vec::new(),
-                deny_only,
-                complete: false,
-            },
+            subjects: PermissionSubjects::default()
+                .with_subjects(Vec::new())
+                .with_deny_only(deny_only)
+                .with_complete(false),
             repositories: Vec::new(),
         };
     }

@@ -36,98 +36,16 @@ mod values;
 
 pub use calls::ToolCatalog;
 pub use formats::detect::{detect_template, prompt_opens_reasoning, TemplateProfile};
-pub use formats::{format_by_name, format_info, FormatInfo, FORMATS};
+pub use formats::{format_by_name, format_info, FormatInfo, ToolCallFormat, FORMATS};
 pub use stream::StreamingFunctionCallParser;
 
 use core_models::ToolCallRequest;
 use std::collections::BTreeSet;
 
-/// A tool-call format the parser can recognize. [`FORMATS`] names each one and the
-/// models that write it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ToolCallFormat {
-    /// The seed's primary format: a ```` ```tool_call ```` fenced JSON block.
-    FencedJson,
-    /// The seed's alternative: a JSON call object inside prose (or a ```` ```json ```` fence).
-    InlineJson,
-    /// Hermes / Qwen 2.5 / Qwen 3 / Granite 4: JSON inside `<tool_call>…</tool_call>`.
-    Hermes,
-    /// Qwen3-Coder: XML inside `<tool_call>…</tool_call>`.
-    QwenXml,
-    /// GLM-4.5/4.6/4.7: `<tool_call>NAME<arg_key>…</arg_key><arg_value>…</arg_value></tool_call>`.
-    Glm,
-    /// Llama 3.x: a reply that is a JSON call, optionally after `<|python_tag|>`.
-    Llama,
-    /// Llama 3.2 / 4 pythonic calls: `[f(a=1)]`.
-    Pythonic,
-    /// LFM2: `<|tool_call_start|>[f(a=1)]<|tool_call_end|>`.
-    Lfm2,
-    /// Mistral / Magistral: `[TOOL_CALLS]…`, reasoning in `[THINK]…[/THINK]`.
-    Mistral,
-    /// gpt-oss harmony channels.
-    Harmony,
-    /// DeepSeek R1 / V3.
-    DeepSeekR1,
-    /// DeepSeek V3.1.
-    DeepSeekV31,
-    /// Kimi-K2.
-    KimiK2,
-    /// MiniMax-M2.
-    MiniMaxM2,
-    /// Command-R7B / Command-A.
-    CommandR7b,
-    /// Granite 3.x: `<|tool_call|>[…]`.
-    Granite,
-    /// Nemotron Nano v2: `<TOOLCALL>[…]</TOOLCALL>`.
-    Nemotron,
-    /// Seed-OSS: `<seed:tool_call>` XML, `<seed:think>` reasoning.
-    SeedOss,
-    /// Functionary v3.1 (Llama 3.1): `<function=NAME>{…}</function>`.
-    FunctionaryV31,
-    /// Functionary v3.2: `>>>NAME\n{…}` sections.
-    FunctionaryV32,
-    /// Gemma 4: `<|tool_call>call:NAME{…}<tool_call|>`, reasoning in `<|channel>thought`.
-    Gemma4,
-    /// Phi-4-mini / FireFunction v2: `functools[{"name": …, "arguments": …}]`.
-    Phi4,
-    /// llama.cpp's generic JSON: `{"tool_calls": […]}` or `{"response": …}`.
-    Generic,
-    /// `<think>…</think>` reasoning.
-    Reasoning,
-}
-
 impl ToolCallFormat {
-    /// Every format.
-    pub const ALL: [ToolCallFormat; 24] = [
-        ToolCallFormat::FencedJson,
-        ToolCallFormat::InlineJson,
-        ToolCallFormat::Hermes,
-        ToolCallFormat::QwenXml,
-        ToolCallFormat::Glm,
-        ToolCallFormat::Llama,
-        ToolCallFormat::Pythonic,
-        ToolCallFormat::Lfm2,
-        ToolCallFormat::Mistral,
-        ToolCallFormat::Harmony,
-        ToolCallFormat::DeepSeekR1,
-        ToolCallFormat::DeepSeekV31,
-        ToolCallFormat::KimiK2,
-        ToolCallFormat::MiniMaxM2,
-        ToolCallFormat::CommandR7b,
-        ToolCallFormat::Granite,
-        ToolCallFormat::Nemotron,
-        ToolCallFormat::SeedOss,
-        ToolCallFormat::FunctionaryV31,
-        ToolCallFormat::FunctionaryV32,
-        ToolCallFormat::Phi4,
-        ToolCallFormat::Gemma4,
-        ToolCallFormat::Generic,
-        ToolCallFormat::Reasoning,
-    ];
-
     /// Its name for `--format`.
     pub fn name(self) -> &'static str {
-        format_info(self).map_or("unknown", |i| i.name)
+        self.spec().info.name
     }
 }
 

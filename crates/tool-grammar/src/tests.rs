@@ -25,11 +25,9 @@ fn tools() -> Vec<ToolDefinition> {
 }
 
 fn request(choice: ToolChoice, tools: Vec<ToolDefinition>) -> LlmRequest {
-    LlmRequest {
-        tools,
-        tool_choice: choice,
-        ..LlmRequest::new(vec![ChatMessage::user("hello")])
-    }
+    (LlmRequest::new(vec![ChatMessage::user("hello")]))
+        .with_tools(tools)
+        .with_tool_choice(choice)
 }
 
 fn target(format: ToolCallFormat) -> GrammarTarget {

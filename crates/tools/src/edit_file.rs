@@ -1,6 +1,7 @@
 //! `edit_file`: replace one exact piece of a file, atomically.
 
 use crate::atomic::{replace_atomically, write_all};
+use crate::editor::{asking, existing_file, text, EditorFiles};
 use crate::params::{assess_path, require_path, verdict};
 use crate::text_file::read_text;
 use crate::workspace::Workspace;
@@ -27,6 +28,7 @@ const SHOWN_PLACES: usize = 20;
 pub struct EditFile {
     definition: ToolDefinition,
     launcher: Arc<Launcher>,
+    editor: Option<Arc<dyn crate::EditorFiles>>,
 }
 
 impl Default for EditFile {
@@ -41,6 +43,7 @@ impl EditFile {
     pub fn new(launcher: Arc<Launcher>) -> Self {
         EditFile {
             launcher,
+            editor: None,
             definition: ToolDefinition::new(
                 "edit_file",
                 "Edit File",
@@ -129,7 +132,20 @@ impl Tool for EditFile {
     }
 
     async fn execute(&self, context: ToolExecutionContext) -> ToolResult {
+        if let Some(editor) = self.editor.as_ref().filter(|e| e.writes()) {
+            return edit_through(editor.as_ref(), &context, &self.launcher).await;
+        }
         run_to_end(context, &self.launcher, edit).await
+    }
+}
+
+impl EditFile {
+    /// Change files through `editor` when it writes them (an ACP client: the change lands
+    /// in the editor's buffer), after the path is checked here as always.
+    #[must_use]
+    pub fn through(mut self, editor: Arc<dyn crate::EditorFiles>) -> Self {
+        self.editor = Some(editor);
+        self
     }
 }
 
@@ -151,30 +167,9 @@ fn edit(
         Ok(s) => s,
         Err(message) => return ToolResult::failed(message),
     };
-    // Where it occurs: the first few places kept (for the message), all counted.
-    let (mut count, mut found) = (0usize, Vec::new());
-    for (i, _) in original.match_indices(search) {
-        count += 1;
-        if found.len() < SHOWN_PLACES {
-            found.push(i);
-        }
-    }
-    let at = match (count, found.first()) {
-        (1, Some(one)) => *one,
-        (0, _) | (_, None) => return ToolResult::failed(absent(path)),
-        (many, Some(_)) => {
-            let mut lines: Vec<String> = found
-                .iter()
-                .map(|i| (original[..*i].matches('\n').count() + 1).to_string())
-                .collect();
-            if many > found.len() {
-                lines.push("…".into());
-            }
-            return ToolResult::failed(format!(
-                "the search text occurs {many} times in '{path}' (lines {}); include more surrounding text so it occurs once",
-                lines.join(", ")
-            ));
-        }
+    let at = match locate(&original, search, path) {
+        Ok(at) => at,
+        Err(failed) => return failed,
     };
     let (before, after) = (&original[..at], &original[at + search.len()..]);
     let written = replace_atomically(
@@ -199,6 +194,80 @@ fn edit(
     )
 }
 
+/// Where `search` occurs in `original`, when it occurs exactly once; else the failure
+/// that says how often (and on which lines) it does.
+#[allow(clippy::result_large_err)] // the failure is the call's result, made once
+pub(crate) fn locate(original: &str, search: &str, path: &str) -> Result<usize, ToolResult> {
+    // Where it occurs: the first few places kept (for the message), all counted.
+    let (mut count, mut found) = (0usize, Vec::new());
+    for (i, _) in original.match_indices(search) {
+        count += 1;
+        if found.len() < SHOWN_PLACES {
+            found.push(i);
+        }
+    }
+    match (count, found.first()) {
+        (1, Some(one)) => Ok(*one),
+        (0, _) | (_, None) => Err(ToolResult::failed(absent(path))),
+        (many, Some(_)) => {
+            let mut lines: Vec<String> = found
+                .iter()
+                .map(|i| (original[..*i].matches('\n').count() + 1).to_string())
+                .collect();
+            if many > found.len() {
+                lines.push("…".into());
+            }
+            Err(ToolResult::failed(format!(
+                "the search text occurs {many} times in '{path}' (lines {}); include more surrounding text so it occurs once",
+                lines.join(", ")
+            )))
+        }
+    }
+}
+
 fn absent(path: &str) -> String {
     format!("the search text does not occur in '{path}'; read the file and copy the text exactly")
+}
+
+/// `edit_file` through `editor`.
+#[allow(clippy::result_large_err)] // the failure is the call's result, made once
+pub(crate) async fn edit_through(
+    editor: &dyn EditorFiles,
+    context: &ToolExecutionContext,
+    launcher: &Arc<Launcher>,
+) -> ToolResult {
+    let params = context.parameters.clone();
+    let (path, search, replace) = (
+        text(&params, "path"),
+        text(&params, "search"),
+        text(&params, "replace"),
+    );
+    if search.is_empty() {
+        return ToolResult::failed("search is empty");
+    }
+    let run = async {
+        let file = existing_file(context, launcher, path).await?;
+        let original = asking(context, editor.read_text(&file), &format!("read '{path}'")).await?;
+        if original.len() > crate::EDIT_FILE_CAP as usize {
+            return Err(ToolResult::failed(format!(
+                "'{path}' is larger than the {} KiB edit_file handles",
+                crate::EDIT_FILE_CAP / 1024
+            )));
+        }
+        let at = locate(&original, search, path)?;
+        let (before, after) = (&original[..at], &original[at + search.len()..]);
+        let changed = format!("{before}{replace}{after}");
+        asking(
+            context,
+            editor.write_text(&file, &changed),
+            &format!("write '{path}'"),
+        )
+        .await?;
+        let line = before.matches('\n').count() + 1;
+        Ok(ToolResult::success_with_data(
+            format!("Edited {path} at line {line}"),
+            json!({"path": path, "line": line, "bytes": changed.len()}),
+        ))
+    };
+    run.await.unwrap_or_else(|failed| failed)
 }

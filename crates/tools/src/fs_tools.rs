@@ -1,6 +1,8 @@
 //! `read_file` and `list_dir`: safe, read-only, confined to the workspace.
 
+use crate::editor::{asking, existing_file, text, EditorFiles, EDITOR_TEXT_CAP};
 use crate::lines::{CappedLines, LINE_CAP};
+use crate::offload::blocking;
 use crate::params::{assess_path, positive, require_path, verdict};
 use crate::walk::{secrets_note, walker};
 use crate::workspace::{Opened, Workspace};
@@ -51,39 +53,12 @@ pub(crate) async fn confined(
     .map_err(|e| format!("the tool stopped unexpectedly: {e}"))?
 }
 
-/// Run blocking file work on the call's workspace — its secret locations those of
-/// `launcher` — off the async runtime, unless cancelled first.
-pub(crate) async fn blocking<F>(
-    context: &ToolExecutionContext,
-    launcher: &Arc<Launcher>,
-    work: F,
-) -> ToolResult
-where
-    F: FnOnce(&Workspace) -> ToolResult + Send + 'static,
-{
-    if context.cancellation.is_cancelled() {
-        return ToolResult::failed("Cancelled");
-    }
-    let Some(root) = context.workspace_path.clone() else {
-        return ToolResult::failed("no workspace is open");
-    };
-    let launcher = Arc::clone(launcher);
-    let task =
-        tokio::task::spawn_blocking(move || match Workspace::with_launcher(&root, &launcher) {
-            Ok(workspace) => work(&workspace),
-            Err(e) => ToolResult::failed(e.to_string()),
-        });
-    tokio::select! {
-        r = task => r.unwrap_or_else(|e| ToolResult::failed(format!("the tool stopped unexpectedly: {e}"))),
-        _ = context.cancellation.cancelled() => ToolResult::failed("Cancelled"),
-    }
-}
-
 /// Reads a text file, whole or a range of lines. Secret locations (those of its
 /// launcher's sandbox settings) are refused.
 #[derive(Debug)]
 pub struct ReadFile {
     definition: ToolDefinition,
+    editor: Option<Arc<dyn crate::EditorFiles>>,
     launcher: Arc<Launcher>,
 }
 
@@ -99,6 +74,7 @@ impl ReadFile {
     pub fn new(launcher: Arc<Launcher>) -> Self {
         ReadFile {
             launcher,
+            editor: None,
             definition: ToolDefinition::new(
                 "read_file",
                 "Read File",
@@ -160,11 +136,24 @@ impl Tool for ReadFile {
     }
 
     async fn execute(&self, context: ToolExecutionContext) -> ToolResult {
+        if let Some(editor) = self.editor.as_ref().filter(|e| e.reads()) {
+            return read_through(editor.as_ref(), &context, &self.launcher).await;
+        }
         let params = context.parameters.clone();
         blocking(&context, &self.launcher, move |workspace| {
             read(workspace, &params)
         })
         .await
+    }
+}
+
+impl ReadFile {
+    /// Read through `editor` when it reads files (an ACP client: unsaved buffers are
+    /// seen), after the path is checked here as always.
+    #[must_use]
+    pub fn through(mut self, editor: Arc<dyn crate::EditorFiles>) -> Self {
+        self.editor = Some(editor);
+        self
     }
 }
 
@@ -181,9 +170,20 @@ fn read(workspace: &Workspace, params: &Value) -> ToolResult {
         Err(e) => return ToolResult::failed(e.to_string()),
     };
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    read_lines(std::io::BufReader::new(file), size, path, params)
+}
+
+/// The result of `read_file` over `reader`, `size` bytes long: the whole text or the
+/// range of lines `params` asks for, with the caps.
+pub(crate) fn read_lines<R: std::io::BufRead>(
+    reader: R,
+    size: u64,
+    path: &str,
+    params: &Value,
+) -> ToolResult {
     let start = params.get("start_line").and_then(Value::as_u64);
     let end = params.get("end_line").and_then(Value::as_u64);
-    let lines = CappedLines::new(std::io::BufReader::new(file), LINE_CAP);
+    let lines = CappedLines::new(reader, LINE_CAP);
     if start.is_none() && end.is_none() {
         if size > READ_FILE_CAP {
             return ToolResult::failed(format!(
@@ -438,4 +438,33 @@ fn list(workspace: &Workspace, params: &Value) -> ToolResult {
         text,
         json!({"path": path, "entries": entries.len(), "truncated": truncated, "secret_locations_left_out": secrets}),
     )
+}
+
+/// `read_file` through `editor`.
+#[allow(clippy::result_large_err)] // the failure is the call's result, made once
+pub(crate) async fn read_through(
+    editor: &dyn EditorFiles,
+    context: &ToolExecutionContext,
+    launcher: &Arc<Launcher>,
+) -> ToolResult {
+    let params = context.parameters.clone();
+    let path = text(&params, "path");
+    let run = async {
+        let file = existing_file(context, launcher, path).await?;
+        let body = asking(context, editor.read_text(&file), &format!("read '{path}'")).await?;
+        if body.len() > EDITOR_TEXT_CAP {
+            return Err(ToolResult::failed(format!(
+                "'{path}' is larger than {} MiB",
+                EDITOR_TEXT_CAP / (1024 * 1024)
+            )));
+        }
+        let size = body.len() as u64;
+        Ok(read_lines(
+            std::io::Cursor::new(body.into_bytes()),
+            size,
+            path,
+            &params,
+        ))
+    };
+    run.await.unwrap_or_else(|failed| failed)
 }

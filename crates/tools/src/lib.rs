@@ -19,6 +19,9 @@
 //!   [`core_models::GitInspector`] port over `git`) run git so that it runs nothing the
 //!   repository's configuration names (hooks, fsmonitor, pagers, external diffs,
 //!   textconv, filter drivers, …).
+//! * [`ProjectContext`]: a workspace's AGENTS.md [`Instructions`] and its [`Skills`], with
+//!   [`LoadSkill`] (safe, read-only) to load a skill's body — text for the model that
+//!   changes no setting.
 //! * [`CommandFormatter`] — the [`core_models::Formatter`] port over a formatter program.
 //!
 //! Every program the git ports and the formatters start goes through one function
@@ -30,15 +33,19 @@
 mod atomic;
 mod choices;
 mod edit_file;
+mod editor;
 mod error;
 mod fs_tools;
 mod git;
 mod git_config;
 mod git_tools;
 mod lines;
+mod load_skill;
+mod offload;
 mod params;
 mod preview;
 mod program;
+mod project;
 mod run_command;
 mod search_files;
 mod special;
@@ -48,10 +55,16 @@ mod workspace;
 mod write_file;
 
 pub use edit_file::EditFile;
+pub use editor::EditorFiles;
 pub use error::Error;
 pub use fs_tools::{ListDir, ReadFile, LIST_DIR_CAP, LIST_DIR_MAX_DEPTH, READ_FILE_CAP};
 pub use git::{CommandFormatter, GitCommandInspector};
 pub use git_tools::{GitDiff, GitStatus, GIT_DIFF_CAP};
+pub use load_skill::LoadSkill;
+pub use project::{
+    Instructions, ProjectContext, Skill, SkillSource, Skills, INSTRUCTIONS_CAP, INSTRUCTIONS_FILE,
+    SKILL_BODY_CAP, SKILL_FILE,
+};
 pub use run_command::{
     command_risk, RunCommand, COMMAND_DEFAULT_TIMEOUT_SECS, COMMAND_MAX_TIMEOUT_SECS,
     COMMAND_OUTPUT_CAP,
@@ -74,12 +87,31 @@ pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
 /// through it, and the file tools keep from the model the secret locations it keeps from
 /// commands.
 pub fn builtin_tools_with(launcher: Arc<sandbox::Launcher>) -> Vec<Arc<dyn Tool>> {
+    builtin_tools_through(launcher, None)
+}
+
+/// [`builtin_tools_with`], the file tools reading and writing through `editor` when one
+/// is given (see [`EditorFiles`]).
+pub fn builtin_tools_through(
+    launcher: Arc<sandbox::Launcher>,
+    editor: Option<Arc<dyn EditorFiles>>,
+) -> Vec<Arc<dyn Tool>> {
+    let (mut read, mut write, mut edit) = (
+        ReadFile::new(Arc::clone(&launcher)),
+        WriteFile::new(Arc::clone(&launcher)),
+        EditFile::new(Arc::clone(&launcher)),
+    );
+    if let Some(editor) = editor {
+        read = read.through(Arc::clone(&editor));
+        write = write.through(Arc::clone(&editor));
+        edit = edit.through(editor);
+    }
     vec![
-        Arc::new(ReadFile::new(Arc::clone(&launcher))),
+        Arc::new(read),
         Arc::new(ListDir::new(Arc::clone(&launcher))),
         Arc::new(SearchFiles::new(Arc::clone(&launcher))),
-        Arc::new(WriteFile::new(Arc::clone(&launcher))),
-        Arc::new(EditFile::new(Arc::clone(&launcher))),
+        Arc::new(write),
+        Arc::new(edit),
         Arc::new(RunCommand::new(Arc::clone(&launcher))),
         Arc::new(GitStatus::new(Arc::clone(&launcher))),
         Arc::new(GitDiff::new(launcher)),

@@ -1,7 +1,7 @@
 //! `search_files`: a regular expression across the workspace, with ripgrep's crates.
 
-use crate::fs_tools::blocking;
 use crate::lines::{CappedLines, LINE_CAP};
+use crate::offload::blocking;
 use crate::params::{assess_path, positive, verdict};
 use crate::walk::{secrets_note, walker};
 use crate::workspace::Workspace;

@@ -1,6 +1,8 @@
 //! `write_file`: create or replace a file, atomically.
 
 use crate::atomic::{replace_atomically, write_all, Replaced};
+use crate::editor::{asking, text, EditorFiles};
+use crate::offload::on_workspace;
 use crate::params::{assess_path, require_path, verdict};
 use crate::workspace::Workspace;
 use async_trait::async_trait;
@@ -34,6 +36,7 @@ const SENSITIVE: [&str; 6] = [
 pub struct WriteFile {
     definition: ToolDefinition,
     launcher: Arc<Launcher>,
+    editor: Option<Arc<dyn crate::EditorFiles>>,
 }
 
 impl Default for WriteFile {
@@ -48,6 +51,7 @@ impl WriteFile {
     pub fn new(launcher: Arc<Launcher>) -> Self {
         WriteFile {
             launcher,
+            editor: None,
             definition: ToolDefinition::new(
                 "write_file",
                 "Write File",
@@ -112,7 +116,20 @@ impl Tool for WriteFile {
     }
 
     async fn execute(&self, context: ToolExecutionContext) -> ToolResult {
+        if let Some(editor) = self.editor.as_ref().filter(|e| e.writes()) {
+            return write_through(editor.as_ref(), &context, &self.launcher).await;
+        }
         run_to_end(context, &self.launcher, write).await
+    }
+}
+
+impl WriteFile {
+    /// Change files through `editor` when it writes them (an ACP client: the change lands
+    /// in the editor's buffer), after the path is checked here as always.
+    #[must_use]
+    pub fn through(mut self, editor: Arc<dyn crate::EditorFiles>) -> Self {
+        self.editor = Some(editor);
+        self
     }
 }
 
@@ -184,4 +201,41 @@ pub(crate) fn write_risk(path: &str) -> RiskLevel {
     } else {
         RiskLevel::Medium
     }
+}
+
+/// `write_file` through `editor`.
+#[allow(clippy::result_large_err)] // the failure is the call's result, made once
+pub(crate) async fn write_through(
+    editor: &dyn EditorFiles,
+    context: &ToolExecutionContext,
+    launcher: &Arc<Launcher>,
+) -> ToolResult {
+    let params = context.parameters.clone();
+    let (path, content) = (text(&params, "path"), text(&params, "content"));
+    let run = async {
+        let owned = path.to_string();
+        let (file, created) = on_workspace(context, launcher, move |w| {
+            let file = w
+                .resolve_new_creating(&owned)
+                .map_err(|e| ToolResult::failed(e.to_string()))?;
+            if file.is_dir() {
+                return Err(ToolResult::failed(format!("'{owned}' is a folder")));
+            }
+            let created = std::fs::symlink_metadata(&file).is_err();
+            Ok((file, created))
+        })
+        .await?;
+        asking(
+            context,
+            editor.write_text(&file, content),
+            &format!("write '{path}'"),
+        )
+        .await?;
+        let verb = if created { "Created" } else { "Replaced" };
+        Ok(ToolResult::success_with_data(
+            format!("{verb} {path} ({} bytes)", content.len()),
+            json!({"path": path, "bytes": content.len(), "created": created}),
+        ))
+    };
+    run.await.unwrap_or_else(|failed| failed)
 }

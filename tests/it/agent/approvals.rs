@@ -313,10 +313,7 @@ async fn denying(pattern: &str) -> Arc<dyn PermissionManager> {
     let pm = DefaultPermissionManager::in_memory();
     pm.set_tool_permissions(
         "run",
-        ToolPermissionSettings {
-            denied_patterns: vec![pattern.to_string()],
-            ..Default::default()
-        },
+        ToolPermissionSettings::default().with_denied_patterns(vec![pattern.to_string()]),
     )
     .await
     .unwrap();
@@ -365,10 +362,7 @@ async fn the_assessment_sets_risk_and_subjects_before_the_permission_check() {
 #[tokio::test]
 async fn the_requests_auto_approval_level_approves_without_asking_but_never_past_deny_or_critical()
 {
-    let lenient = ToolAvailabilityContext {
-        max_auto_approval_risk_level: RiskLevel::High,
-        ..context()
-    };
+    let lenient = context().with_max_auto_approval_risk_level(RiskLevel::High);
     // Within the level: no question.
     let tool = risky("run");
     let h = harness(
@@ -417,10 +411,7 @@ async fn the_requests_auto_approval_level_approves_without_asking_but_never_past
         vec![critical.clone()],
         config(),
     );
-    let all = ToolAvailabilityContext {
-        max_auto_approval_risk_level: RiskLevel::Critical,
-        ..context()
-    };
+    let all = context().with_max_auto_approval_risk_level(RiskLevel::Critical);
     let events = run_answering(&h.agent, request_with(all), |a| a.deny(None).unwrap()).await;
     assert_eq!(approvals(&events).len(), 1);
     assert_eq!(critical.executions(), 0);

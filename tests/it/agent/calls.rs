@@ -194,10 +194,8 @@ async fn a_reply_with_a_call_that_can_change_something_runs_its_calls_in_order()
                 ..config()
             },
         );
-        let context = ToolAvailabilityContext {
-            max_auto_approval_risk_level: RiskLevel::Low,
-            ..ToolAvailabilityContext::for_workspace(std::env::temp_dir())
-        };
+        let context = ToolAvailabilityContext::for_workspace(std::env::temp_dir())
+            .with_max_auto_approval_risk_level(RiskLevel::Low);
         let events = run(&h.agent, AgentRequest::new("x").with_tool_context(context)).await;
         assert!(results(&events).iter().all(|r| r.success()));
         let expected: Vec<String> = (0..4)

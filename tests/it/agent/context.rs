@@ -33,10 +33,7 @@ fn compactions(events: &[AgentEvent]) -> Vec<(String, u64, u64)> {
 
 fn request(message: &str, max_tokens: u32) -> AgentRequest {
     let mut r = workspace_request(message);
-    r.inference_options = Some(InferenceOptions {
-        max_tokens,
-        ..InferenceOptions::default()
-    });
+    r.inference_options = Some(InferenceOptions::default().with_max_tokens(max_tokens));
     r
 }
 

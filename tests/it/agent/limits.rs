@@ -340,10 +340,7 @@ async fn a_reply_cut_by_the_token_limit_says_so() {
         config(),
     );
     let mut request = AgentRequest::new("x");
-    request.inference_options = Some(InferenceOptions {
-        max_tokens: 6,
-        ..InferenceOptions::default()
-    });
+    request.inference_options = Some(InferenceOptions::default().with_max_tokens(6));
     let events = run(&h.agent, request).await;
     let usage = events
         .iter()

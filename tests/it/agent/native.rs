@@ -21,13 +21,13 @@ fn native_call(id: &str, name: &str, arguments: &str) -> LlmChunk {
 }
 
 fn usage(prompt: u64, cached: u64) -> LlmChunk {
-    LlmChunk::Usage(LlmUsage {
-        prompt_tokens: prompt,
-        prompt_tokens_evaluated: prompt - cached,
-        cached_prompt_tokens: cached,
-        generated_tokens: 5,
-        ..LlmUsage::default()
-    })
+    LlmChunk::Usage(
+        LlmUsage::default()
+            .with_prompt_tokens(prompt)
+            .with_prompt_tokens_evaluated(prompt - cached)
+            .with_cached_prompt_tokens(cached)
+            .with_generated_tokens(5),
+    )
 }
 
 fn native(responses: Vec<ScriptedResponse>, tools: Vec<Arc<dyn Tool>>) -> Harness {

@@ -21,11 +21,9 @@ async fn tools_offered_follow_the_context_and_tool_choice_applies_to_the_first_i
         tools,
         config(),
     );
-    let context = ToolAvailabilityContext {
-        allow_terminal_tools: false,
-        disabled_tool_ids: Some(["secret".to_string()].into()),
-        ..ToolAvailabilityContext::for_workspace(std::env::temp_dir())
-    };
+    let context = ToolAvailabilityContext::for_workspace(std::env::temp_dir())
+        .with_allow_terminal_tools(false)
+        .with_disabled_tool_ids(Some(["secret".to_string()].into()));
     let request = AgentRequest::new("x")
         .with_tool_context(context)
         .with_tool_choice(ToolChoice::Required)
@@ -281,11 +279,12 @@ async fn a_native_template_gets_the_tools_in_its_own_language() {
             )),
             text("done</think>{\"name\": \"read_file\", \"parameters\": {}}"),
         ])
-        .with_chat_format(ChatFormat {
-            call_format: "hermes".into(),
-            renders_tools: true,
-            starts_in_thinking: true,
-        }),
+        .with_chat_format(
+            ChatFormat::default()
+                .with_call_format("hermes".into())
+                .with_renders_tools(true)
+                .with_starts_in_thinking(true),
+        ),
     );
     let registry: Arc<dyn ToolRegistry> = Arc::new(
         [Arc::new(MockTool::new("read_file")) as Arc<dyn Tool>]

@@ -137,10 +137,8 @@ async fn a_call_of_a_tool_the_request_does_not_offer_is_not_run() {
     );
     let tools: Vec<Arc<dyn Tool>> = vec![hidden.clone(), unavailable.clone(), good.clone()];
     let h = harness(vec![text(&reply), text("done")], tools, config());
-    let context = ToolAvailabilityContext {
-        disabled_tool_ids: Some(["hidden".to_string()].into()),
-        ..ToolAvailabilityContext::for_workspace(std::env::temp_dir())
-    };
+    let context = ToolAvailabilityContext::for_workspace(std::env::temp_dir())
+        .with_disabled_tool_ids(Some(["hidden".to_string()].into()));
     let events = run(&h.agent, AgentRequest::new("x").with_tool_context(context)).await;
     let offered: Vec<String> = h.llm.requests()[0]
         .tools
@@ -338,10 +336,8 @@ async fn must_ask_puts_a_safe_call_to_a_person_with_the_sandbox_shown() {
         vec![tool.clone()],
         config(),
     );
-    let context = ToolAvailabilityContext {
-        max_auto_approval_risk_level: RiskLevel::High,
-        ..ToolAvailabilityContext::for_workspace(std::env::temp_dir())
-    };
+    let context = ToolAvailabilityContext::for_workspace(std::env::temp_dir())
+        .with_max_auto_approval_risk_level(RiskLevel::High);
     let mut asked = 0;
     run_answering(
         &h.agent,
@@ -398,10 +394,7 @@ async fn edited_parameters_are_validated_assessed_and_denied_again() {
     let pm = DefaultPermissionManager::in_memory();
     pm.set_tool_permissions(
         "write",
-        ToolPermissionSettings {
-            denied_patterns: vec!["secret/*".into()],
-            ..Default::default()
-        },
+        ToolPermissionSettings::default().with_denied_patterns(vec!["secret/*".into()]),
     )
     .await
     .unwrap();
@@ -475,22 +468,10 @@ async fn dropping_the_stream_while_asked_still_releases_the_agent() {
 async fn sampling_options_that_are_not_numbers_are_refused_before_anything_runs() {
     let h = harness(vec![text("never asked")], Vec::new(), config());
     for options in [
-        InferenceOptions {
-            temperature: f32::NAN,
-            ..InferenceOptions::default()
-        },
-        InferenceOptions {
-            temperature: f32::INFINITY,
-            ..InferenceOptions::default()
-        },
-        InferenceOptions {
-            top_p: 2.0,
-            ..InferenceOptions::default()
-        },
-        InferenceOptions {
-            max_tokens: 0,
-            ..InferenceOptions::default()
-        },
+        InferenceOptions::default().with_temperature(f32::NAN),
+        InferenceOptions::default().with_temperature(f32::INFINITY),
+        InferenceOptions::default().with_top_p(2.0),
+        InferenceOptions::default().with_max_tokens(0),
     ] {
         let request = AgentRequest::new("hi").with_inference_options(options.clone());
         match h.agent.process_message(request) {
@@ -531,10 +512,8 @@ async fn approving_all(
     ws: &std::path::Path,
     auto_up_to: RiskLevel,
 ) -> (Vec<AgentEvent>, Vec<String>) {
-    let context = ToolAvailabilityContext {
-        max_auto_approval_risk_level: auto_up_to,
-        ..ToolAvailabilityContext::for_workspace(ws)
-    };
+    let context =
+        ToolAvailabilityContext::for_workspace(ws).with_max_auto_approval_risk_level(auto_up_to);
     let mut asked = Vec::new();
     let events = run_answering(
         &h.agent,
@@ -558,10 +537,7 @@ async fn a_link_made_earlier_in_the_reply_does_not_slip_past_a_deny_rule() {
         let pm = DefaultPermissionManager::in_memory();
         pm.set_tool_permissions(
             "read_file",
-            ToolPermissionSettings {
-                denied_patterns: vec!["secret/**".into()],
-                ..Default::default()
-            },
+            ToolPermissionSettings::default().with_denied_patterns(vec!["secret/**".into()]),
         )
         .await
         .unwrap();
@@ -611,10 +587,7 @@ async fn a_folder_swapped_earlier_in_the_reply_does_not_widen_an_allow_rule() {
     let pm = DefaultPermissionManager::in_memory();
     pm.set_tool_permissions(
         "write_file",
-        ToolPermissionSettings {
-            allowed_patterns: vec!["docs/**".into()],
-            ..Default::default()
-        },
+        ToolPermissionSettings::default().with_allowed_patterns(vec!["docs/**".into()]),
     )
     .await
     .unwrap();
@@ -653,10 +626,7 @@ async fn an_allow_rule_still_lets_a_write_run_when_nothing_changed_it() {
     let pm = DefaultPermissionManager::in_memory();
     pm.set_tool_permissions(
         "write_file",
-        ToolPermissionSettings {
-            allowed_patterns: vec!["docs/**".into()],
-            ..Default::default()
-        },
+        ToolPermissionSettings::default().with_allowed_patterns(vec!["docs/**".into()]),
     )
     .await
     .unwrap();

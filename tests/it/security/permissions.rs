@@ -80,11 +80,9 @@ async fn manager_with(tool: &str, settings: ToolPermissionSettings) -> DefaultPe
 async fn every_spelling_of_a_denied_path_is_denied() {
     let pm = manager_with(
         "read_file",
-        ToolPermissionSettings {
-            denied_patterns: vec!["secret/*".into()],
-            allowed_patterns: vec!["*".into()],
-            ..Default::default()
-        },
+        ToolPermissionSettings::default()
+            .with_denied_patterns(vec!["secret/*".into()])
+            .with_allowed_patterns(vec!["*".into()]),
     )
     .await;
     let conv = Uuid::new_v4();
@@ -106,10 +104,7 @@ async fn every_spelling_of_a_denied_path_is_denied() {
     // A deny pattern written with a spelling of its own still applies.
     let pm = manager_with(
         "read_file",
-        ToolPermissionSettings {
-            denied_patterns: vec!["./secret//*".into()],
-            ..Default::default()
-        },
+        ToolPermissionSettings::default().with_denied_patterns(vec!["./secret//*".into()]),
     )
     .await;
     let c = assessed("read_file", json!({"path": "secret/key"}), RiskLevel::Safe);
@@ -160,11 +155,9 @@ async fn session_patterns_match_normalized_subjects_too() {
 async fn allow_patterns_must_cover_every_subject_of_a_complete_call() {
     let pm = manager_with(
         "run_command",
-        ToolPermissionSettings {
-            allowed_patterns: vec!["cargo *".into()],
-            denied_patterns: vec!["*rm -rf*".into()],
-            ..Default::default()
-        },
+        ToolPermissionSettings::default()
+            .with_allowed_patterns(vec!["cargo *".into()])
+            .with_denied_patterns(vec!["*rm -rf*".into()]),
     )
     .await;
     let conv = Uuid::new_v4();
@@ -174,11 +167,12 @@ async fn allow_patterns_must_cover_every_subject_of_a_complete_call() {
             json!({"command": "whatever the model wrote"}),
             RiskLevel::High,
         );
-        c.permission_subjects = Some(PermissionSubjects {
-            subjects: subjects.iter().map(|s| s.to_string()).collect(),
-            deny_only: deny_only.iter().map(|s| s.to_string()).collect(),
-            complete,
-        });
+        c.permission_subjects = Some(
+            PermissionSubjects::default()
+                .with_subjects(subjects.iter().map(|s| s.to_string()).collect())
+                .with_deny_only(deny_only.iter().map(|s| s.to_string()).collect())
+                .with_complete(complete),
+        );
         c
     };
     assert_eq!(
@@ -204,10 +198,7 @@ async fn allow_patterns_must_cover_every_subject_of_a_complete_call() {
     );
     let allow_only = manager_with(
         "run_command",
-        ToolPermissionSettings {
-            allowed_patterns: vec!["cargo *".into()],
-            ..Default::default()
-        },
+        ToolPermissionSettings::default().with_allowed_patterns(vec!["cargo *".into()]),
     )
     .await;
     assert_eq!(
@@ -259,11 +250,9 @@ async fn deny_patterns_that_cannot_be_checked_refuse_the_call() {
     // Persistent deny patterns: refused whatever allows it, critical or not.
     let pm = manager_with(
         "run_command",
-        ToolPermissionSettings {
-            denied_patterns: vec!["rm *".into()],
-            always_allow: true,
-            ..Default::default()
-        },
+        ToolPermissionSettings::default()
+            .with_denied_patterns(vec!["rm *".into()])
+            .with_always_allow(true),
     )
     .await
     .with_auto_approve_up_to(RiskLevel::Critical);
@@ -328,10 +317,7 @@ async fn deny_patterns_that_cannot_be_checked_refuse_the_call() {
     // pattern, so a person is asked.
     let pm = manager_with(
         "run_command",
-        ToolPermissionSettings {
-            allowed_patterns: vec!["*".into()],
-            ..Default::default()
-        },
+        ToolPermissionSettings::default().with_allowed_patterns(vec!["*".into()]),
     )
     .await;
     let c = judged_command("$(echo rm) v18", RiskLevel::Medium);
@@ -351,18 +337,13 @@ async fn approving_everything_never_runs_a_command_the_deny_rules_cannot_check()
     let pm = DefaultPermissionManager::in_memory();
     pm.set_tool_permissions(
         "run_command",
-        ToolPermissionSettings {
-            denied_patterns: vec!["rm *".into()],
-            ..Default::default()
-        },
+        ToolPermissionSettings::default().with_denied_patterns(vec!["rm *".into()]),
     )
     .await
     .unwrap();
     let pm: Arc<dyn PermissionManager> = Arc::new(pm);
-    let approve_all = ToolAvailabilityContext {
-        max_auto_approval_risk_level: RiskLevel::Critical,
-        ..ToolAvailabilityContext::for_workspace(&ws_path)
-    };
+    let approve_all = (ToolAvailabilityContext::for_workspace(&ws_path))
+        .with_max_auto_approval_risk_level(RiskLevel::Critical);
     for command in UNCHECKABLE.iter().chain(&["/bin/rm v2", "env -S'rm v5'"]) {
         let h = harness_with(
             vec![
@@ -421,14 +402,8 @@ async fn critical_calls_are_never_approved_by_an_allow_rule() {
     };
     let conv = Uuid::new_v4();
     for settings in [
-        ToolPermissionSettings {
-            always_allow: true,
-            ..Default::default()
-        },
-        ToolPermissionSettings {
-            allowed_patterns: vec!["*".into()],
-            ..Default::default()
-        },
+        ToolPermissionSettings::default().with_always_allow(true),
+        ToolPermissionSettings::default().with_allowed_patterns(vec!["*".into()]),
     ] {
         let pm = manager_with("run_command", settings.clone()).await;
         assert_eq!(
@@ -459,11 +434,9 @@ async fn critical_calls_are_never_approved_by_an_allow_rule() {
     // A deny rule refuses it before anyone is asked.
     let pm = manager_with(
         "run_command",
-        ToolPermissionSettings {
-            always_allow: true,
-            denied_patterns: vec!["sudo *".into()],
-            ..Default::default()
-        },
+        ToolPermissionSettings::default()
+            .with_always_allow(true)
+            .with_denied_patterns(vec!["sudo *".into()]),
     )
     .await;
     assert_eq!(verdict(&pm, conv, &critical()).await, Verdict::Denied);
@@ -477,10 +450,7 @@ async fn no_spelling_of_a_denied_path_reaches_the_tool_through_the_agent() {
     let pm = DefaultPermissionManager::in_memory();
     pm.set_tool_permissions(
         "read_file",
-        ToolPermissionSettings {
-            denied_patterns: vec!["secret/*".into()],
-            ..Default::default()
-        },
+        ToolPermissionSettings::default().with_denied_patterns(vec!["secret/*".into()]),
     )
     .await
     .unwrap();
@@ -546,11 +516,9 @@ fn concurrent_changes_from_separate_stores_keep_every_rule() {
                                 .update(Box::new(move |all| {
                                     all.insert(
                                         format!("tool{i}"),
-                                        ToolPermissionSettings {
-                                            tool_id: format!("tool{i}"),
-                                            always_allow: true,
-                                            ..Default::default()
-                                        },
+                                        ToolPermissionSettings::default()
+                                            .with_tool_id(format!("tool{i}"))
+                                            .with_always_allow(true),
                                     );
                                     Ok(())
                                 }))
@@ -607,11 +575,9 @@ async fn a_running_manager_never_erases_a_rule_another_process_added() {
         .update(Box::new(|all| {
             all.insert(
                 "read_file".into(),
-                ToolPermissionSettings {
-                    tool_id: "read_file".into(),
-                    denied_patterns: vec!["secret/*".into()],
-                    ..Default::default()
-                },
+                ToolPermissionSettings::default()
+                    .with_tool_id("read_file".into())
+                    .with_denied_patterns(vec!["secret/*".into()]),
             );
             Ok(())
         }))
@@ -645,10 +611,7 @@ async fn a_running_manager_never_erases_a_rule_another_process_added() {
         .unwrap();
     a.set_tool_permissions(
         "list_dir",
-        ToolPermissionSettings {
-            always_allow: true,
-            ..Default::default()
-        },
+        ToolPermissionSettings::default().with_always_allow(true),
     )
     .await
     .unwrap();

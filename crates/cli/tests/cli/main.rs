@@ -5,6 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod acp;
 mod chat;
 mod configuration;
 mod editor;
@@ -14,6 +15,7 @@ mod mcp;
 mod model;
 mod parse;
 mod permissions;
+mod project;
 mod run;
 mod security;
 mod server;

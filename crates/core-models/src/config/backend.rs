@@ -43,6 +43,7 @@ pub enum ToolMode {
 /// credentials).
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct BackendConfig {
     /// `llama` (default) or `openai`.
     pub kind: BackendKind,
@@ -188,3 +189,16 @@ impl BackendConfig {
         errors
     }
 }
+
+setters!(BackendConfig {
+    with_kind => kind: BackendKind,
+    with_url => url: Option<String>,
+    with_model => model: Option<String>,
+    with_api_key_env => api_key_env: Option<String>,
+    with_headers => headers: BTreeMap<String, String>,
+    with_tool_mode => tool_mode: ToolMode,
+    with_connect_timeout_ms => connect_timeout_ms: u64,
+    with_first_token_timeout_ms => first_token_timeout_ms: u64,
+    with_idle_timeout_ms => idle_timeout_ms: u64,
+    with_max_retries => max_retries: u32,
+});

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 /// streamable-HTTP endpoint (`url`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct McpServerConfig {
     /// The program to start (stdio transport).
     pub command: Option<String>,
@@ -109,3 +110,19 @@ pub fn mcp_validation_errors(servers: &BTreeMap<String, McpServerConfig>) -> Vec
     }
     errors
 }
+
+setters!(McpServerConfig {
+    with_command => command: Option<String>,
+    with_args => args: Vec<String>,
+    with_env => env: BTreeMap<String, String>,
+    with_cwd => cwd: Option<String>,
+    with_url => url: Option<String>,
+    with_headers => headers: BTreeMap<String, String>,
+    with_bearer_token_env => bearer_token_env: Option<String>,
+    with_enabled => enabled: bool,
+    with_startup_timeout_ms => startup_timeout_ms: u64,
+    with_sandbox => sandbox: SandboxMode,
+    with_network => network: bool,
+    with_risk => risk: Option<RiskLevel>,
+    with_tool_risk => tool_risk: BTreeMap<String, RiskLevel>,
+});

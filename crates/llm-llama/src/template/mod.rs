@@ -108,11 +108,10 @@ impl ChatTemplate {
             .render_raw(&[user], None, true)
             .map(|prompt| tool_calls::prompt_opens_reasoning(&prompt, profile))
             .unwrap_or(false);
-        core_models::ChatFormat {
-            call_format: profile.format.name().to_string(),
-            renders_tools: self.capabilities.tools,
-            starts_in_thinking,
-        }
+        core_models::ChatFormat::default()
+            .with_call_format(profile.format.name().to_string())
+            .with_renders_tools(self.capabilities.tools)
+            .with_starts_in_thinking(starts_in_thinking)
     }
 
     #[cfg_attr(not(feature = "llama-cpp"), allow(dead_code))]

@@ -128,10 +128,7 @@ impl Run {
         let mut messages = Vec::with_capacity(self.history.len() + 1);
         messages.extend(system.map(|s| ChatMessage::system(s.to_string())));
         messages.extend(self.history.iter().cloned());
-        LlmRequest {
-            messages,
-            ..request.clone()
-        }
+        request.clone().with_messages(messages)
     }
 
     /// Cut every tool result older than the latest round to a stub; whether any was.

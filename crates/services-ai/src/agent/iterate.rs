@@ -434,13 +434,12 @@ pub(super) fn llm_request(
         messages.push(ChatMessage::system(system.clone()));
     }
     messages.extend(history.iter().cloned());
-    LlmRequest {
-        messages,
-        tools: setup.definitions.clone(),
-        tool_choice: choice,
-        options: request.inference_options.clone().unwrap_or_default(),
-        constraint: None,
-    }
+    LlmRequest::default()
+        .with_messages(messages)
+        .with_tools(setup.definitions.clone())
+        .with_tool_choice(choice)
+        .with_options(request.inference_options.clone().unwrap_or_default())
+        .with_constraint(None)
 }
 
 fn summarize_calls(calls: &[ToolCallRequest]) -> String {

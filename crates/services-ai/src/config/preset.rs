@@ -57,11 +57,9 @@ impl ConfigLoader {
 /// The sampling of a small model under the preset: greedy, at most
 /// [`SMALL_MODEL_MAX_TOKENS`] tokens a reply; the other options as their defaults.
 pub fn small_model_inference() -> InferenceOptions {
-    InferenceOptions {
-        temperature: 0.0,
-        max_tokens: SMALL_MODEL_MAX_TOKENS,
-        ..InferenceOptions::default()
-    }
+    InferenceOptions::default()
+        .with_temperature(0.0)
+        .with_max_tokens(SMALL_MODEL_MAX_TOKENS)
 }
 
 #[cfg(test)]

@@ -137,11 +137,10 @@ mod tests {
                 "{written:?}"
             );
         }
-        let cmd = PermissionSubjects {
-            subjects: vec!["ls".into()],
-            deny_only: vec!["ls; rm -rf x".into()],
-            complete: true,
-        };
+        let cmd = PermissionSubjects::default()
+            .with_subjects(vec!["ls".into()])
+            .with_deny_only(vec!["ls; rm -rf x".into()])
+            .with_complete(true);
         assert!(denied_by(&["*rm -rf*".into()], &cmd).unwrap().is_some());
         assert!(denied_by(&["rm  -rf *".into()], &subjects(&["rm -rf x"]))
             .unwrap()
@@ -155,10 +154,7 @@ mod tests {
         assert!(allowed_by(&p, &subjects(&["cargo test", "cargo build"])).unwrap());
         assert!(!allowed_by(&p, &subjects(&["cargo test", "rm -rf x"])).unwrap());
         assert!(!allowed_by(&p, &PermissionSubjects::none()).unwrap());
-        let incomplete = PermissionSubjects {
-            complete: false,
-            ..subjects(&["cargo test"])
-        };
+        let incomplete = (subjects(&["cargo test"])).with_complete(false);
         assert!(!allowed_by(&p, &incomplete).unwrap());
         assert!(!allowed_by(&[], &subjects(&["x"])).unwrap());
         assert!(allowed_by(&["[bad".into()], &subjects(&["x"])).is_err());

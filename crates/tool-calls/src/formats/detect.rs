@@ -21,51 +21,15 @@ fn has(template: &str, needle: &str) -> bool {
 pub fn detect_template(template: &str) -> TemplateProfile {
     use ToolCallFormat as F;
     let t = template;
-    let format = if has(t, "<|channel|>") {
-        F::Harmony
-    } else if has(t, "<seed:tool_call>") || has(t, "<seed:think>") {
-        F::SeedOss
-    } else if has(t, "<minimax:tool_call>") {
-        F::MiniMaxM2
-    } else if has(t, "<|tool_calls_section_begin|>") {
-        F::KimiK2
-    } else if has(t, "<arg_key>") {
-        F::Glm
-    } else if has(t, "tool▁calls▁begin") || has(t, "tool_calls_begin") {
-        if has(t, "```json") {
-            F::DeepSeekR1
-        } else {
-            F::DeepSeekV31
-        }
-    } else if has(t, "<|START_ACTION|>") {
-        F::CommandR7b
-    } else if has(t, "<TOOLCALL>") {
-        F::Nemotron
-    } else if has(t, "<|tool_call|>") {
-        F::Granite
-    } else if has(t, "<|tool_call_start|>") || has(t, "<|tool_list_start|>") {
-        F::Lfm2
-    } else if has(t, "<function=") && has(t, "<parameter=") {
-        F::QwenXml
-    } else if has(t, ">>>") && has(t, "all") && has(t, "functions") {
-        F::FunctionaryV32
-    } else if has(t, "<function=") {
-        F::FunctionaryV31
-    } else if has(t, "<tool_call>") {
-        F::Hermes
-    } else if has(t, "[TOOL_CALLS]") {
-        F::Mistral
-    } else if has(t, "<|tool_call>call:") || has(t, "<|tool_call>") {
-        F::Gemma4
-    } else if has(t, "functools[") {
-        F::Phi4
-    } else if has(t, "<|python_start|>") || has(t, "[func_name1(") {
-        F::Pythonic
-    } else if has(t, "<|start_header_id|>") && (has(t, "ipython") || has(t, "tools")) {
-        F::Llama
-    } else {
-        F::FencedJson
-    };
+    let mut signed: Vec<_> = ToolCallFormat::ALL
+        .into_iter()
+        .filter_map(|f| f.spec().template.as_ref().map(|sig| (sig, f)))
+        .collect();
+    signed.sort_by_key(|(sig, _)| sig.rank);
+    let format = signed
+        .into_iter()
+        .find(|(sig, _)| sig.matches(t))
+        .map_or(F::FencedJson, |(_, f)| f);
     let reasoning = if format == F::Harmony {
         Some(("<|channel|>analysis<|message|>", "<|end|>"))
     } else if has(t, "<seed:think>") {
@@ -106,16 +70,9 @@ impl TemplateProfile {
     /// What the parser should recognize for this model.
     pub fn parser_options(&self, starts_in_thinking: bool) -> ParserOptions {
         let mut formats = vec![self.format, ToolCallFormat::FencedJson];
-        if self.format == ToolCallFormat::FencedJson {
-            formats.push(ToolCallFormat::InlineJson);
-        }
-        if self.format == ToolCallFormat::Hermes {
-            // Hermes models also put calls in ```json fences.
-            formats.push(ToolCallFormat::InlineJson);
-        }
-        if self.format == ToolCallFormat::Pythonic {
-            formats.push(ToolCallFormat::Llama);
-        }
+        // What the format's models also write (Hermes models put calls in ```json
+        // fences; pythonic models also write Llama's JSON).
+        formats.extend(self.format.spec().also);
         // `<think>` is unambiguous, and many models of every format write it.
         formats.push(ToolCallFormat::Reasoning);
         let options = ParserOptions::only(formats);

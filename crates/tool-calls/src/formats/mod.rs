@@ -2,18 +2,20 @@
 //! special-token sections it adds to the streaming parser.
 //!
 //! Adding a format: write its body parser (a module here, `fn(&str, &ToolCatalog) ->
-//! Result<Found, String>`), add a [`ToolCallFormat`] variant with its [`FormatInfo`], and
-//! register its markers in [`SECTIONS`]. The streaming machinery (holding back marker
+//! Result<Found, String>`) and register it once in `registry.rs` (its [`FormatSpec`] and
+//! one line of the `formats!` list). The streaming machinery (holding back marker
 //! prefixes, collecting a section, streaming equal to batch) is shared.
 
 pub(crate) mod detect;
 pub(crate) mod gemma;
 pub(crate) mod pythonic;
+mod registry;
 pub(crate) mod special;
 pub(crate) mod xml;
 
+pub use registry::{ToolCallFormat, FORMATS};
+
 use super::calls::ToolCatalog;
-use super::ToolCallFormat;
 use core_models::ToolCallRequest;
 
 /// What a section's body held.
@@ -127,226 +129,6 @@ const DS_ENDS: &[&str] = &[
     "<｜tool calls end｜>",
 ];
 
-use ToolCallFormat as F;
-
-/// Every section marker, by format. Markers are unique, and none is a prefix of another.
-pub(crate) const SECTIONS: &[Section] = &[
-    marker(
-        F::Reasoning,
-        "<think>",
-        &["</think>"],
-        SectionKind::Thinking,
-        true,
-    ),
-    marker(
-        F::Mistral,
-        "[THINK]",
-        &["[/THINK]"],
-        SectionKind::Thinking,
-        true,
-    ),
-    marker(F::Mistral, "[/TOOL_CALLS]", &[], SectionKind::Drop, true),
-    marker(
-        F::CommandR7b,
-        "<|START_THINKING|>",
-        &["<|END_THINKING|>"],
-        SectionKind::Thinking,
-        true,
-    ),
-    calls(
-        F::CommandR7b,
-        "<|START_ACTION|>",
-        &["<|END_ACTION|>"],
-        special::json_list,
-        true,
-    ),
-    marker(
-        F::CommandR7b,
-        "<|START_RESPONSE|>",
-        &[],
-        SectionKind::Drop,
-        true,
-    ),
-    marker(
-        F::CommandR7b,
-        "<|END_RESPONSE|>",
-        &[],
-        SectionKind::Drop,
-        true,
-    ),
-    marker(
-        F::SeedOss,
-        "<seed:think>",
-        &["</seed:think>"],
-        SectionKind::Thinking,
-        true,
-    ),
-    calls(
-        F::SeedOss,
-        "<seed:tool_call>",
-        &["</seed:tool_call>"],
-        xml::qwen,
-        false,
-    ),
-    marker(
-        F::Harmony,
-        "<|channel|>",
-        &["<|message|>"],
-        SectionKind::HarmonyHeader,
-        true,
-    ),
-    marker(
-        F::Harmony,
-        "<|start|>",
-        &["<|message|>"],
-        SectionKind::HarmonyHeader,
-        true,
-    ),
-    marker(F::Harmony, "<|end|>", &[], SectionKind::Drop, true),
-    marker(F::Harmony, "<|return|>", &[], SectionKind::Drop, true),
-    marker(F::Harmony, "<|call|>", &[], SectionKind::Drop, true),
-    calls(
-        F::DeepSeekR1,
-        "<｜tool▁calls▁begin｜>",
-        DS_ENDS,
-        special::deepseek,
-        true,
-    ),
-    calls(
-        F::DeepSeekR1,
-        "<｜tool_calls_begin｜>",
-        DS_ENDS,
-        special::deepseek,
-        true,
-    ),
-    calls(
-        F::DeepSeekR1,
-        "<｜tool calls begin｜>",
-        DS_ENDS,
-        special::deepseek,
-        true,
-    ),
-    calls(
-        F::DeepSeekR1,
-        "<｜tool▁calls｜>",
-        DS_ENDS,
-        special::deepseek,
-        true,
-    ),
-    calls(
-        F::DeepSeekV31,
-        "<｜tool▁calls▁begin｜>",
-        DS_ENDS,
-        special::deepseek,
-        true,
-    ),
-    calls(
-        F::KimiK2,
-        "<|tool_calls_section_begin|>",
-        &["<|tool_calls_section_end|>"],
-        special::kimi,
-        true,
-    ),
-    calls(
-        F::MiniMaxM2,
-        "<minimax:tool_call>",
-        &["</minimax:tool_call>"],
-        xml::minimax,
-        false,
-    ),
-    calls(
-        F::Nemotron,
-        "<TOOLCALL>",
-        &["</TOOLCALL>"],
-        special::json_list,
-        true,
-    ),
-    calls(F::Granite, "<|tool_call|>", &[], special::json_list, true),
-    marker(F::Granite, "<response>", &[], SectionKind::Drop, false),
-    marker(F::Granite, "</response>", &[], SectionKind::Drop, false),
-    calls(
-        F::Lfm2,
-        "<|tool_call_start|>",
-        &["<|tool_call_end|>"],
-        special::json_or_pythonic,
-        true,
-    ),
-    calls(
-        F::Pythonic,
-        "<|python_start|>",
-        &["<|python_end|>"],
-        special::json_or_pythonic,
-        true,
-    ),
-    calls(
-        F::Llama,
-        "<|python_tag|>",
-        &["<|eom_id|>", "<|eot_id|>"],
-        special::python_tag,
-        false,
-    ),
-    calls(
-        F::FunctionaryV31,
-        "<|python_tag|>",
-        &["<|eom_id|>", "<|eot_id|>"],
-        special::python_tag,
-        false,
-    ),
-    calls(
-        F::FunctionaryV31,
-        "<function=",
-        &["</function>"],
-        special::function_tag,
-        true,
-    ),
-    calls(
-        F::QwenXml,
-        "<function=",
-        &["</function>"],
-        special::function_tag,
-        true,
-    ),
-    calls(
-        F::Hermes,
-        "<function=",
-        &["</function>"],
-        special::function_tag,
-        true,
-    ),
-    calls(
-        F::Hermes,
-        "<function name=",
-        &["</function>"],
-        special::function_named,
-        true,
-    ),
-    calls(F::Phi4, "functools[", &[], special::functools, true),
-    calls(
-        F::Gemma4,
-        "<|tool_call>",
-        &["<tool_call|>"],
-        gemma::calls,
-        false,
-    ),
-    marker(
-        F::Gemma4,
-        "<|channel>thought",
-        &["<channel|>"],
-        SectionKind::Thinking,
-        true,
-    ),
-    Section {
-        in_auto: false,
-        ..calls(
-            F::FunctionaryV32,
-            ">>>",
-            &[">>>"],
-            special::functionary_section,
-            false,
-        )
-    },
-];
-
 /// A format's names and the models that write it.
 #[derive(Debug, Clone, Copy)]
 pub struct FormatInfo {
@@ -362,49 +144,65 @@ pub struct FormatInfo {
     pub looks_like: &'static str,
 }
 
-const fn info(
-    format: ToolCallFormat,
-    name: &'static str,
-    aliases: &'static [&'static str],
-    models: &'static str,
-    looks_like: &'static str,
-) -> FormatInfo {
-    FormatInfo {
-        format,
-        name,
-        aliases,
-        models,
-        looks_like,
+impl FormatInfo {
+    const fn new(
+        format: ToolCallFormat,
+        name: &'static str,
+        aliases: &'static [&'static str],
+        models: &'static str,
+        looks_like: &'static str,
+    ) -> Self {
+        FormatInfo {
+            format,
+            name,
+            aliases,
+            models,
+            looks_like,
+        }
     }
 }
 
-/// Every format, in the order `aintern parse --list-formats` prints them.
-pub const FORMATS: &[FormatInfo] = &[
-    info(F::FencedJson, "fenced", &["tool_call", "aintern", "fence"], "any model, with AIntern's own prompt", "```tool_call {\"tool\": ID, \"parameters\": {…}} ```"),
-    info(F::InlineJson, "inline-json", &["json"], "any model (seed 001's alternative)", "{\"tool\": ID, \"parameters\": {…}} in prose"),
-    info(F::Hermes, "hermes", &["hermes2pro", "hermes 2 pro", "qwen", "qwen25", "qwen2.5", "qwen3", "granite4", "granite-4.0"], "Hermes 2 Pro/3, Qwen 2.5, Qwen 3, QwQ, Granite 4", "<tool_call>{\"name\": …, \"arguments\": {…}}</tool_call>"),
-    info(F::QwenXml, "qwen3-coder", &["qwen-xml", "qwen3coder", "qwen3 coder xml", "qwen3_xml"], "Qwen3-Coder", "<tool_call><function=NAME><parameter=K>V</parameter></function></tool_call>"),
-    info(F::Glm, "glm", &["glm45", "glm-4.5", "glm-4.6", "glm-4.7", "glm 4.5", "glm47"], "GLM-4.5, GLM-4.6, GLM-4.7", "<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value></tool_call>"),
-    info(F::Llama, "llama3", &["llama", "llama3json", "llama-3.x", "llama 3.x", "llama3.1", "llama 3.x with builtin tools"], "Llama 3.1, 3.2, 3.3", "{\"name\": …, \"parameters\": {…}}, <|python_tag|>…, NAME.call(…)"),
-    info(F::Pythonic, "pythonic", &["llama4", "llama4pythonic", "llama-4", "llama3.2 pythonic"], "Llama 3.2 / Llama 4 (pythonic)", "[get_weather(city=\"Paris\")]"),
-    info(F::Lfm2, "lfm2", &["lfm2 with json tools", "liquid"], "LFM2", "<|tool_call_start|>[f(a=1)]<|tool_call_end|>"),
-    info(F::Mistral, "mistral", &["mistral nemo", "mistralnemo", "magistral", "mistral small"], "Mistral Nemo/Small, Magistral ([THINK])", "[TOOL_CALLS][{\"name\": …, \"arguments\": …}] or [TOOL_CALLS]NAME[ARGS]{…}"),
-    info(F::Harmony, "harmony", &["gpt-oss", "gptoss", "openai"], "gpt-oss-20b, gpt-oss-120b", "<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{…}<|call|>"),
-    info(F::DeepSeekR1, "deepseek-r1", &["deepseek", "deepseekv3", "deepseek_v3", "deepseek-v3", "deepseek r1"], "DeepSeek R1, V3 (and R1 distills)", "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME ```json {…} ```<｜tool▁call▁end｜>…"),
-    info(F::DeepSeekV31, "deepseek-v3.1", &["deepseekv31", "deepseek_v31", "deepseek v3.1", "deepseek-v3.2"], "DeepSeek V3.1", "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}<｜tool▁call▁end｜>…"),
-    info(F::KimiK2, "kimi-k2", &["kimi", "kimik2", "kimi_k2"], "Kimi-K2", "<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}<|tool_call_end|>…"),
-    info(F::MiniMaxM2, "minimax-m2", &["minimax", "minimaxm2", "minimax_m2"], "MiniMax-M2", "<minimax:tool_call><invoke name=\"NAME\"><parameter name=\"K\">V</parameter></invoke></minimax:tool_call>"),
-    info(F::CommandR7b, "command-r7b", &["command-r", "commandr7b", "command r7b", "command-a", "cohere"], "Command-R7B, Command-A", "<|START_ACTION|>[{\"tool_name\": …, \"parameters\": {…}}]<|END_ACTION|>"),
-    info(F::Granite, "granite", &["granite3", "granite-3.3"], "Granite 3.x", "<|tool_call|>[{\"name\": …, \"arguments\": {…}}]"),
-    info(F::Nemotron, "nemotron", &["nemotron v2", "nemotronv2", "nemotron-nano"], "Nemotron Nano v2", "<TOOLCALL>[{\"name\": …, \"arguments\": {…}}]</TOOLCALL>"),
-    info(F::SeedOss, "seed-oss", &["seed", "seedoss", "seed_oss"], "Seed-OSS", "<seed:tool_call><function=NAME><parameter=K>V</parameter></function></seed:tool_call>"),
-    info(F::FunctionaryV31, "functionary-v3.1", &["functionary v3.1 llama 3.1", "functionaryv31"], "Functionary v3.1 (Llama 3.1)", "<function=NAME>{…}</function>"),
-    info(F::FunctionaryV32, "functionary-v3.2", &["functionary", "functionaryv32", "functionary v3.2"], "Functionary v3.2", ">>>NAME\n{…}"),
-    info(F::Phi4, "phi4", &["phi-4", "phi4mini", "phi-4-mini", "phi4_mini_json", "firefunction", "firefunction-v2"], "Phi-4-mini, FireFunction v2", "functools[{\"name\": …, \"arguments\": {…}}]"),
-    info(F::Gemma4, "gemma4", &["gemma", "gemma-4", "gemma 4"], "Gemma 4", "<|tool_call>call:NAME{key:<|\"|>text<|\"|>,n:5}<tool_call|>"),
-    info(F::Generic, "generic", &["llama.cpp generic", "content-only"], "any model under llama.cpp's generic JSON grammar", "{\"tool_calls\": [{\"name\": …, \"arguments\": {…}}]} or {\"response\": …}"),
-    info(F::Reasoning, "think", &["reasoning", "deepseek-r1-distill", "qwq"], "reasoning models (<think>)", "<think>…</think>"),
-];
+/// Everything the parser and template detection know of one format (see `registry`).
+#[derive(Debug)]
+pub(crate) struct FormatSpec {
+    /// Its names and models.
+    pub info: FormatInfo,
+    /// The markers it adds to the visible-text state. Markers are unique across formats
+    /// unless the formats share the body parser, and none is a prefix of another.
+    pub sections: &'static [Section],
+    /// How a chat template shows that its model writes this format.
+    pub template: Option<Signature>,
+    /// Formats its models also write, recognized beside it when it is the model's own.
+    pub also: &'static [ToolCallFormat],
+}
+
+/// How a chat template shows a format: any one group whose needles all appear. Templates
+/// are checked against signatures by `rank`, lowest first, so that a more specific
+/// signature (Qwen3-Coder's `<function=` with `<parameter=`) wins over a looser one
+/// (Functionary's `<function=`).
+#[derive(Debug)]
+pub(crate) struct Signature {
+    /// Order of checking; unique.
+    pub rank: u8,
+    /// Groups of needles.
+    pub any_of: &'static [&'static [&'static str]],
+}
+
+impl Signature {
+    /// Whether `template` shows the format.
+    pub(crate) fn matches(&self, template: &str) -> bool {
+        self.any_of
+            .iter()
+            .any(|group| group.iter().all(|needle| template.contains(needle)))
+    }
+}
+
+/// Every section marker of every format, in registration order.
+pub(crate) fn sections() -> impl Iterator<Item = &'static Section> {
+    ToolCallFormat::ALL
+        .into_iter()
+        .flat_map(|format| format.spec().sections.iter())
+}
 
 fn squash(name: &str) -> String {
     name.chars()
@@ -429,7 +227,7 @@ pub fn format_by_name(name: &str) -> Option<ToolCallFormat> {
 
 /// The registry entry of `format`.
 pub fn format_info(format: ToolCallFormat) -> Option<&'static FormatInfo> {
-    FORMATS.iter().find(|f| f.format == format)
+    Some(&format.spec().info)
 }
 
 #[cfg(test)]
@@ -438,7 +236,7 @@ mod tests {
 
     #[test]
     fn markers_are_unique_and_none_is_a_prefix_of_another() {
-        let mut opens: Vec<&str> = SECTIONS.iter().map(|s| s.open).collect();
+        let mut opens: Vec<&str> = sections().map(|s| s.open).collect();
         opens.extend(["```", "<tool_call>", "[TOOL_CALLS]", "{"]);
         opens.sort();
         opens.dedup();
@@ -464,5 +262,36 @@ mod tests {
         assert_eq!(format_by_name("GPT_OSS"), Some(ToolCallFormat::Harmony));
         assert_eq!(format_by_name("Hermes 2 Pro"), Some(ToolCallFormat::Hermes));
         assert_eq!(format_by_name("nonsense"), None);
+    }
+
+    #[test]
+    fn each_registration_describes_its_own_format() {
+        let mut ranks = Vec::new();
+        for f in ToolCallFormat::ALL {
+            let spec = f.spec();
+            assert_eq!(spec.info.format, f);
+            assert!(spec.sections.iter().all(|s| s.format == f), "{f:?}");
+            assert!(!spec.also.contains(&f), "{f:?}");
+            ranks.extend(spec.template.as_ref().map(|t| t.rank));
+        }
+        let count = ranks.len();
+        ranks.sort_unstable();
+        ranks.dedup();
+        assert_eq!(ranks.len(), count, "template ranks are unique");
+    }
+
+    #[test]
+    fn formats_sharing_a_marker_read_it_alike() {
+        let all: Vec<&Section> = sections().collect();
+        for a in &all {
+            for b in all.iter().filter(|b| b.open == a.open) {
+                assert_eq!(a.close, b.close, "{}", a.open);
+                let parser = |s: &Section| match s.kind {
+                    SectionKind::Calls { parse, json_aware } => Some((parse as usize, json_aware)),
+                    _ => None,
+                };
+                assert_eq!(parser(a), parser(b), "{}", a.open);
+            }
+        }
     }
 }

@@ -12,7 +12,7 @@ mod sections;
 
 use super::calls::{calls_from_value, Shape, ToolCatalog};
 use super::formats::pythonic::PythonicScanner;
-use super::formats::{self, Found, Section, SECTIONS, THINKING_ENDS};
+use super::formats::{self, Found, Section, THINKING_ENDS};
 use super::json::{self, JsonScanner, Scan};
 use super::{ParseEvent, ParserOptions, ToolCallFormat};
 use core_models::ToolCallRequest;
@@ -35,7 +35,7 @@ enum Opener {
     ToolCall,
     Mistral,
     Brace,
-    /// A format's section marker (see `formats::SECTIONS`).
+    /// A format's section marker (see `formats/registry.rs`).
     Section(Section),
 }
 
@@ -151,7 +151,7 @@ enum Mode {
     Text,
     /// Reasoning, until one of these markers.
     Thinking(&'static [&'static str]),
-    /// A format's section (see `formats::SECTIONS`).
+    /// A format's section (see `formats/registry.rs`).
     Section(Box<SectionState>),
     /// A bare pythonic reply (`[f(a=1)]`) at the start of the output.
     Pythonic {
@@ -230,8 +230,7 @@ impl StreamingFunctionCallParser {
                     || options.has(ToolCallFormat::Generic),
             ),
         ];
-        let sections = SECTIONS
-            .iter()
+        let sections = formats::sections()
             .filter(|s| options.has_section(s))
             .map(|s| (s.open, Opener::Section(*s), true));
         let mut markers = Vec::new();
@@ -273,9 +272,11 @@ impl StreamingFunctionCallParser {
         if options.starts_in_thinking {
             return Mode::Thinking(THINKING_ENDS);
         }
-        match SECTIONS
+        match ToolCallFormat::FunctionaryV32
+            .spec()
+            .sections
             .iter()
-            .find(|s| s.format == ToolCallFormat::FunctionaryV32 && options.has_section(s))
+            .find(|s| options.has_section(s))
         {
             Some(section) => Mode::Section(Box::new(SectionState::open(*section, None))),
             None => Mode::Text,

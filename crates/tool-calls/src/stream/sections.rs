@@ -1,4 +1,4 @@
-//! The format sections of the streaming parser (see `formats::SECTIONS`): a marker opens
+//! The format sections of the streaming parser (see `formats/registry.rs`): a marker opens
 //! reasoning, a call section collected up to its closing marker, or a harmony header;
 //! and the bare pythonic reply. Every decision depends on the characters alone.
 

@@ -439,10 +439,10 @@ async fn permission_subjects_follow_links() {
             (r.is_allowed, r.requires_approval)
         }
     };
-    let deny = || ToolPermissionSettings {
-        denied_patterns: vec!["secret/*".into()],
-        allowed_patterns: vec!["*".into()],
-        ..Default::default()
+    let deny = || {
+        ToolPermissionSettings::default()
+            .with_denied_patterns(vec!["secret/*".into()])
+            .with_allowed_patterns(vec!["*".into()])
     };
     for path in ["secret/key", "lnk/key", "klink", "docs/lnk/key"] {
         assert_eq!(
@@ -452,10 +452,8 @@ async fn permission_subjects_follow_links() {
         );
     }
     assert_eq!(verdict(deny(), "plain.txt").await, (true, false));
-    let allow_docs = || ToolPermissionSettings {
-        allowed_patterns: vec!["docs/*".into()],
-        ..Default::default()
-    };
+    let allow_docs =
+        || ToolPermissionSettings::default().with_allowed_patterns(vec!["docs/*".into()]);
     assert_eq!(verdict(allow_docs(), "docs/a.md").await, (true, false));
     assert_eq!(
         verdict(allow_docs(), "docs/lnk/key").await,

@@ -1,0 +1,216 @@
+//! One prompt turn: the request runs through the session's agent, its events go to the
+//! client as session updates, approvals become permission requests, and the turn ends
+//! with the stop reason the protocol names.
+
+use super::convert::{self, Before};
+use super::{AcpSession, Conn};
+use agent_client_protocol::v1::schema::{
+    PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
+    SessionNotification, SessionUpdate, StopReason,
+};
+use core_models::{
+    AgentEvent, ApprovalDecision, ApprovalRequestEvent, CompletionReason, RememberScope,
+    ToolCallRequest, ToolExecutionStatus,
+};
+use futures::stream::FuturesUnordered;
+use futures::StreamExt;
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// What the client answered to a permission request.
+enum Answer {
+    Once,
+    Always,
+    Reject,
+    RejectAlways,
+    /// The client cancelled (after `session/cancel`) or the request failed.
+    Cancelled(String),
+}
+
+const ALLOW_ONCE: &str = "allow-once";
+const ALLOW_ALWAYS: &str = "allow-always";
+const REJECT_ONCE: &str = "reject-once";
+const REJECT_ALWAYS: &str = "reject-always";
+
+fn options() -> Vec<PermissionOption> {
+    vec![
+        PermissionOption::new(ALLOW_ONCE, "Allow", PermissionOptionKind::AllowOnce),
+        PermissionOption::new(
+            ALLOW_ALWAYS,
+            "Allow for this session",
+            PermissionOptionKind::AllowAlways,
+        ),
+        PermissionOption::new(REJECT_ONCE, "Reject", PermissionOptionKind::RejectOnce),
+        PermissionOption::new(
+            REJECT_ALWAYS,
+            "Reject for this session",
+            PermissionOptionKind::RejectAlways,
+        ),
+    ]
+}
+
+/// Ask the client about `a`.
+async fn ask(
+    cx: Conn,
+    session_id: String,
+    a: ApprovalRequestEvent,
+    before: Before,
+    workspace: std::path::PathBuf,
+) -> (ApprovalRequestEvent, Answer) {
+    let summary = if a.details.is_empty() {
+        a.summary.clone()
+    } else {
+        format!("{}\n{}", a.summary, a.details.join("\n"))
+    };
+    let call = convert::asking(&a.request, &workspace, &before, &summary);
+    let request = RequestPermissionRequest::new(session_id, call, options());
+    let answer = match cx.send_request(request).block_task().await {
+        Ok(response) => match response.outcome {
+            RequestPermissionOutcome::Selected(chosen) => match &*chosen.option_id.0 {
+                ALLOW_ONCE => Answer::Once,
+                ALLOW_ALWAYS => Answer::Always,
+                REJECT_ALWAYS => Answer::RejectAlways,
+                _ => Answer::Reject,
+            },
+            RequestPermissionOutcome::Cancelled => {
+                Answer::Cancelled("the client cancelled the question".into())
+            }
+            _ => Answer::Reject,
+        },
+        Err(e) => Answer::Cancelled(format!("the client did not answer: {e}")),
+    };
+    (a, answer)
+}
+
+/// Run `text` as the session's next request; the stop reason, or an error in words.
+pub(crate) async fn run(
+    cx: Conn,
+    acp: Arc<AcpSession>,
+    text: String,
+) -> Result<StopReason, String> {
+    let session = acp.session.lock().await;
+    let session_id = session.id().to_string();
+    let workspace = session.workspace().to_path_buf();
+    let mode = acp.mode();
+    let mut request = session.request(text);
+    let mut context = request.tool_context.take().unwrap_or_default();
+    mode.restrict(&mut context);
+    request.tool_context = Some(context);
+    acp.cancelled.store(false, Ordering::SeqCst);
+    let send = |update: SessionUpdate| {
+        if let Err(e) = cx.send_notification(SessionNotification::new(session_id.clone(), update)) {
+            tracing::debug!(error = %e, "an update was not sent");
+        }
+    };
+    let mut events = session.start_request(request)?;
+    let mut asks = FuturesUnordered::new();
+    let mut calls: HashMap<uuid::Uuid, (ToolCallRequest, Before)> = HashMap::new();
+    let mut hit_limit = false;
+    let mut reason = None;
+    let mut usage = None;
+    let mut error = None;
+    loop {
+        tokio::select! {
+            event = events.next() => {
+                let Some(event) = event else { break };
+                match event {
+                    AgentEvent::TextGeneration(t) if !t.is_complete && !t.token.is_empty() => {
+                        send(convert::chunk(&t.token, t.is_thinking));
+                    }
+                    AgentEvent::TextGeneration(t) => {
+                        hit_limit = t.usage.as_ref().is_some_and(|u| u.hit_token_limit);
+                    }
+                    AgentEvent::ToolCallRequest(r) => {
+                        let before = convert::before(&r.request, &workspace);
+                        send(SessionUpdate::ToolCall(convert::tool_call(&r.request, &workspace)));
+                        calls.insert(r.request.id, (r.request, before));
+                    }
+                    AgentEvent::ToolExecution(e) if e.status == ToolExecutionStatus::Starting => {
+                        send(SessionUpdate::ToolCallUpdate(
+                            agent_client_protocol::v1::schema::ToolCallUpdate::new(
+                                e.call_id.to_string(),
+                                agent_client_protocol::v1::schema::ToolCallUpdateFields::new()
+                                    .status(agent_client_protocol::v1::schema::ToolCallStatus::InProgress),
+                            ),
+                        ));
+                    }
+                    AgentEvent::ToolResult(r) => {
+                        let known = calls.get(&r.call_id);
+                        let before = known.map_or(Before::Unknown, |(_, b)| b.clone());
+                        send(SessionUpdate::ToolCallUpdate(convert::finished(
+                            known.map(|(c, _)| c),
+                            &r.call_id.to_string(),
+                            &r.result,
+                            &workspace,
+                            &before,
+                            acp.client_writes,
+                        )));
+                    }
+                    AgentEvent::ApprovalRequest(a) => {
+                        let settled = session
+                            .answers_itself(&a)
+                            .or_else(|| mode.settles(&a));
+                        match settled {
+                            Some(Err(e)) => tracing::debug!(error = %e, "approval already settled"),
+                            Some(Ok(())) => {}
+                            None => {
+                                let before = calls
+                                    .get(&a.request.id)
+                                    .map_or_else(|| convert::before(&a.request, &workspace), |(_, b)| b.clone());
+                                asks.push(ask(cx.clone(), session_id.clone(), a, before, workspace.clone()));
+                            }
+                        }
+                    }
+                    AgentEvent::AgentError(e) if e.is_fatal => error = Some(e.error),
+                    AgentEvent::AgentComplete(done) => {
+                        usage = Some((done.prompt_tokens, done.completion_tokens, done.cached_prompt_tokens));
+                        reason = Some(done.reason);
+                    }
+                    _ => {}
+                }
+            }
+            Some((a, answer)) = asks.next(), if !asks.is_empty() => {
+                settle(&session, &a, answer);
+            }
+        }
+    }
+    session.finish_request(usage);
+    if acp.cancelled.load(Ordering::SeqCst) {
+        return Ok(StopReason::Cancelled);
+    }
+    Ok(match reason {
+        Some(CompletionReason::Cancelled) => StopReason::Cancelled,
+        Some(CompletionReason::MaxIterations) => StopReason::MaxTurnRequests,
+        Some(CompletionReason::BudgetExceeded) => StopReason::MaxTokens,
+        Some(CompletionReason::Error | CompletionReason::Timeout) => {
+            return Err(error.unwrap_or_else(|| "the request failed".into()));
+        }
+        _ if hit_limit => StopReason::MaxTokens,
+        _ => StopReason::EndTurn,
+    })
+}
+
+/// Answer `a` as the client said; "always" is remembered for the session, as at the
+/// terminal.
+fn settle(session: &crate::session::Session, a: &ApprovalRequestEvent, answer: Answer) {
+    let decision = match answer {
+        Answer::Once => ApprovalDecision::approve(),
+        Answer::Always => ApprovalDecision::approve().remember(RememberScope::Session),
+        Answer::Reject => ApprovalDecision::deny(Some("rejected in the editor".into())),
+        Answer::RejectAlways => ApprovalDecision::deny(Some("rejected in the editor".into()))
+            .remember(RememberScope::Session),
+        Answer::Cancelled(why) => {
+            if let Err(e) = a.deny(Some(why)) {
+                tracing::debug!(error = %e, "approval already settled");
+            }
+            return;
+        }
+    };
+    let remembered = decision.remember_scope() == RememberScope::Session;
+    match a.decide(decision.clone()) {
+        Ok(()) if remembered => session.remember(&a.request, &decision),
+        Ok(()) => {}
+        Err(e) => tracing::debug!(error = %e, "approval already settled"),
+    }
+}
