@@ -9,8 +9,8 @@ use agent_client_protocol::v1::schema::{
     SessionNotification, SessionUpdate, StopReason,
 };
 use core_models::{
-    AgentEvent, ApprovalDecision, ApprovalRequestEvent, CompletionReason, RememberScope,
-    ToolCallRequest, ToolExecutionStatus,
+    AgentEvent, AgentService as _, ApprovalDecision, ApprovalRequestEvent, CompletionReason,
+    RememberScope, ToolCallRequest, ToolExecutionStatus,
 };
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
@@ -171,6 +171,12 @@ pub(crate) async fn run(
                 }
             }
             Some((a, answer)) = asks.next(), if !asks.is_empty() => {
+                if matches!(answer, Answer::Cancelled(_)) {
+                    // The client cancelled the question (it does after session/cancel):
+                    // the turn ends, cancelled.
+                    acp.cancelled.store(true, Ordering::SeqCst);
+                    acp.engine.cancel();
+                }
                 settle(&session, &a, answer);
             }
         }

@@ -339,7 +339,9 @@ fn cancel_ends_the_prompt_promptly_and_read_only_mode_refuses_changes() {
             {"chunks": [call("write_file", json!({"path": "x.txt", "content": "x"}))], "delay_ms": 0},
             {"chunks": ["No."], "delay_ms": 0},
             {"chunks": [call("run_command", json!({"command": "touch ran.txt"}))], "delay_ms": 0},
-            {"chunks": ["No."], "delay_ms": 0}
+            {"chunks": ["No."], "delay_ms": 0},
+            {"chunks": [call("write_file", json!({"path": "y.txt", "content": "y"}))], "delay_ms": 0},
+            {"chunks": ["Should not be asked."], "delay_ms": 0}
         ]})
         .to_string(),
     )
@@ -353,6 +355,8 @@ fn cancel_ends_the_prompt_promptly_and_read_only_mode_refuses_changes() {
         {"op": "prompt", "text": "Write x.txt", "permission": "allow_once"},
         {"op": "prompt", "text": "Run it", "permission": "allow_once"},
         {"op": "mode", "mode": "yolo"},
+        {"op": "mode", "mode": "ask"},
+        {"op": "prompt", "text": "Write y.txt", "permission": "cancelled"},
     ]);
     let started = Instant::now();
     let r = drive(&clients, &ws, &script, &steps);
@@ -377,6 +381,10 @@ fn cancel_ends_the_prompt_promptly_and_read_only_mode_refuses_changes() {
     }
     assert!(!root.join("x.txt").exists() && !root.join("ran.txt").exists());
     assert_eq!(r[6]["error"]["code"], json!(-32602), "{}", r[6]);
+    // A permission question the client answers "cancelled" ends the turn, cancelled.
+    assert_eq!(r[8]["permissions"].as_array().unwrap().len(), 1, "{}", r[8]);
+    assert_eq!(r[8]["result"]["stopReason"], json!("cancelled"), "{}", r[8]);
+    assert!(!root.join("y.txt").exists());
     assert!(started.elapsed() < Duration::from_secs(60));
 }
 
@@ -484,4 +492,36 @@ fn files_go_through_the_client_and_a_path_outside_is_refused_first() {
         );
         assert!(!step.to_string().contains("TOP SECRET"), "{step}");
     }
+}
+
+#[test]
+fn an_mcp_server_the_client_passes_runs_under_the_same_approvals() {
+    let Some(clients) = clients() else { return };
+    let Some(servers) = test_support::mcp_servers::dir() else {
+        return;
+    };
+    let ws = Workspace::new();
+    let root = ws.dir.path().canonicalize().unwrap();
+    let everything = test_support::mcp_servers::node_bin(&servers, "mcp-server-everything");
+    let script = ws.script(&[
+        &call("everything__echo", json!({"message": "hello from MCP"})),
+        "Echoed.",
+    ]);
+    let steps = json!([
+        {"op": "initialize"},
+        {"op": "new", "cwd": root, "mcpServers": [
+            {"name": "everything", "command": everything, "args": ["stdio"], "env": []}
+        ]},
+        {"op": "prompt", "text": "Echo it", "permission": "allow_once"},
+    ]);
+    let r = drive(&clients, &ws, &script, &steps);
+    assert!(r[1]["error"].is_null(), "{}", r[1]);
+    let step = &r[2];
+    // Asked like any MCP tool (medium risk by default), then run.
+    assert_eq!(step["permissions"].as_array().unwrap().len(), 1, "{step}");
+    let done = updates(step, "tool_call_update")
+        .into_iter()
+        .find(|u| u["status"] == json!("completed"))
+        .unwrap_or_else(|| panic!("{step}"));
+    assert!(done.to_string().contains("hello from MCP"), "{done}");
 }
