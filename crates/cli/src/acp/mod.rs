@@ -138,6 +138,42 @@ impl Server {
     }
 }
 
+/// Send `update`, with the defaults the schema allows to omit written out: a new tool
+/// call's `status` ("pending") and a diff's `oldText` (null for a new file), so that a
+/// client reading the fields sees them whatever its SDK fills in.
+fn notify(cx: &Conn, update: SessionNotification) -> Result<(), AcpError> {
+    let mut params = serde_json::to_value(update).map_err(|e| internal(e.to_string()))?;
+    if let Some(update) = params
+        .get_mut("update")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        if update
+            .get("sessionUpdate")
+            .and_then(serde_json::Value::as_str)
+            == Some("tool_call")
+        {
+            update.entry("status").or_insert_with(|| "pending".into());
+        }
+        if let Some(content) = update
+            .get_mut("content")
+            .and_then(serde_json::Value::as_array_mut)
+        {
+            for item in content
+                .iter_mut()
+                .filter_map(serde_json::Value::as_object_mut)
+            {
+                if item.get("type").and_then(serde_json::Value::as_str) == Some("diff") {
+                    item.entry("oldText").or_insert(serde_json::Value::Null);
+                }
+            }
+        }
+    }
+    cx.send_notification(agent_client_protocol::UntypedMessage::new(
+        "session/update",
+        params,
+    )?)
+}
+
 fn invalid(message: impl Into<String>) -> AcpError {
     AcpError::new(ErrorCode::INVALID_PARAMS, message.into())
 }
@@ -256,10 +292,7 @@ pub(crate) async fn run(args: AcpArgs) -> Result<(), String> {
                             let session = acp.session.lock().await;
                             let sid = session.id().to_string();
                             for update in convert::replay(&session.history(), session.workspace()) {
-                                let _ = cx.send_notification(SessionNotification::new(
-                                    sid.clone(),
-                                    update,
-                                ));
+                                let _ = notify(&cx, SessionNotification::new(sid.clone(), update));
                             }
                             Ok(LoadSessionResponse::new().modes(Mode::state(acp.mode())))
                         }

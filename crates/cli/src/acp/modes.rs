@@ -96,7 +96,15 @@ impl Mode {
     ) -> Option<Result<(), core_models::Error>> {
         match self {
             Mode::ReadOnly => Some(a.deny(Some("the session is read-only".into()))),
-            Mode::Safe if a.risk_level == RiskLevel::Safe => Some(a.approve()),
+            // Not one a person must be asked about (a call asking for more than the
+            // sandbox, or one its tool flags): those still go to the client.
+            Mode::Safe
+                if a.risk_level == RiskLevel::Safe
+                    && a.must_ask.is_none()
+                    && !a.escalates(core_models::SandboxMode::WorkspaceWrite, false) =>
+            {
+                Some(a.approve())
+            }
             _ => None,
         }
     }
@@ -117,5 +125,29 @@ mod tests {
         let enabled = context.enabled_tool_ids.unwrap_or_default();
         assert!(enabled.contains("read_file") && !enabled.contains("run_command"));
         assert!(!context.allow_file_writes && !context.allow_terminal_tools);
+    }
+
+    fn asking(risk: RiskLevel) -> ApprovalRequestEvent {
+        let mut call =
+            core_models::ToolCallRequest::new("read_file", serde_json::json!({"path": "a"}));
+        call.risk_level = risk;
+        let timeout = std::time::Duration::from_secs(60);
+        ApprovalRequestEvent::create(uuid::Uuid::new_v4(), call, timeout, 1).0
+    }
+
+    #[test]
+    fn safe_mode_answers_plain_safe_calls_only_and_read_only_refuses_all() {
+        assert!(matches!(
+            Mode::Safe.settles(&asking(RiskLevel::Safe)),
+            Some(Ok(()))
+        ));
+        assert!(Mode::Ask.settles(&asking(RiskLevel::Safe)).is_none());
+        assert!(Mode::Safe.settles(&asking(RiskLevel::Low)).is_none());
+        let flagged = asking(RiskLevel::Safe).with_must_ask(Some("a person must see this".into()));
+        assert!(Mode::Safe.settles(&flagged).is_none());
+        assert!(matches!(
+            Mode::ReadOnly.settles(&asking(RiskLevel::Medium)),
+            Some(Ok(()))
+        ));
     }
 }

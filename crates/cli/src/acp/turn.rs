@@ -99,7 +99,7 @@ pub(crate) async fn run(
     request.tool_context = Some(context);
     acp.cancelled.store(false, Ordering::SeqCst);
     let send = |update: SessionUpdate| {
-        if let Err(e) = cx.send_notification(SessionNotification::new(session_id.clone(), update)) {
+        if let Err(e) = super::notify(&cx, SessionNotification::new(session_id.clone(), update)) {
             tracing::debug!(error = %e, "an update was not sent");
         }
     };

@@ -234,6 +234,7 @@ fn the_official_sdk_drives_reads_writes_approvals_and_load() {
     assert_eq!(read["result"]["stopReason"], json!("end_turn"), "{read}");
     let call = updates(read, "tool_call")[0];
     assert_eq!(call["kind"], json!("read"), "{call}");
+    assert_eq!(call["status"], json!("pending"), "{call}");
     assert_eq!(
         call["locations"][0]["path"],
         json!(root.join("notes.txt")),
@@ -289,12 +290,17 @@ fn the_official_sdk_drives_reads_writes_approvals_and_load() {
         .into_iter()
         .find(|u| u["status"] == json!("completed"))
         .unwrap_or_else(|| panic!("{allowed}"));
+    let diff = done["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == json!("diff"))
+        .unwrap_or_else(|| panic!("{done}"));
+    assert_eq!(diff["newText"], json!("new text\n"), "{done}");
+    // A new file: the old text is there, and null.
+    let fields = diff.as_object().unwrap();
     assert!(
-        done["content"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|c| c["type"] == json!("diff") && c["newText"] == json!("new text\n")),
+        fields.contains_key("oldText") && diff["oldText"].is_null(),
         "{done}"
     );
     assert_eq!(
