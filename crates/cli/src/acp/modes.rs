@@ -127,27 +127,28 @@ mod tests {
         assert!(!context.allow_file_writes && !context.allow_terminal_tools);
     }
 
-    fn asking(risk: RiskLevel) -> ApprovalRequestEvent {
+    /// An approval request of `risk`, with its answer's receiver (kept open, so that an
+    /// answer can be given).
+    fn asking(risk: RiskLevel) -> (ApprovalRequestEvent, core_models::ApprovalReceiver) {
         let mut call =
             core_models::ToolCallRequest::new("read_file", serde_json::json!({"path": "a"}));
         call.risk_level = risk;
         let timeout = std::time::Duration::from_secs(60);
-        ApprovalRequestEvent::create(uuid::Uuid::new_v4(), call, timeout, 1).0
+        ApprovalRequestEvent::create(uuid::Uuid::new_v4(), call, timeout, 1)
     }
 
     #[test]
     fn safe_mode_answers_plain_safe_calls_only_and_read_only_refuses_all() {
-        assert!(matches!(
-            Mode::Safe.settles(&asking(RiskLevel::Safe)),
-            Some(Ok(()))
-        ));
-        assert!(Mode::Ask.settles(&asking(RiskLevel::Safe)).is_none());
-        assert!(Mode::Safe.settles(&asking(RiskLevel::Low)).is_none());
-        let flagged = asking(RiskLevel::Safe).with_must_ask(Some("a person must see this".into()));
+        let (safe, _answer) = asking(RiskLevel::Safe);
+        assert!(matches!(Mode::Safe.settles(&safe), Some(Ok(()))));
+        let (safe, _answer) = asking(RiskLevel::Safe);
+        assert!(Mode::Ask.settles(&safe).is_none());
+        let (low, _answer) = asking(RiskLevel::Low);
+        assert!(Mode::Safe.settles(&low).is_none());
+        let (flagged, _answer) = asking(RiskLevel::Safe);
+        let flagged = flagged.with_must_ask(Some("a person must see this".into()));
         assert!(Mode::Safe.settles(&flagged).is_none());
-        assert!(matches!(
-            Mode::ReadOnly.settles(&asking(RiskLevel::Medium)),
-            Some(Ok(()))
-        ));
+        let (medium, _answer) = asking(RiskLevel::Medium);
+        assert!(matches!(Mode::ReadOnly.settles(&medium), Some(Ok(()))));
     }
 }
