@@ -154,24 +154,38 @@ fn notify(cx: &Conn, update: SessionNotification) -> Result<(), AcpError> {
         {
             update.entry("status").or_insert_with(|| "pending".into());
         }
-        if let Some(content) = update
-            .get_mut("content")
-            .and_then(serde_json::Value::as_array_mut)
-        {
-            for item in content
-                .iter_mut()
-                .filter_map(serde_json::Value::as_object_mut)
-            {
-                if item.get("type").and_then(serde_json::Value::as_str) == Some("diff") {
-                    item.entry("oldText").or_insert(serde_json::Value::Null);
-                }
-            }
-        }
     }
+    explicit_diffs(&mut params);
     cx.send_notification(agent_client_protocol::UntypedMessage::new(
         "session/update",
         params,
     )?)
+}
+
+/// Every diff in `value` with its `oldText` written out (null for a new file).
+fn explicit_diffs(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            if map.get("type").and_then(serde_json::Value::as_str) == Some("diff") {
+                map.entry("oldText").or_insert(serde_json::Value::Null);
+            }
+            map.values_mut().for_each(explicit_diffs);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(explicit_diffs),
+        _ => {}
+    }
+}
+
+/// Ask the client `request` (its diffs written out as in [`notify`]).
+async fn ask_permission(
+    cx: &Conn,
+    request: agent_client_protocol::v1::schema::RequestPermissionRequest,
+) -> Result<agent_client_protocol::v1::schema::RequestPermissionResponse, AcpError> {
+    let mut params = serde_json::to_value(request).map_err(|e| internal(e.to_string()))?;
+    explicit_diffs(&mut params);
+    let message = agent_client_protocol::UntypedMessage::new("session/request_permission", params)?;
+    let answer = cx.send_request(message).block_task().await?;
+    serde_json::from_value(answer).map_err(|e| invalid(format!("the permission answer: {e}")))
 }
 
 fn invalid(message: impl Into<String>) -> AcpError {

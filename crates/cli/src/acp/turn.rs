@@ -65,7 +65,7 @@ async fn ask(
     };
     let call = convert::asking(&a.request, &workspace, &before, &summary);
     let request = RequestPermissionRequest::new(session_id, call, options());
-    let answer = match cx.send_request(request).block_task().await {
+    let answer = match super::ask_permission(&cx, request).await {
         Ok(response) => match response.outcome {
             RequestPermissionOutcome::Selected(chosen) => match &*chosen.option_id.0 {
                 ALLOW_ONCE => Answer::Once,
