@@ -53,6 +53,12 @@ pub enum ReplyConstraint {
     /// (a backend holds it with a grammar; one that cannot reports
     /// [`crate::Error::Unsupported`]).
     OneOf(Vec<String>),
+    /// One JSON value valid against this JSON Schema — or, when the request offers tools
+    /// and its tool choice is `auto`, calls in the model's call language instead (the
+    /// schema holds the answer, not the calls; a forced call ignores it). Reasoning the
+    /// model writes first stays free. A backend holds it with a grammar or a server's
+    /// structured output where it can; the agent validates the answer either way.
+    JsonSchema(serde_json::Value),
 }
 
 /// Counts and timings of one generation.

@@ -299,6 +299,11 @@ pub struct AgentRequest {
     pub max_iterations: Option<u32>,
     /// Whether and which tool the model must call.
     pub tool_choice: ToolChoice,
+    /// A JSON Schema the final answer must match: the model may call tools as usual, and
+    /// its answer is then one JSON value valid against it (`agent_complete` carries it as
+    /// `output`). `None`: the answer is text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<serde_json::Value>,
     /// When the request was made.
     pub created_at: DateTime<Utc>,
 }
@@ -317,6 +322,7 @@ impl Default for AgentRequest {
             enable_tools: true,
             max_iterations: None,
             tool_choice: ToolChoice::Auto,
+            output_schema: None,
             created_at: Utc::now(),
         }
     }
@@ -376,6 +382,12 @@ impl AgentRequest {
     /// Set the tool choice.
     pub fn with_tool_choice(mut self, choice: ToolChoice) -> Self {
         self.tool_choice = choice;
+        self
+    }
+
+    /// Hold the final answer to a JSON Schema (see [`AgentRequest::output_schema`]).
+    pub fn with_output_schema(mut self, schema: serde_json::Value) -> Self {
+        self.output_schema = Some(schema);
         self
     }
 

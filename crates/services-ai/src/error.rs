@@ -16,6 +16,10 @@ pub enum Error {
         state: String,
     },
 
+    /// A request's output schema cannot be used ([`crate::OutputSchema::new`]).
+    #[error("the output schema cannot be used: {0}")]
+    OutputSchema(String),
+
     /// The configuration could not be read (a file, an environment variable).
     #[error("cannot load the configuration: {0}")]
     ConfigLoad(#[from] config::ConfigError),

@@ -55,6 +55,7 @@ mod agent;
 mod config;
 mod emitter;
 mod error;
+mod output;
 mod permissions;
 mod registry;
 mod scripted;
@@ -69,6 +70,7 @@ pub use config::{
 };
 pub use emitter::{AgentEventEmitter, EmitterStream, Subscription};
 pub use error::{Error, Result};
+pub use output::OutputSchema;
 pub use permissions::{DefaultPermissionManager, FilePermissionStore, MemoryPermissionStore};
 pub use registry::{DirectToolExecutor, InMemoryToolRegistry};
 pub use scripted::{Script, ScriptedLlm, ScriptedResponse};

@@ -125,8 +125,9 @@ impl ScriptedLlm {
     }
 
     /// The same model, as a backend that cannot hold a reply to a
-    /// [`core_models::ReplyConstraint`]: such a request fails with
-    /// [`Error::Unsupported`] (and takes no response).
+    /// [`core_models::ReplyConstraint::OneOf`]: such a request fails with
+    /// [`Error::Unsupported`] (and takes no response). An answer schema is taken (the
+    /// agent validates the answer).
     pub fn without_constraints(mut self) -> Self {
         self.no_constraints = true;
         self
@@ -244,7 +245,13 @@ impl LlmService for ScriptedLlm {
         };
         let prompt_chars: usize = request.messages.iter().map(|m| m.content.len()).sum();
         let request_max_tokens = request.options.max_tokens.max(1);
-        let unsupported = self.no_constraints && request.constraint.is_some();
+        // Without grammars, a choice cannot be held; an answer schema is validated by the
+        // agent whatever the backend, so it is never refused.
+        let unsupported = self.no_constraints
+            && matches!(
+                request.constraint,
+                Some(core_models::ReplyConstraint::OneOf(_))
+            );
         let call = {
             let mut received = self.received.lock().unwrap_or_else(|e| e.into_inner());
             received.push(request);

@@ -14,6 +14,7 @@
 //!
 //! `syntax` knows each format's call syntax; `gbnf` writes the grammar text.
 
+mod answer;
 mod gbnf;
 mod schema;
 mod syntax;
@@ -139,8 +140,14 @@ pub fn tool_grammar(
     target: &GrammarTarget,
     schemas: &dyn SchemaConverter,
 ) -> Result<Option<ToolGrammar>, Error> {
-    // A constraint on the whole reply wins over the tool choice.
-    if let Some(constraint) = &request.constraint {
+    // An answer held to a schema: the whole reply is its JSON, or calls where the tool
+    // choice leaves the choice to the model; a forced call is a call.
+    if let Some(ReplyConstraint::JsonSchema(schema)) = &request.constraint {
+        if !forces_call(request) {
+            return answer::answer_grammar(request, target, schemas, schema).map(Some);
+        }
+    } else if let Some(constraint) = &request.constraint {
+        // Any other constraint on the whole reply wins over the tool choice.
         return Ok(Some(constraint_grammar(constraint)));
     }
     // With `none` nothing constrains the text: the agent runs nothing the model writes
@@ -178,7 +185,16 @@ pub fn tool_grammar(
     }))
 }
 
-/// The grammar of a [`ReplyConstraint`]: for [`ReplyConstraint::OneOf`], exactly one of
+/// Whether the request forces a call (`required` or a named tool, with tools offered).
+fn forces_call(request: &LlmRequest) -> bool {
+    !request.tools.is_empty()
+        && matches!(
+            request.tool_choice,
+            ToolChoice::Required | ToolChoice::Tool(_)
+        )
+}
+
+/// The grammar of a [`ReplyConstraint`] that needs no schema converter: for [`ReplyConstraint::OneOf`], exactly one of
 /// its texts (none: a grammar nothing matches would stall the model, so an empty list
 /// admits the empty reply).
 pub fn constraint_grammar(constraint: &ReplyConstraint) -> ToolGrammar {
@@ -189,8 +205,8 @@ pub fn constraint_grammar(constraint: &ReplyConstraint) -> ToolGrammar {
             .map(|o| literal(o))
             .collect::<Vec<_>>()
             .join(" | "),
-        // Later kinds of constraint: whatever the text.
-        #[allow(unreachable_patterns)]
+        // A schema needs a converter (see [`tool_grammar`]); without one (and for kinds
+        // of constraint added later), any text: the agent validates the answer.
         _ => "[^\\x00]*".to_string(),
     };
     ToolGrammar {
@@ -223,9 +239,12 @@ enum Reasoning {
 
 impl ReasoningBudget {
     /// The budget for a reply to `request` under a grammar for `target`; `None` when the
-    /// grammar constrains nothing before a trigger (`auto`) or allows no reasoning.
+    /// grammar constrains nothing before a trigger (`auto`, with no answer schema) or
+    /// allows no reasoning.
     pub fn new(request: &LlmRequest, target: &GrammarTarget) -> Option<Self> {
-        if matches!(request.tool_choice, ToolChoice::Auto | ToolChoice::None) {
+        let whole_reply = forces_call(request)
+            || matches!(request.constraint, Some(ReplyConstraint::JsonSchema(_)));
+        if !whole_reply {
             return None;
         }
         let (open, close) = target.reasoning_markers()?;

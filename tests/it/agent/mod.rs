@@ -11,6 +11,7 @@ mod decision;
 mod limits;
 mod messages;
 mod native;
+mod output;
 mod prompt;
 mod replies;
 mod seed_004;

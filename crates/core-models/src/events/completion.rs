@@ -86,6 +86,11 @@ pub struct AgentCompleteEvent {
     pub header: EventHeader,
     /// The answer's text.
     pub final_response: String,
+    /// The answer as a JSON value valid against the request's output schema
+    /// ([`crate::AgentRequest::output_schema`]); `None` without a schema, or when the
+    /// request did not finish with a valid answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<serde_json::Value>,
     /// Tool calls executed.
     pub tool_calls_executed: u32,
     /// Tool calls denied (by a person, by silence at the prompt or by the permission
@@ -139,6 +144,7 @@ impl AgentCompleteEvent {
         AgentCompleteEvent {
             header: EventHeader::new(request_id, iterations),
             final_response: response.into(),
+            output: None,
             tool_calls_executed: tool_calls,
             tool_calls_denied: 0,
             total_iterations: iterations,
@@ -181,6 +187,12 @@ impl AgentCompleteEvent {
     pub fn with_reason(mut self, reason: CompletionReason) -> Self {
         self.reason = reason;
         self.was_cancelled = reason == CompletionReason::Cancelled;
+        self
+    }
+
+    /// Set the answer's JSON value ([`AgentCompleteEvent::output`]).
+    pub fn with_output(mut self, output: Option<serde_json::Value>) -> Self {
+        self.output = output;
         self
     }
 

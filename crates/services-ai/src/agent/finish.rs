@@ -58,6 +58,18 @@ impl Run {
                 self.turn_end(&[S::Error], &message);
                 AgentErrorEvent::llm_error(id, message, Some(Box::new(e)), self.iteration).into()
             }
+            Outcome::InvalidOutput(why) => {
+                self.agent(T::Fail, Some(&why));
+                self.turn_end(&[S::Error], &why);
+                AgentErrorEvent::new(
+                    id,
+                    AgentErrorCategory::ParsingError,
+                    why,
+                    true,
+                    self.iteration,
+                )
+                .into()
+            }
             Outcome::Panicked(panic) => {
                 let message = format!("the agent failed unexpectedly: {panic}");
                 tracing::error!(%message, "the agent loop panicked");
@@ -108,6 +120,7 @@ impl Run {
         .with_token_counts(self.prompt_tokens, self.completion_tokens)
         .with_cached_prompt_tokens(self.cached_prompt_tokens)
         .with_session_id(self.request.conversation_id)
+        .with_output(self.output.clone())
         .with_denied(self.tools_denied.load(std::sync::atomic::Ordering::Relaxed))
         .with_reason(reason)
     }

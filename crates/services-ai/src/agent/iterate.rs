@@ -14,7 +14,7 @@ use tool_calls::{FunctionCallParser, ParserOptions, ToolCallFormat, ToolCatalog}
 
 /// What stays the same across the iterations of one request.
 pub(super) struct Setup {
-    max: u32,
+    pub(super) max: u32,
     any_tools: bool,
     /// The tools offered (for their argument choices).
     pub(super) tools: Vec<Arc<dyn core_models::Tool>>,
@@ -28,16 +28,16 @@ pub(super) struct Setup {
 
 /// What one iteration hands the next.
 #[derive(Default)]
-struct Carry {
+pub(super) struct Carry {
     /// Calls that ran in the previous iteration.
-    previous_tools: u32,
+    pub(super) previous_tools: u32,
     /// Every call of the previous reply was refused after asking: the agent machine went
     /// back to Thinking already.
     skip_begin: bool,
     /// The model answered and messages sent meanwhile are to be answered: the agent
     /// machine is still Thinking, the turn machine waits for the user's input (which is
     /// there).
-    after_answer: bool,
+    pub(super) after_answer: bool,
 }
 
 impl Run {
@@ -74,6 +74,19 @@ impl Run {
             if reply.calls.is_empty() {
                 if self.answered_with_messages_waiting(&setup, &reply, &mut carry) {
                     continue;
+                }
+                match self.hold_answer(&setup, &reply) {
+                    super::answer::Held::Kept => {}
+                    super::answer::Held::Retry(message) => {
+                        self.answer_again(reply, message, &mut carry);
+                        continue;
+                    }
+                    super::answer::Held::Invalid(why) => {
+                        self.final_response = reply.visible.trim().to_string();
+                        self.history
+                            .push(ChatMessage::assistant(reply.into_answer()));
+                        return Outcome::InvalidOutput(why);
+                    }
                 }
                 self.answered(reply);
                 return Outcome::Finished;
@@ -197,11 +210,18 @@ pub(super) fn setup(
         // A template that renders the tools shows them in the model's own call language;
         // the system prompt then adds no second one.
         let renders_tools = native.as_ref().is_some_and(|f| f.renders_tools);
-        let system = prompt::system_prompt(
+        let mut system = prompt::system_prompt(
             &shared.config,
             request.system_prompt.as_deref(),
             if renders_tools { &[] } else { &definitions },
         );
+        if let Some(schema) = &request.output_schema {
+            let told = crate::output::instruction(schema);
+            system = Some(match system {
+                Some(system) => format!("{system}\n\n{told}"),
+                None => told,
+            });
+        }
         let options = parser_options(&shared.parser_options, native.as_ref());
         // The model is given the tools as the prompt shows them: with the compact prompt,
         // only their required parameters (a grammar-constrained call then cannot invent
@@ -429,6 +449,15 @@ pub(super) fn llm_request(
             _ => ToolChoice::None,
         }
     };
+    // The answer is held to the output schema whenever the model may answer; a forced
+    // call is a call.
+    let constraint = match choice {
+        ToolChoice::Auto | ToolChoice::None => request
+            .output_schema
+            .clone()
+            .map(core_models::ReplyConstraint::JsonSchema),
+        _ => None,
+    };
     let mut messages = Vec::with_capacity(history.len() + 1);
     if let Some(system) = &setup.system {
         messages.push(ChatMessage::system(system.clone()));
@@ -439,7 +468,7 @@ pub(super) fn llm_request(
         .with_tools(setup.definitions.clone())
         .with_tool_choice(choice)
         .with_options(request.inference_options.clone().unwrap_or_default())
-        .with_constraint(None)
+        .with_constraint(constraint)
 }
 
 fn summarize_calls(calls: &[ToolCallRequest]) -> String {

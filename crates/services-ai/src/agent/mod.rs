@@ -10,6 +10,7 @@
 //! so in tests) and is logged in release builds.
 
 mod after_tools;
+mod answer;
 mod approval;
 mod choices;
 mod context;
@@ -267,6 +268,13 @@ impl core_models::AgentService for AgentEngine {
                 return Err(Error::InvalidRequest(problems));
             }
         }
+        let output_schema = match &request.output_schema {
+            Some(schema) => Some(Arc::new(
+                crate::OutputSchema::new(schema)
+                    .map_err(|e| Error::InvalidRequest(vec![e.to_string()]))?,
+            )),
+            None => None,
+        };
         let (tx, rx) = mpsc::unbounded_channel::<AgentEvent>();
         let handle = RunHandle {
             stop: CancellationToken::new(),
@@ -283,7 +291,7 @@ impl core_models::AgentService for AgentEngine {
             }
             *slot = Some(handle.clone());
         }
-        let run = run::Run::new(Arc::clone(&self.shared), handle, request, tx);
+        let run = run::Run::new(Arc::clone(&self.shared), handle, request, output_schema, tx);
         runtime.spawn(run.execute());
         Ok(Box::pin(futures::stream::unfold(rx, |mut rx| async move {
             rx.recv().await.map(|event| (event, rx))

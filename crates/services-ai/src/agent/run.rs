@@ -33,6 +33,8 @@ pub(super) enum Outcome {
     Cancelled,
     Timeout,
     LlmFailed(Error),
+    /// The answer does not match the output schema, after one retry: why.
+    InvalidOutput(String),
     /// Something the loop called panicked outside the guarded tool calls.
     Panicked(String),
 }
@@ -176,6 +178,12 @@ pub(crate) struct Run {
     pub(super) received: Vec<String>,
     /// The ids of the tools offered in this request: a call of any other tool is refused.
     pub(super) offered: HashSet<String>,
+    /// The request's output schema, compiled.
+    pub(super) output_schema: Option<Arc<crate::OutputSchema>>,
+    /// The answer's value, valid against the output schema.
+    pub(super) output: Option<serde_json::Value>,
+    /// The model was told once what was wrong with its answer.
+    pub(super) output_retried: bool,
 }
 
 impl Run {
@@ -201,6 +209,7 @@ impl Run {
         shared: Arc<Shared>,
         handle: RunHandle,
         request: AgentRequest,
+        output_schema: Option<Arc<crate::OutputSchema>>,
         tx: mpsc::UnboundedSender<AgentEvent>,
     ) -> Self {
         let workspace = request
@@ -230,6 +239,9 @@ impl Run {
             tried: Vec::new(),
             received: Vec::new(),
             offered: HashSet::new(),
+            output_schema,
+            output: None,
+            output_retried: false,
         }
     }
 

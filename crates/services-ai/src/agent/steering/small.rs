@@ -138,15 +138,20 @@ impl Steering for SmallModel {
     }
 }
 
-/// The system prompt of a plain answer: the request's own, else a plain one.
+/// The system prompt of a plain answer: the request's own, else a plain one; with what
+/// the answer's JSON must match when the request holds it to a schema.
 fn plain_system(turn: &Turn<'_>) -> String {
-    turn.request
+    let system = turn
+        .request
         .system_prompt
         .as_deref()
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .unwrap_or("You are a helpful assistant.")
-        .to_string()
+        .unwrap_or("You are a helpful assistant.");
+    match &turn.request.output_schema {
+        Some(schema) => format!("{system}\n\n{}", crate::output::instruction(schema)),
+        None => system.to_string(),
+    }
 }
 
 /// The request asked of the model, and the messages sent into it since.
@@ -247,6 +252,8 @@ fn done_so_far(done: &[(ToolCallRequest, ToolResult)]) -> String {
 fn fill(turn: &Turn<'_>, tool: &str, held: String) -> Plan {
     let mut request = turn.base.clone();
     request.tool_choice = ToolChoice::Tool(tool.to_string());
+    // A forced call is a call: an answer schema does not apply.
+    request.constraint = None;
     Plan {
         request,
         text_only: false,
@@ -266,8 +273,13 @@ fn answer_to_results(turn: &Turn<'_>) -> LlmRequest {
             format!("{}:\n{}", heading(call), text.trim_end())
         })
         .collect();
+    let how = if turn.request.output_schema.is_some() {
+        "Answer with only the JSON value."
+    } else {
+        "Answer in one plain sentence."
+    };
     let text = format!(
-        "{}\n\nQuestion: {}\nAnswer in one plain sentence.",
+        "{}\n\nQuestion: {}\n{how}",
         results.join("\n\n"),
         asked(turn)
     );
@@ -277,6 +289,11 @@ fn answer_to_results(turn: &Turn<'_>) -> LlmRequest {
     ]);
     request.tool_choice = ToolChoice::None;
     request.options = turn.base.options.clone();
+    if let Some(schema) = &turn.request.output_schema {
+        // The answer is JSON, held to the schema: no stop may cut it.
+        request.constraint = Some(ReplyConstraint::JsonSchema(schema.clone()));
+        return request;
+    }
     // The answer is one sentence: a small model runs on into a question of its own.
     for stop in ["\n\n", "\nQuestion:"] {
         if !request.options.stop.iter().any(|s| s == stop) {

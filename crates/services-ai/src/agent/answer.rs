@@ -1,0 +1,75 @@
+//! An answer held to the request's output schema ([`crate::OutputSchema`]): validated
+//! when the model answers; when it does not match, the model is told what is wrong once
+//! and answers again (as after a message sent into the request); a second miss ends the
+//! request with a clear error. The answer's value goes into `agent_complete`'s `output`.
+
+use super::iterate::Setup;
+use super::run::{Reply, Run};
+use core_models::{ChatMessage, TurnState as S};
+
+/// What became of an answer.
+pub(super) enum Held {
+    /// No schema, or the answer matches it (its value is kept).
+    Kept,
+    /// Ask again, with this message.
+    Retry(String),
+    /// The answer does not match, and no retry is left: why.
+    Invalid(String),
+}
+
+impl Run {
+    /// Check the model's answer against the output schema.
+    pub(super) fn hold_answer(&mut self, setup: &Setup, reply: &Reply) -> Held {
+        let Some(schema) = self.output_schema.clone() else {
+            return Held::Kept;
+        };
+        match schema.check(&reply.visible) {
+            Ok(value) => {
+                self.output = Some(value);
+                Held::Kept
+            }
+            Err(errors) => {
+                tracing::debug!(?errors, "the answer does not match the output schema");
+                let listed = errors
+                    .iter()
+                    .map(|e| format!("- {e}"))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                if self.output_retried || self.iteration >= setup.max {
+                    Held::Invalid(format!(
+                        "the answer does not match the output schema{}:\n{listed}",
+                        if self.output_retried {
+                            ", also when asked again"
+                        } else {
+                            ""
+                        }
+                    ))
+                } else {
+                    self.output_retried = true;
+                    Held::Retry(format!(
+                        "Your answer does not match the required JSON Schema:\n{listed}\nReply again with only a JSON value that matches the schema."
+                    ))
+                }
+            }
+        }
+    }
+
+    /// Keep the answer that missed, tell the model what is wrong, and let the loop ask
+    /// again: the turn ends and the message starts the next one.
+    pub(super) fn answer_again(
+        &mut self,
+        reply: Reply,
+        message: String,
+        carry: &mut super::iterate::Carry,
+    ) {
+        const WHY: &str = "the answer did not match the output schema";
+        self.final_response = reply.visible.trim().to_string();
+        self.history
+            .push(ChatMessage::assistant(reply.into_answer()));
+        self.take_messages(vec![message]);
+        self.turn(S::EndOfTurn, Some(WHY));
+        self.turn(S::WaitingForUserInput, Some(WHY));
+        carry.previous_tools = 0;
+        carry.after_answer = true;
+    }
+}
