@@ -65,6 +65,9 @@ pub(crate) struct SessionArgs {
     /// The editor the file tools go through (an ACP client's).
     #[arg(skip)]
     editor: Option<Arc<dyn tools::EditorFiles>>,
+    /// The JSON Schema answers are held to (`run --output-schema`), checked already.
+    #[arg(skip)]
+    pub(crate) output_schema: Option<serde_json::Value>,
 }
 
 /// A temperature: a finite number from 0 to 100.
@@ -224,6 +227,13 @@ impl Session {
         // Chosen first: the variable holding the server's key, however it was named, is
         // kept from every command the tools start.
         let choice = backend::choose(&args.backend, &config.backend)?;
+        if let (Some(schema), backend::Choice::Embedded | backend::Choice::Llama(_)) =
+            (&args.output_schema, &choice)
+        {
+            // In-process the answer is held by llama.cpp's grammar: refused before it loads.
+            llm_llama::check_answer_schema(schema)
+                .map_err(|e| format!("the output schema cannot be used: {e}"))?;
+        }
         let backend_name = choice.name();
         if let Some(saved) = &resume {
             // What the session file chose is said: the file could have been edited.
@@ -465,6 +475,7 @@ impl Session {
         if let Some(choice) = self.args.policy.tool_choice.clone() {
             request.tool_choice = choice;
         }
+        request.output_schema.clone_from(&self.args.output_schema);
         request
     }
 
@@ -499,6 +510,7 @@ impl Session {
             typing: String::new(),
             state: core_models::AgentState::Initializing,
             ok: true,
+            output: None,
         };
         let mut keys = input.keys();
         let mut ticks = tokio::time::interval(Duration::from_millis(100));
@@ -566,6 +578,7 @@ impl Session {
             ok: d.ok,
             unsent: d.unsent,
             typing: d.typing,
+            output: d.output,
         })
     }
 
@@ -707,6 +720,8 @@ pub(crate) struct Driven {
     pub(crate) unsent: Vec<String>,
     /// Keys typed at the terminal but not yet entered: the start of the next line.
     pub(crate) typing: String,
+    /// The answer's value, valid against the output schema (`agent_complete.output`).
+    pub(crate) output: Option<serde_json::Value>,
 }
 
 /// What [`Session::drive`] keeps track of.
@@ -718,6 +733,7 @@ struct Driving {
     typing: String,
     state: core_models::AgentState,
     ok: bool,
+    output: Option<serde_json::Value>,
 }
 
 impl Driving {
@@ -732,6 +748,7 @@ impl Driving {
             AgentEvent::AgentError(e) if e.is_fatal => self.ok = false,
             AgentEvent::AgentComplete(c) => {
                 self.usage = Some((c.prompt_tokens, c.completion_tokens, c.cached_prompt_tokens));
+                self.output.clone_from(&c.output);
             }
             _ => {}
         }

@@ -44,6 +44,9 @@ pub(crate) struct Terminal {
     changed: Vec<(String, &'static str)>,
     /// Files changed since the session started.
     pub(crate) changed_in_session: Vec<(String, &'static str)>,
+    /// What a person reads goes to stderr: stdout carries a result of its own
+    /// (`run --output-schema` prints the answer's JSON there).
+    to_stderr: bool,
 }
 
 impl Terminal {
@@ -64,7 +67,26 @@ impl Terminal {
             last_output: None,
             changed: Vec::new(),
             changed_in_session: Vec::new(),
+            to_stderr: false,
         }
+    }
+
+    /// Show everything on stderr from now on, keeping stdout for a result (no effect on
+    /// JSON lines, which are the result).
+    pub(crate) fn keep_stdout(&mut self) {
+        if self.json {
+            return;
+        }
+        self.to_stderr = true;
+        self.colour = std::io::stderr().is_terminal() && colour_allowed();
+    }
+
+    /// Print `value` as one JSON line on stdout: the result of the request.
+    pub(crate) fn result(&mut self, value: &serde_json::Value) {
+        self.clear_status();
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{value}");
+        let _ = out.flush();
     }
 
     fn paint(&self, style: Style, text: &str) -> String {
@@ -98,9 +120,15 @@ impl Terminal {
             return;
         }
         self.clear_status();
-        let mut out = std::io::stdout().lock();
-        let _ = write!(out, "{text}");
-        let _ = out.flush();
+        if self.to_stderr {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "{text}");
+            let _ = err.flush();
+        } else {
+            let mut out = std::io::stdout().lock();
+            let _ = write!(out, "{text}");
+            let _ = out.flush();
+        }
         self.at_line_start = text.ends_with('\n');
     }
 

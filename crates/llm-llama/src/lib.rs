@@ -83,6 +83,34 @@ impl LlamaConfig {
     }
 }
 
+/// Check that an answer can be held to `schema` in-process: llama.cpp's converter must
+/// write a grammar for it (the grammar that holds an answer to an
+/// [`core_models::ReplyConstraint::JsonSchema`]). For a front-end that wants to refuse an
+/// unusable output schema before any model loads. A build without llama.cpp has nothing
+/// to check.
+///
+/// # Errors
+/// [`Error::Template`] with the converter's reason.
+pub fn check_answer_schema(schema: &serde_json::Value) -> Result<(), Error> {
+    #[cfg(feature = "llama-cpp")]
+    {
+        use tool_grammar::SchemaConverter as _;
+        grammar::LlamaConverter
+            .convert(schema)
+            .map(|_| ())
+            .map_err(|e| {
+                Error::Template(format!(
+                    "llama.cpp cannot hold an answer to this schema: {e}"
+                ))
+            })
+    }
+    #[cfg(not(feature = "llama-cpp"))]
+    {
+        let _ = schema;
+        Ok(())
+    }
+}
+
 /// Where `scripts/fetch-model` puts the embedded default model (SmolLM2-135M-Instruct,
 /// Q4_1): `$AINTERN_CACHE_DIR/models/…`, else `$XDG_CACHE_HOME/aintern/models/…`, else
 /// `~/.cache/aintern/models/…`.

@@ -26,6 +26,13 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
         let mode = if inner.text_mode.load(Ordering::Relaxed) { Mode::Text } else { Mode::Native };
         let context = inner.context(&request, mode);
         let grammar = match &request.constraint {
+            // An answer held to a schema: in text mode llama-server takes the grammar of
+            // calls or the answer; otherwise the body asks for structured output
+            // (`response_format`), and the agent validates the answer either way.
+            Some(core_models::ReplyConstraint::JsonSchema(_)) if mode == Mode::Text => {
+                inner.text_grammar(&request)
+            }
+            Some(core_models::ReplyConstraint::JsonSchema(_)) => None,
             // A choice among texts: llama-server holds it with a grammar; another server
             // has nothing to hold it with (the caller then goes another way).
             Some(constraint) if inner.info.llama_server => {

@@ -203,8 +203,12 @@ impl Inner {
     /// named tool) to AIntern's fence, as the in-process backend holds it; `None` when
     /// nothing is forced or the server takes no grammars.
     fn text_grammar(&self, request: &LlmRequest) -> Option<String> {
+        let held_answer = matches!(
+            request.constraint,
+            Some(core_models::ReplyConstraint::JsonSchema(_))
+        );
         if !self.info.llama_server
-            || matches!(request.tool_choice, ToolChoice::Auto | ToolChoice::None)
+            || (matches!(request.tool_choice, ToolChoice::Auto | ToolChoice::None) && !held_answer)
         {
             return None;
         }
@@ -232,7 +236,14 @@ impl Inner {
         if message.contains("max_completion_tokens") {
             return !self.max_completion_tokens.swap(true, Ordering::Relaxed);
         }
-        let Some(field) = refused_field(message) else {
+        // A server without structured output, in whatever words: the agent validates the
+        // answer instead.
+        let field = if message.contains("response_format") {
+            Some("response_format")
+        } else {
+            refused_field(message)
+        };
+        let Some(field) = field else {
             return false;
         };
         let mut refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
@@ -428,7 +439,8 @@ impl Inner {
 }
 
 /// Optional request fields a server may refuse, and be asked again without.
-const REFUSABLE: [&str; 8] = [
+const REFUSABLE: [&str; 9] = [
+    "response_format",
     "temperature",
     "top_p",
     "seed",

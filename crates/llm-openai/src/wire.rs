@@ -1,7 +1,7 @@
 //! The protocol's JSON: the request body AIntern sends, and the chunks a server streams
 //! back (read leniently: servers differ in what they fill in).
 
-use core_models::{ChatMessage, LlmRequest, MessageRole, ToolChoice};
+use core_models::{ChatMessage, LlmRequest, MessageRole, ReplyConstraint, ToolChoice};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
@@ -86,6 +86,8 @@ pub(crate) fn request_body(
     }
     if let Some(grammar) = grammar {
         body.insert("grammar".into(), grammar.into());
+    } else if let Some(format) = response_format(request, mode) {
+        body.insert("response_format".into(), format);
     }
     if dialect.llama_server {
         body.insert("top_k".into(), json!(o.top_k));
@@ -97,6 +99,32 @@ pub(crate) fn request_body(
         body.insert("stream_options".into(), json!({"include_usage": true}));
     }
     Value::Object(body)
+}
+
+/// Structured output for an answer held to a schema, where the server may hold it: in
+/// native mode unless the request forces a call (llama-server then holds calls or the
+/// answer to one grammar), in text mode only when no call may be made (the calls are
+/// text there, which a JSON-only reply would forbid).
+fn response_format(request: &LlmRequest, mode: Mode) -> Option<Value> {
+    let Some(ReplyConstraint::JsonSchema(schema)) = &request.constraint else {
+        return None;
+    };
+    let calls_possible = !request.tools.is_empty() && request.tool_choice != ToolChoice::None;
+    let forced = !request.tools.is_empty()
+        && matches!(
+            request.tool_choice,
+            ToolChoice::Required | ToolChoice::Tool(_)
+        );
+    let allowed = match mode {
+        Mode::Native => !forced,
+        Mode::Text => !calls_possible,
+    };
+    allowed.then(|| {
+        json!({
+            "type": "json_schema",
+            "json_schema": {"name": "answer", "schema": schema},
+        })
+    })
 }
 
 /// `tool_choice` as the protocol writes it.
@@ -338,6 +366,44 @@ mod tests {
             "Read a file.",
         )];
         request
+    }
+
+    #[test]
+    fn an_answer_schema_asks_for_structured_output_where_the_reply_may_answer() {
+        let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+        let held = |choice: ToolChoice, tools: bool| {
+            let mut request = conversation();
+            if !tools {
+                request.tools.clear();
+            }
+            request.tool_choice = choice;
+            request.constraint = Some(ReplyConstraint::JsonSchema(schema.clone()));
+            request
+        };
+        let format = |request: &LlmRequest, mode: Mode, grammar: Option<&str>| {
+            request_body("m", request, mode, Dialect::default(), true, grammar)
+                .get("response_format")
+                .cloned()
+        };
+        let asked = format(&held(ToolChoice::Auto, true), Mode::Native, None).unwrap();
+        assert_eq!(asked["type"], "json_schema");
+        assert_eq!(asked["json_schema"]["schema"], schema);
+        assert!(asked["json_schema"]["name"].is_string());
+        // A forced call is a call.
+        assert!(format(&held(ToolChoice::Required, true), Mode::Native, None).is_none());
+        // In text mode calls are text: only a reply that cannot call is held.
+        assert!(format(&held(ToolChoice::Auto, true), Mode::Text, None).is_none());
+        assert!(format(&held(ToolChoice::None, true), Mode::Text, None).is_some());
+        assert!(format(&held(ToolChoice::Auto, false), Mode::Text, None).is_some());
+        // A grammar holds it already.
+        assert!(format(
+            &held(ToolChoice::None, false),
+            Mode::Text,
+            Some("root ::= \"x\"")
+        )
+        .is_none());
+        // Without a schema, nothing.
+        assert!(format(&conversation(), Mode::Native, None).is_none());
     }
 
     #[test]
