@@ -7,7 +7,7 @@
 //! markers follow from that line; the compiler then points at the one other place that
 //! must know the format: the grammar's exhaustive match in `tool-grammar`.
 
-use super::DS_ENDS;
+use super::specs::{APERTUS, DEEP_SEEK_R1, DEEP_SEEK_V31, DEEP_SEEK_V32, KIMI_K2, MINI_MAX_M2};
 use super::{
     calls, gemma, marker, special, xml, FormatInfo, FormatSpec, Section, SectionKind, Signature,
 };
@@ -98,6 +98,18 @@ const HERMES: FormatSpec = FormatSpec {
             special::function_named,
             true,
         ),
+        // Some Hermes-style models wrap the JSON call in `<tools>` instead.
+        Section {
+            in_auto: false,
+            ..calls(
+                F::Hermes,
+                "<tools>",
+                &["</tools>"],
+                special::json_list,
+                true,
+            )
+        },
+        marker(F::Hermes, "</tool_call>", &[], SectionKind::Drop, true),
     ],
     template: Some(Signature {
         rank: 15,
@@ -114,13 +126,17 @@ const QWEN_XML: FormatSpec = FormatSpec {
         "Qwen3-Coder",
         "<tool_call><function=NAME><parameter=K>V</parameter></function></tool_call>",
     ),
-    sections: &[calls(
-        F::QwenXml,
-        "<function=",
-        &["</function>"],
-        special::function_tag,
-        true,
-    )],
+    sections: &[
+        calls(
+            F::QwenXml,
+            "<function=",
+            &["</function>"],
+            special::function_tag,
+            true,
+        ),
+        // Without its opening `<tool_call>`, the call's closing one is left over.
+        marker(F::QwenXml, "</tool_call>", &[], SectionKind::Drop, true),
+    ],
     template: Some(Signature {
         rank: 12,
         any_of: &[&["<function=", "<parameter="]],
@@ -279,99 +295,6 @@ const HARMONY: FormatSpec = FormatSpec {
     also: &[],
 };
 
-const DEEP_SEEK_R1: FormatSpec = FormatSpec {
-    info: FormatInfo::new(F::DeepSeekR1, "deepseek-r1", &["deepseek", "deepseekv3", "deepseek_v3", "deepseek-v3", "deepseek r1"], "DeepSeek R1, V3 (and R1 distills)", "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME ```json {…} ```<｜tool▁call▁end｜>…"),
-    sections: &[
-        calls(
-            F::DeepSeekR1,
-            "<｜tool▁calls▁begin｜>",
-            DS_ENDS,
-            special::deepseek,
-            true,
-        ),
-        calls(
-            F::DeepSeekR1,
-            "<｜tool_calls_begin｜>",
-            DS_ENDS,
-            special::deepseek,
-            true,
-        ),
-        calls(
-            F::DeepSeekR1,
-            "<｜tool calls begin｜>",
-            DS_ENDS,
-            special::deepseek,
-            true,
-        ),
-        calls(
-            F::DeepSeekR1,
-            "<｜tool▁calls｜>",
-            DS_ENDS,
-            special::deepseek,
-            true,
-        ),
-    ],
-    template: Some(Signature { rank: 6, any_of: &[&["tool▁calls▁begin", "```json"], &["tool_calls_begin", "```json"]] }),
-    also: &[],
-};
-
-const DEEP_SEEK_V31: FormatSpec = FormatSpec {
-    info: FormatInfo::new(
-        F::DeepSeekV31,
-        "deepseek-v3.1",
-        &[
-            "deepseekv31",
-            "deepseek_v31",
-            "deepseek v3.1",
-            "deepseek-v3.2",
-        ],
-        "DeepSeek V3.1",
-        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}<｜tool▁call▁end｜>…",
-    ),
-    sections: &[calls(
-        F::DeepSeekV31,
-        "<｜tool▁calls▁begin｜>",
-        DS_ENDS,
-        special::deepseek,
-        true,
-    )],
-    template: Some(Signature {
-        rank: 7,
-        any_of: &[&["tool▁calls▁begin"], &["tool_calls_begin"]],
-    }),
-    also: &[],
-};
-
-const KIMI_K2: FormatSpec = FormatSpec {
-    info: FormatInfo::new(F::KimiK2, "kimi-k2", &["kimi", "kimik2", "kimi_k2"], "Kimi-K2", "<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}<|tool_call_end|>…"),
-    sections: &[
-        calls(
-            F::KimiK2,
-            "<|tool_calls_section_begin|>",
-            &["<|tool_calls_section_end|>"],
-            special::kimi,
-            true,
-        ),
-    ],
-    template: Some(Signature { rank: 4, any_of: &[&["<|tool_calls_section_begin|>"]] }),
-    also: &[],
-};
-
-const MINI_MAX_M2: FormatSpec = FormatSpec {
-    info: FormatInfo::new(F::MiniMaxM2, "minimax-m2", &["minimax", "minimaxm2", "minimax_m2"], "MiniMax-M2", "<minimax:tool_call><invoke name=\"NAME\"><parameter name=\"K\">V</parameter></invoke></minimax:tool_call>"),
-    sections: &[
-        calls(
-            F::MiniMaxM2,
-            "<minimax:tool_call>",
-            &["</minimax:tool_call>"],
-            xml::minimax,
-            false,
-        ),
-    ],
-    template: Some(Signature { rank: 3, any_of: &[&["<minimax:tool_call>"]] }),
-    also: &[],
-};
-
 const COMMAND_R7B: FormatSpec = FormatSpec {
     info: FormatInfo::new(
         F::CommandR7b,
@@ -415,6 +338,15 @@ const COMMAND_R7B: FormatSpec = FormatSpec {
             SectionKind::Drop,
             true,
         ),
+        // Command-A wraps its visible text in `<|START_TEXT|>…<|END_TEXT|>`.
+        marker(
+            F::CommandR7b,
+            "<|START_TEXT|>",
+            &[],
+            SectionKind::Drop,
+            true,
+        ),
+        marker(F::CommandR7b, "<|END_TEXT|>", &[], SectionKind::Drop, true),
     ],
     template: Some(Signature {
         rank: 8,
@@ -665,6 +597,8 @@ formats! {
     DeepSeekR1 => DEEP_SEEK_R1,
     /// DeepSeek V3.1.
     DeepSeekV31 => DEEP_SEEK_V31,
+    /// DeepSeek V3.2 / V4: DSML `<｜DSML｜invoke name="…">` inside `<｜DSML｜function_calls>`.
+    DeepSeekV32 => DEEP_SEEK_V32,
     /// Kimi-K2.
     KimiK2 => KIMI_K2,
     /// MiniMax-M2.
@@ -687,6 +621,8 @@ formats! {
     Gemma4 => GEMMA4,
     /// llama.cpp's generic JSON: `{"tool_calls": […]}` or `{"response": …}`.
     Generic => GENERIC,
+    /// Apertus: `<|tools_prefix|>[{"NAME": {…}}]<|tools_suffix|>`.
+    Apertus => APERTUS,
     /// `<think>…</think>` reasoning.
     Reasoning => REASONING,
 }
