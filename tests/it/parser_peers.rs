@@ -23,12 +23,18 @@ fn catalog() -> ToolCatalog {
             json!({"arg1": {"type": "integer"}, "arg2": {"type": "integer"}}),
         ),
         tool("python", json!({"code": {"type": "string"}})),
-        tool("get_time", json!({"city": {"type": "string"}, "location": {"type": "string"}})),
+        tool(
+            "get_time",
+            json!({"city": {"type": "string"}, "location": {"type": "string"}}),
+        ),
         tool(
             "get_weather",
             json!({"city": {"type": "string"}, "location": {"type": "string"}, "unit": {"type": "string"}}),
         ),
-        tool("magic_int", json!({"ref": {"type": "integer"}, "name": {"type": "string"}})),
+        tool(
+            "magic_int",
+            json!({"ref": {"type": "integer"}, "name": {"type": "string"}}),
+        ),
         tool("amount", json!({"orig": {"type": "number"}})),
         tool("toggle", json!({"enabled": {"type": "boolean"}})),
         tool("todo_list", json!({"todos": {"type": "array"}})),
@@ -61,7 +67,8 @@ fn parser_for(peer: &Peer) -> FunctionCallParser {
     let options = if peer.format == "auto" {
         services_ai::ParserOptions::auto()
     } else {
-        let format = format_by_name(peer.format).unwrap_or_else(|| panic!("no format {}", peer.format));
+        let format =
+            format_by_name(peer.format).unwrap_or_else(|| panic!("no format {}", peer.format));
         TemplateProfile {
             format,
             reasoning: None,
@@ -90,10 +97,19 @@ fn check_all(cases: &[Peer]) {
             check_with(&parser, peer.input, peer.text, peer.thinking, &calls, 0);
         }));
         if outcome.is_err() {
-            failed.push(format!("{} [{}] {:?}", peer.source, peer.format, peer.input));
+            failed.push(format!(
+                "{} [{}] {:?}",
+                peer.source, peer.format, peer.input
+            ));
         }
     }
-    assert!(failed.is_empty(), "{} of {} peer cases fail:\n{}", failed.len(), cases.len(), failed.join("\n"));
+    assert!(
+        failed.is_empty(),
+        "{} of {} peer cases fail:\n{}",
+        failed.len(),
+        cases.len(),
+        failed.join("\n")
+    );
 }
 
 /// A case without reasoning.
@@ -218,18 +234,53 @@ const FV32: &str = "functionary-v3.2";
 #[test]
 fn functionary_v32() {
     check_all(&[
-        case(LLAMA_CPP_OLD, FV32, "all\nHello, world!\nnono\nWhat's up?>>>special_function\n{\"arg1\": 1}\n",
-            "Hello, world!\nnono\nWhat's up?", &[("special_function", r#"{"arg1": 1}"#)]),
+        case(
+            LLAMA_CPP_OLD,
+            FV32,
+            "all\nHello, world!\nnono\nWhat's up?>>>special_function\n{\"arg1\": 1}\n",
+            "Hello, world!\nnono\nWhat's up?",
+            &[("special_function", r#"{"arg1": 1}"#)],
+        ),
         // The `python` tool takes raw code: llama.cpp makes it {"code": …}.
-        case(LLAMA_CPP_OLD, FV32, "python\n# This is a program:\nprint('hey')",
-            "", &[("python", r##"{"code": "# This is a program:\nprint('hey')"}"##)]),
-        case(LLAMA_CPP_OLD, FV32, "special_function\n{\"arg1\": 1} \n                    ",
-            "", &[("special_function", r#"{"arg1": 1}"#)]),
-        case(LLAMA_CPP_OLD, FV32, "all\nHello, world!\nWhat's up?", "Hello, world!\nWhat's up?", &[]),
-        case(LLAMA_CPP, FV32, "special_function\n{\"arg1\": 1}", "", &[("special_function", r#"{"arg1": 1}"#)]),
+        case(
+            LLAMA_CPP_OLD,
+            FV32,
+            "python\n# This is a program:\nprint('hey')",
+            "",
+            &[(
+                "python",
+                r##"{"code": "# This is a program:\nprint('hey')"}"##,
+            )],
+        ),
+        case(
+            LLAMA_CPP_OLD,
+            FV32,
+            "special_function\n{\"arg1\": 1} \n                    ",
+            "",
+            &[("special_function", r#"{"arg1": 1}"#)],
+        ),
+        case(
+            LLAMA_CPP_OLD,
+            FV32,
+            "all\nHello, world!\nWhat's up?",
+            "Hello, world!\nWhat's up?",
+            &[],
+        ),
+        case(
+            LLAMA_CPP,
+            FV32,
+            "special_function\n{\"arg1\": 1}",
+            "",
+            &[("special_function", r#"{"arg1": 1}"#)],
+        ),
         // The same sections after the `>>>` the prompt ends with.
-        case(LLAMA_CPP_OLD, FV32, ">>>all\nHello, world!\nnono\nWhat's up?>>>special_function\n{\"arg1\": 1}\n",
-            "Hello, world!\nnono\nWhat's up?", &[("special_function", r#"{"arg1": 1}"#)]),
+        case(
+            LLAMA_CPP_OLD,
+            FV32,
+            ">>>all\nHello, world!\nnono\nWhat's up?>>>special_function\n{\"arg1\": 1}\n",
+            "Hello, world!\nnono\nWhat's up?",
+            &[("special_function", r#"{"arg1": 1}"#)],
+        ),
     ]);
 }
 
@@ -296,10 +347,21 @@ fn command_a_text_sections() {
 #[test]
 fn granite_response_wrapper() {
     check_all(&[
-        case(LLAMA_CPP_OLD, "granite", "<think>I'm\nthinking</think><response>Hello, world!\nWhat's up?</response>",
-            "Hello, world!\nWhat's up?", &[]).with_thinking("I'm\nthinking"),
-        case(LLAMA_CPP_OLD, "granite", "<|tool_call|>[{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}]",
-            "", &[("special_function", r#"{"arg1": 1}"#)]),
+        case(
+            LLAMA_CPP_OLD,
+            "granite",
+            "<think>I'm\nthinking</think><response>Hello, world!\nWhat's up?</response>",
+            "Hello, world!\nWhat's up?",
+            &[],
+        )
+        .with_thinking("I'm\nthinking"),
+        case(
+            LLAMA_CPP_OLD,
+            "granite",
+            "<|tool_call|>[{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}]",
+            "",
+            &[("special_function", r#"{"arg1": 1}"#)],
+        ),
     ]);
 }
 
