@@ -61,7 +61,7 @@ const LLAMA_CPP: &str = "ggml-org/llama.cpp tests/test-chat.cpp";
 const LLAMA_CPP_OLD: &str = "ggml-org/llama.cpp tests/test-chat.cpp (before the PEG parsers)";
 const VLLM_APERTUS: &str = "vllm-project/vllm tests/tool_parsers/test_apertus_tool_parser.py";
 const VLLM_LLAMA3: &str = "vllm-project/vllm tests/tool_parsers/test_llama3_json_tool_parser.py";
-const OLLAMA_APERTUS: &str = "ollama/ollama model/parsers/apertus_test.go";
+const OLLAMA_APERTUS: &str = "ollama/ollama model/parsers/apertus15_test.go";
 
 fn parser_for(peer: &Peer) -> FunctionCallParser {
     let options = if peer.format == "auto" {
@@ -212,14 +212,23 @@ fn apertus() {
             "", &[("get_weather", r#"{"location": "San Francisco", "unit": "celsius"}"#)]),
         case(VLLM_APERTUS, "apertus", "<|tools_prefix|>[{\"complex_function\": {\"nested\": {\"inner\": \"value\"}, \"list\": [\"a\", \"b\"]}}]<|tools_suffix|>",
             "", &[("complex_function", r#"{"nested": {"inner": "value"}, "list": ["a", "b"]}"#)]),
-        case(OLLAMA_APERTUS, "apertus", "<|assistant_start|><|tools_prefix|>[{\"get_weather\": {\"location\":\"Zurich\"}}]<|tools_suffix|><|assistant_end|>",
-            "", &[("get_weather", r#"{"location": "Zurich"}"#)]),
-        // vLLM reasoning parser tests: reasoning in <|inner_prefix|>…<|inner_suffix|>.
-        case("vllm-project/vllm tests/reasoning/test_apertus_reasoning_parser.py", "apertus",
+        case(OLLAMA_APERTUS, "apertus", "I will check.<|tools_prefix|>[{\"get_weather\":{\"city\":\"Zurich\"}},{\"get_time\":{\"offset\":2,\"dst\":true}}]<|tools_suffix|>",
+            "I will check.", &[("get_weather", r#"{"city": "Zurich"}"#), ("get_time", r#"{"offset": 2, "dst": true}"#)]),
+        // A call ends the reasoning without <|inner_suffix|>.
+        case(OLLAMA_APERTUS, "apertus", "<|inner_prefix|>Need weather.<|tools_prefix|>[{\"get_weather\":{\"city\":\"Bern\"}}]<|tools_suffix|>",
+            "", &[("get_weather", r#"{"city": "Bern"}"#)]).with_thinking("Need weather."),
+        case(OLLAMA_APERTUS, "apertus", "<|assistant_start|><|inner_prefix|>Think.<|inner_suffix|>Answer.<|tools_prefix|>[{\"lookup\":{\"id\":\"42\"}}]<|tools_suffix|><|assistant_end|>",
+            "Answer.", &[("lookup", r#"{"id": "42"}"#)]).with_thinking("Think."),
+        case(OLLAMA_APERTUS, "apertus", "Before.<|tools_prefix|>[{\"first\":{\"x\":1}}]<|tools_suffix|>Between.<|tools_prefix|>[{\"second\":{\"y\":2}}]<|tools_suffix|>After.",
+            "Before.Between.After.", &[("first", r#"{"x": 1}"#), ("second", r#"{"y": 2}"#)]),
+        case(OLLAMA_APERTUS, "apertus", "<|assistant_start|>Before.<|inner_prefix|>Reason carefully.<|inner_suffix|>After.<|assistant_end|>",
+            "Before.After.", &[]).with_thinking("Reason carefully."),
+        // vLLM's Apertus reasoning-parser tests (DELIBERATED_TOOL_CALL).
+        case("vllm-project/vllm, Apertus reasoning-parser tests", "apertus",
             "<|inner_prefix|>Check the weather.<|inner_suffix|><|tools_prefix|>[{\"get_weather\": {\"city\": \"Bern\"}}]<|tools_suffix|>",
             "", &[("get_weather", r#"{"city": "Bern"}"#)]).with_thinking("Check the weather."),
-        // SGLang: two blocks, then text.
-        case("sgl-project/sglang test/registered/function_call/test_apertus2509_detector.py", "apertus",
+        // SGLang's Apertus2509Detector tests: two blocks, then text.
+        case("sgl-project/sglang, Apertus2509Detector tests", "apertus",
             "<|tools_prefix|>[{\"get_weather\": {}}]<|tools_suffix|><|tools_prefix|>[{\"get_time\": {}}]<|tools_suffix|>done",
             "done", &[("get_weather", "{}"), ("get_time", "{}")]),
         case(LLAMA_CPP, "auto", "<|tools_prefix|>[{\"special_function\": {\"arg1\": 1}}]<|tools_suffix|>",

@@ -37,7 +37,7 @@ pub(crate) fn calls(body: &str, catalog: &ToolCatalog) -> Result<Found, String> 
     Ok(found)
 }
 
-/// `{"NAME": ARGS}` taken apart, ARGS an object (or null, or a string holding one).
+/// `{"NAME": ARGS}` taken apart, ARGS an object (or a string holding one).
 fn name_as_key(object: Map<String, Value>) -> Result<(String, Value), Map<String, Value>> {
     let string_object = |s: &str| match json::parse(s) {
         Ok(v @ Value::Object(_)) => Some(v),
@@ -49,7 +49,7 @@ fn name_as_key(object: Map<String, Value>) -> Result<(String, Value), Map<String
             !name.is_empty()
                 && !name.contains(char::is_whitespace)
                 && match args {
-                    Value::Object(_) | Value::Null => true,
+                    Value::Object(_) => true,
                     Value::String(s) => string_object(s).is_some(),
                     _ => false,
                 }
@@ -62,7 +62,6 @@ fn name_as_key(object: Map<String, Value>) -> Result<(String, Value), Map<String
     };
     let args = match args {
         Value::String(s) => string_object(&s).unwrap_or_default(),
-        Value::Null => Value::Object(Map::new()),
         other => other,
     };
     Ok((name.trim().to_string(), args))

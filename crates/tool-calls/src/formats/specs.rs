@@ -183,10 +183,11 @@ pub(super) const APERTUS: FormatSpec = FormatSpec {
             apertus::calls,
             true,
         ),
+        // A call may end the reasoning without its closing marker.
         marker(
             F::Apertus,
             "<|inner_prefix|>",
-            &["<|inner_suffix|>"],
+            &["<|inner_suffix|>", "<|tools_prefix|>"],
             SectionKind::Thinking,
             true,
         ),
