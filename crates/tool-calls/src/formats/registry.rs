@@ -81,7 +81,7 @@ const HERMES: FormatSpec = FormatSpec {
             "granite-4.0",
         ],
         "Hermes 2 Pro/3, Qwen 2.5, Qwen 3, QwQ, Granite 4",
-        "<tool_call>{\"name\": …, \"arguments\": {…}}</tool_call>",
+        "<tool_call>{\"name\": …, \"arguments\": {…}}</tool_call> (or <tools>…</tools>)",
     ),
     sections: &[
         calls(
@@ -307,7 +307,7 @@ const COMMAND_R7B: FormatSpec = FormatSpec {
             "cohere",
         ],
         "Command-R7B, Command-A",
-        "<|START_ACTION|>[{\"tool_name\": …, \"parameters\": {…}}]<|END_ACTION|>",
+        "<|START_ACTION|>[{\"tool_name\": …, \"parameters\": {…}}]<|END_ACTION|>, text in <|START_TEXT|>…<|END_TEXT|>",
     ),
     sections: &[
         marker(
@@ -361,7 +361,7 @@ const GRANITE: FormatSpec = FormatSpec {
         "granite",
         &["granite3", "granite-3.3"],
         "Granite 3.x",
-        "<|tool_call|>[{\"name\": …, \"arguments\": {…}}]",
+        "<|tool_call|>[{\"name\": …, \"arguments\": {…}}], text in <response>…</response>",
     ),
     sections: &[
         calls(F::Granite, "<|tool_call|>", &[], special::json_list, true),
@@ -465,7 +465,7 @@ const FUNCTIONARY_V32: FormatSpec = FormatSpec {
         "functionary-v3.2",
         &["functionary", "functionaryv32", "functionary v3.2"],
         "Functionary v3.2",
-        ">>>NAME\n{…}",
+        ">>>NAME\\n{…} sections (all: text)",
     ),
     sections: &[Section {
         in_auto: false,
