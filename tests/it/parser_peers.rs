@@ -61,6 +61,8 @@ const LLAMA_CPP: &str = "ggml-org/llama.cpp tests/test-chat.cpp";
 const LLAMA_CPP_OLD: &str = "ggml-org/llama.cpp tests/test-chat.cpp (before the PEG parsers)";
 const VLLM_APERTUS: &str = "vllm-project/vllm tests/tool_parsers/test_apertus_tool_parser.py";
 const VLLM_LLAMA3: &str = "vllm-project/vllm tests/tool_parsers/test_llama3_json_tool_parser.py";
+const SGLANG_LLAMA32: &str =
+    "sgl-project/sglang test/srt/test_function_call_parser.py (TestLlama32Detector)";
 const OLLAMA_APERTUS: &str = "ollama/ollama model/parsers/apertus15_test.go";
 
 fn parser_for(peer: &Peer) -> FunctionCallParser {
@@ -334,6 +336,15 @@ fn llama3_json() {
             "", &[("searchTool", r#"{"query": "test1"}"#), ("getOpenIncidentsTool", "{}"), ("searchTool", r#"{"query": "test2"}"#)]),
         case(VLLM_LLAMA3, "llama3", "{\"name\": \"searchTool\", \"arguments\": {\"query\": \"test\"}}",
             "", &[("searchTool", r#"{"query": "test"}"#)]),
+        // Each <|python_tag|> starts a call of its own.
+        case(SGLANG_LLAMA32, "llama3", "<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {}}<|python_tag|>{\"name\": \"get_tourist_attractions\", \"parameters\": {}}",
+            "", &[("get_weather", "{}"), ("get_tourist_attractions", "{}")]),
+        // A broken call, then a good one: SGLang checks the call only; the broken
+        // object stays visible text here.
+        case(SGLANG_LLAMA32, "llama3", "{\"name\": \"get_weather\", \"parameters\": {{\"name\": \"get_weather\", \"parameters\": {}}",
+            "{\"name\": \"get_weather\", \"parameters\": {", &[("get_weather", "{}")]),
+        case(SGLANG_LLAMA32, "llama3", "Some intro. <|python_tag|>{\"name\": \"get_weather\", \"parameters\": {}}",
+            "Some intro.", &[("get_weather", "{}")]),
     ]);
 }
 

@@ -12,6 +12,10 @@ use super::{
     calls, gemma, marker, special, xml, FormatInfo, FormatSpec, Section, SectionKind, Signature,
 };
 
+/// Where a `<|python_tag|>` body ends: the end of the message, or the next tag (one call
+/// each).
+const PYTHON_TAG_ENDS: &[&str] = &["<|eom_id|>", "<|eot_id|>", "<|python_tag|>"];
+
 /// Writes [`ToolCallFormat`] and its registry from one list of `Variant => SPEC`.
 macro_rules! formats {
     ($($(#[$doc:meta])* $variant:ident => $spec:ident,)*) => {
@@ -178,7 +182,7 @@ const LLAMA: FormatSpec = FormatSpec {
     sections: &[calls(
         F::Llama,
         "<|python_tag|>",
-        &["<|eom_id|>", "<|eot_id|>"],
+        PYTHON_TAG_ENDS,
         special::python_tag,
         false,
     )],
@@ -440,7 +444,7 @@ const FUNCTIONARY_V31: FormatSpec = FormatSpec {
         calls(
             F::FunctionaryV31,
             "<|python_tag|>",
-            &["<|eom_id|>", "<|eot_id|>"],
+            PYTHON_TAG_ENDS,
             special::python_tag,
             false,
         ),

@@ -448,7 +448,13 @@ impl StreamingFunctionCallParser {
                     Scan::Invalid => {
                         cand.buf.pop();
                         self.emit_text(&cand.buf);
-                        self.step(c);
+                        if cand.bare && c == '{' {
+                            // A broken bare call cut short by another object: that one
+                            // may still be the reply's call.
+                            self.mode = Mode::Candidate(Box::new(Candidate::open(true)));
+                        } else {
+                            self.step(c);
+                        }
                     }
                 }
             }
