@@ -63,6 +63,10 @@ const VLLM_APERTUS: &str = "vllm-project/vllm tests/tool_parsers/test_apertus_to
 const VLLM_LLAMA3: &str = "vllm-project/vllm tests/tool_parsers/test_llama3_json_tool_parser.py";
 const SGLANG_LLAMA32: &str =
     "sgl-project/sglang test/srt/test_function_call_parser.py (TestLlama32Detector)";
+const SGLANG_PYTHONIC: &str =
+    "sgl-project/sglang test/srt/test_function_call_parser.py (TestPythonicDetector)";
+const VLLM_PYTHONIC: &str = "vllm-project/vllm tests/tool_parsers/test_pythonic_tool_parser.py";
+const OLLAMA_TOOLS: &str = "ollama/ollama tools/tools_test.go (TestParseToolCalls)";
 const OLLAMA_APERTUS: &str = "ollama/ollama model/parsers/apertus15_test.go";
 
 fn parser_for(peer: &Peer) -> FunctionCallParser {
@@ -345,6 +349,29 @@ fn llama3_json() {
             "{\"name\": \"get_weather\", \"parameters\": {", &[("get_weather", "{}")]),
         case(SGLANG_LLAMA32, "llama3", "Some intro. <|python_tag|>{\"name\": \"get_weather\", \"parameters\": {}}",
             "Some intro.", &[("get_weather", "{}")]),
+    ]);
+}
+
+#[test]
+fn pythonic_and_bare_json_lists() {
+    check_all(&[
+        // A pythonic call list after text.
+        case(SGLANG_PYTHONIC, "pythonic", "Here's a tool call: [get_weather(location='New York', unit='celsius')]",
+            "Here's a tool call:", &[("get_weather", r#"{"location": "New York", "unit": "celsius"}"#)]),
+        case(VLLM_PYTHONIC, "pythonic", "[get_weather(city='San Francisco', metric='celsius')]",
+            "", &[("get_weather", r#"{"city": "San Francisco", "metric": "celsius"}"#)]),
+        case(VLLM_PYTHONIC, "pythonic", "[register_user(name='John Doe', age=37, address={'city': 'San Francisco', 'state': 'CA'}, role=None, passed_test=True, aliases=['John', 'Johnny'])]",
+            "", &[("register_user", r#"{"name": "John Doe", "age": 37, "address": {"city": "San Francisco", "state": "CA"}, "role": null, "passed_test": true, "aliases": ["John", "Johnny"]}"#)]),
+        case(LLAMA_CPP, "pythonic", "Use this format: [link text](url). Example: [Wikipedia](https://www.wikipedia.org).",
+            "Use this format: [link text](url). Example: [Wikipedia](https://www.wikipedia.org).", &[]),
+        // A bare JSON list of calls as the whole reply.
+        case(OLLAMA_TOOLS, "auto", "[{\"name\": \"get_current_weather\", \"arguments\": {\"format\":\"fahrenheit\",\"location\":\"San Francisco, CA\"}},{\"name\": \"get_current_weather\", \"arguments\": {\"format\":\"celsius\",\"location\":\"Toronto, Canada\"}}]",
+            "", &[("get_current_weather", r#"{"format": "fahrenheit", "location": "San Francisco, CA"}"#), ("get_current_weather", r#"{"format": "celsius", "location": "Toronto, Canada"}"#)]),
+        case(OLLAMA_TOOLS, "llama3", "[{\"name\": \"get_current_weather\", \"arguments\": {\"format\":\"fahrenheit\",\"location\":\"San Francisco, CA\"}}, {\"name\": \"get_current_weather\", \"arguments\": {\"format\":\"celsius\",\"location\":\"Toronto, Canada\"}}] some tokens after call",
+            "some tokens after call", &[("get_current_weather", r#"{"format": "fahrenheit", "location": "San Francisco, CA"}"#), ("get_current_weather", r#"{"format": "celsius", "location": "Toronto, Canada"}"#)]),
+        // After text, a bare list is text.
+        case(OLLAMA_TOOLS, "auto", "some tokens before call [{\"name\": \"get_current_weather\", \"arguments\": {\"format\":\"fahrenheit\",\"location\":\"San Francisco, CA\"}}, {\"name\": \"get_current_weather\", \"arguments\": {\"format\":\"celsius\",\"location\":\"Toronto, Canada\"}}]",
+            "some tokens before call [{\"name\": \"get_current_weather\", \"arguments\": {\"format\":\"fahrenheit\",\"location\":\"San Francisco, CA\"}}, {\"name\": \"get_current_weather\", \"arguments\": {\"format\":\"celsius\",\"location\":\"Toronto, Canada\"}}]", &[]),
     ]);
 }
 

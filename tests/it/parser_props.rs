@@ -336,3 +336,38 @@ proptest! {
         prop_assert_eq!(summary(&streamed(&p, &split(&text, &cuts))), summary(&batch));
     }
 }
+
+fn parser_for(format: services_ai::ToolCallFormat) -> FunctionCallParser {
+    let options = services_ai::TemplateProfile {
+        format,
+        reasoning: None,
+    }
+    .parser_options(false);
+    FunctionCallParser::new(ToolCatalog::Empty).with_options(options)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// Pythonic lists anywhere in the text (the format known) and bare JSON lists: any
+    /// mix of their pieces streams as it parses, without panicking.
+    #[test]
+    fn list_soup_streams_alike_in_list_formats(
+        parts in prop::collection::vec(prop_oneof![
+            Just("["), Just("]"), Just("f("), Just("g("), Just(")"), Just("a="), Just("1"), Just("'x'"),
+            Just(", "), Just("{"), Just("}"), Just("\"name\": \"f\""), Just("\"arguments\": {}"), Just(":"),
+            Just("[TOOL_CALLS]"), Just("<|python_tag|>"), Just("text "), Just("\n"), Just("é"),
+        ], 0..40),
+        cuts in prop::collection::vec(any::<usize>(), 0..16),
+        format in prop_oneof![
+            Just(services_ai::ToolCallFormat::Pythonic),
+            Just(services_ai::ToolCallFormat::Llama),
+            Just(services_ai::ToolCallFormat::Generic),
+        ],
+    ) {
+        let text: String = parts.concat();
+        let p = parser_for(format);
+        let batch = p.parse_all(&text);
+        prop_assert_eq!(summary(&streamed(&p, &split(&text, &cuts))), summary(&batch));
+    }
+}

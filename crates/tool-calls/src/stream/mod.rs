@@ -203,6 +203,8 @@ pub struct StreamingFunctionCallParser {
     seen_visible: bool,
     /// A bare pythonic reply was already tried (once per output).
     pythonic_tried: bool,
+    /// Text that was not a pythonic call is being fed again: no new attempt starts in it.
+    replaying: bool,
 }
 
 impl StreamingFunctionCallParser {
@@ -243,8 +245,12 @@ impl StreamingFunctionCallParser {
                 starts[usize::from(marker.as_bytes()[0])] = true;
             }
         }
-        if options.has(ToolCallFormat::Pythonic) {
-            // A bare pythonic reply opens with `[` (see `may_start_pythonic`).
+        if options.has(ToolCallFormat::Pythonic)
+            || options.has(ToolCallFormat::Llama)
+            || options.has(ToolCallFormat::Generic)
+        {
+            // A pythonic call or a bare JSON list opens with `[` (see `may_start_pythonic`
+            // and `may_start_bare_list`).
             starts[usize::from(b'[')] = true;
         }
         let mode = Self::initial_mode(&options);
@@ -263,6 +269,7 @@ impl StreamingFunctionCallParser {
             newlines_after_call: 0,
             seen_visible: false,
             pythonic_tried: false,
+            replaying: false,
         }
     }
 
@@ -445,6 +452,8 @@ impl StreamingFunctionCallParser {
                 match cand.scanner.push(c) {
                     Scan::More => self.mode = Mode::Candidate(cand),
                     Scan::Done => self.finish_candidate(*cand),
+                    // Not a JSON list: `[` may have begun a marker (`[TOOL_CALLS]`).
+                    Scan::Invalid if cand.buf.starts_with('[') => self.replay(&cand.buf),
                     Scan::Invalid => {
                         cand.buf.pop();
                         self.emit_text(&cand.buf);
@@ -484,11 +493,15 @@ impl StreamingFunctionCallParser {
 
     fn step_text(&mut self, c: char) {
         if c == '[' && self.may_start_pythonic() {
-            self.pythonic_tried = true;
+            self.pythonic_tried |= !self.seen_visible;
             self.mode = Mode::Pythonic {
                 buf: "[".into(),
                 scanner: PythonicScanner::default(),
             };
+            return;
+        }
+        if c == '[' && self.may_start_bare_list() {
+            self.mode = Mode::Candidate(Box::new(Candidate::starting_with("[", true)));
             return;
         }
         let mut out = String::new();
@@ -952,10 +965,17 @@ impl StreamingFunctionCallParser {
 
 impl Candidate {
     fn open(bare: bool) -> Self {
+        Candidate::starting_with("{", bare)
+    }
+
+    /// A candidate whose first characters are `start` (the opening of a JSON value).
+    fn starting_with(start: &str, bare: bool) -> Self {
         let mut scanner = JsonScanner::new();
-        scanner.push('{');
+        for c in start.chars() {
+            scanner.push(c);
+        }
         Candidate {
-            buf: "{".to_string(),
+            buf: start.to_string(),
             scanner,
             bare,
         }
