@@ -296,8 +296,13 @@ fn the_generator_produces_calls_in_every_format() {
 fn functionary_output() -> impl Strategy<Value = (String, Vec<(String, Value)>)> {
     let section = prop_oneof![
         prose().prop_map(|p| (format!("all\n{p}"), None)),
+        // `>>>` ends a section even inside a JSON string (the section is not read as
+        // JSON until it is complete): such arguments are left out here.
         (ident(), args())
             .prop_filter("a tool name", |(t, _)| t != "all" && t != "python")
+            .prop_filter("no >>> in the arguments", |(_, a)| !a
+                .to_string()
+                .contains(">>>"))
             .prop_map(|(t, a)| (format!("{t}\n{a}"), Some((t, a)))),
     ];
     prop::collection::vec(section, 1..6).prop_map(|sections| {
