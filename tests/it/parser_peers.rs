@@ -67,6 +67,9 @@ const SGLANG_PYTHONIC: &str =
     "sgl-project/sglang test/srt/test_function_call_parser.py (TestPythonicDetector)";
 const VLLM_PYTHONIC: &str = "vllm-project/vllm tests/tool_parsers/test_pythonic_tool_parser.py";
 const OLLAMA_TOOLS: &str = "ollama/ollama tools/tools_test.go (TestParseToolCalls)";
+const VLLM_V31: &str = "vllm-project/vllm tests/tool_parsers/test_deepseekv31_tool_parser.py";
+/// A case written here where no peer's vector was found.
+const OURS: &str = "AIntern (no peer vector)";
 const OLLAMA_APERTUS: &str = "ollama/ollama model/parsers/apertus15_test.go";
 
 fn parser_for(peer: &Peer) -> FunctionCallParser {
@@ -288,9 +291,9 @@ fn functionary_v32() {
             "",
             &[("special_function", r#"{"arg1": 1}"#)],
         ),
-        // The same sections after the `>>>` the prompt ends with.
+        // Not a peer's vector: llama.cpp's first case, after the `>>>` its prompt ends with.
         case(
-            LLAMA_CPP_OLD,
+            OURS,
             FV32,
             ">>>all\nHello, world!\nnono\nWhat's up?>>>special_function\n{\"arg1\": 1}\n",
             "Hello, world!\nnono\nWhat's up?",
@@ -426,9 +429,18 @@ fn deepseek_r1_and_v31_variants() {
             "", &[("get_time", r#"{"city": "XYZCITY"}"#)]),
         thinking(LLAMA_CPP, "deepseek-v3.1", "REASONING</think>CONTENT<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{\"city\": \"Paris\"}<｜tool▁call▁end｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
             "REASONING", "CONTENT", &[("get_time", r#"{"city": "Paris"}"#), ("get_weather", r#"{"city": "Paris"}"#)]),
-        // V3.1 without the outer `<｜tool▁calls▁begin｜>`.
-        thinking(LLAMA_CPP_OLD, "deepseek-v3.1", "REASONING</think><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{\"city\": \"Tokyo\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+        // V3.1 without the outer `<｜tool▁calls▁begin｜>` (no peer vector found; the begin
+        // tokens are optional in llama.cpp's DeepSeek parsers).
+        thinking(OURS, "deepseek-v3.1", "REASONING</think><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{\"city\": \"Tokyo\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
             "REASONING", "", &[("get_time", r#"{"city": "Tokyo"}"#)]),
+        case(VLLM_V31, "deepseek-v3.1", "normal text<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>foo<｜tool▁sep｜>{\"x\":1}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+            "normal text", &[("foo", r#"{"x": 1}"#)]),
+        // vLLM refuses a section whose call-begin tokens are missing
+        // (`<｜tool▁calls▁begin｜>foo<｜tool▁sep｜>{"x":1}<｜tool▁calls▁end｜>`); llama.cpp's
+        // DeepSeek parsers make the call-begin token optional, and this parser follows
+        // llama.cpp (see `<｜tool▁calls｜>function…` above).
+        case(VLLM_V31, "deepseek-v3.1", "some prefix text<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>foo<｜tool▁sep｜>{\"x\":1}<｜tool▁call▁end｜><｜tool▁call▁begin｜>bar<｜tool▁sep｜>{\"y\":2}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+            "some prefix text", &[("foo", r#"{"x": 1}"#), ("bar", r#"{"y": 2}"#)]),
     ]);
 }
 
