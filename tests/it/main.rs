@@ -16,6 +16,7 @@ mod events;
 mod models;
 mod parser;
 mod parser_formats;
+mod parser_peers;
 mod parser_props;
 mod permissions;
 mod project;

@@ -211,9 +211,18 @@ fn pythonic_and_lfm2() {
     case("pythonic", "[1, 2, 3] is a list")
         .text("[1, 2, 3] is a list")
         .check();
-    case("pythonic", "Text first [read_file(path='a')]")
-        .text("Text first [read_file(path='a')]")
-        .check();
+    // A pythonic list after text is a call when the format is known (as SGLang's
+    // PythonicDetector reads it); without knowing it, only a whole reply is.
+    check_with(
+        &for_format("pythonic"),
+        "Text first [read_file(path='a')]",
+        "Text first",
+        "",
+        &[("read_file", json!({"path": "a"}))],
+        0,
+    );
+    let prose = auto().parse_all("Text first [read_file(path='a')]");
+    assert!(prose.tool_calls.is_empty());
     case(
         "lfm2",
         "Sure.<|tool_call_start|>[read_file(path=\"a\")]<|tool_call_end|>Done.",

@@ -104,6 +104,35 @@ fn call_segment() -> impl Strategy<Value = (String, (String, Value))> {
             (t, a)
         )),
         (ident(), args()).prop_map(|(t, a)| (format!("[TOOL_CALLS]{t}[ARGS]{a}"), (t, a))),
+        // DeepSeek V3.2 DSML: raw-text and JSON parameters.
+        (ident(), xml_args(), args()).prop_map(|(t, texts, a)| {
+            let mut body = format!("<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"{t}\">\n");
+            let mut map = Map::new();
+            for (k, v) in texts {
+                body.push_str(&format!(
+                    "<｜DSML｜parameter name=\"{k}\" string=\"true\">{v}</｜DSML｜parameter>\n"
+                ));
+                map.insert(k, Value::String(v));
+            }
+            if let Value::Object(a) = a {
+                for (k, v) in a {
+                    body.push_str(&format!(
+                        "<｜DSML｜parameter name=\"{k}\" string=\"false\">{v}</｜DSML｜parameter>\n"
+                    ));
+                    map.insert(k, v);
+                }
+            }
+            body.push_str("</｜DSML｜invoke>\n</｜DSML｜function_calls>");
+            (body, (t, Value::Object(map)))
+        }),
+        // Apertus: the tool's name is the key.
+        (ident(), args()).prop_map(|(t, a)| (
+            format!(
+                "<|tools_prefix|>{}<|tools_suffix|>",
+                json!([{ t.clone(): a.clone() }])
+            ),
+            (t, a)
+        )),
     ]
 }
 
@@ -206,6 +235,10 @@ proptest! {
             Just("<|START_ACTION|>"), Just("<|END_ACTION|>"), Just("<TOOLCALL>"), Just("<|tool_call|>"),
             Just("<|tool_call_start|>"), Just("<seed:tool_call>"), Just("<seed:think>"), Just("f("), Just(")"),
             Just("a=1"), Just(">>>"), Just("<|START_THINKING|>"), Just("<|END_THINKING|>"),
+            Just("<｜DSML｜function_calls>"), Just("</｜DSML｜function_calls>"), Just("<｜DSML｜invoke name=\"f\">"),
+            Just("</｜DSML｜invoke>"), Just("<｜DSML｜parameter name=\"p\" string=\"false\">"), Just("</｜DSML｜parameter>"),
+            Just("<|tools_prefix|>"), Just("<|tools_suffix|>"), Just("<|inner_prefix|>"), Just("<|inner_suffix|>"),
+            Just("<|START_TEXT|>"), Just("<｜tool▁calls｜>"), Just("<｜tool▁call▁end｜>"), Just("<tools>"), Just("</tools>"),
             Just("{"), Just("}"), Just("["), Just("]"), Just("\""), Just("\\"), Just(":"), Just(","), Just(";"),
             Just("\"name\""), Just("\"tool\""), Just("\"arguments\""), Just("\"parameters\""), Just("1"), Just("null"),
             Just(" "), Just("\n"), Just("\r\n"), Just("é"), Just("🎉"), Just("text"),
@@ -247,6 +280,8 @@ fn the_generator_produces_calls_in_every_format() {
             "[TOOL_CALLS][",
             "[ARGS]",
             "<think>",
+            "<｜DSML｜invoke",
+            "<|tools_prefix|>",
         ] {
             if text.contains(marker) {
                 markers.insert(marker);
@@ -254,5 +289,90 @@ fn the_generator_produces_calls_in_every_format() {
         }
     }
     assert!(calls > 300, "only {calls} calls generated");
-    assert_eq!(markers.len(), 8, "{markers:?}");
+    assert_eq!(markers.len(), 10, "{markers:?}");
+}
+
+/// A Functionary v3.2 reply: `>>>`-separated sections, text (`all`) or calls.
+fn functionary_output() -> impl Strategy<Value = (String, Vec<(String, Value)>)> {
+    let section = prop_oneof![
+        prose().prop_map(|p| (format!("all\n{p}"), None)),
+        // `>>>` ends a section even inside a JSON string (the section is not read as
+        // JSON until it is complete): such arguments are left out here.
+        (ident(), args())
+            .prop_filter("a tool name", |(t, _)| t != "all" && t != "python")
+            .prop_filter("no >>> in the arguments", |(_, a)| !a
+                .to_string()
+                .contains(">>>"))
+            .prop_map(|(t, a)| (format!("{t}\n{a}"), Some((t, a)))),
+    ];
+    prop::collection::vec(section, 1..6).prop_map(|sections| {
+        let calls = sections.iter().filter_map(|(_, c)| c.clone()).collect();
+        let text = sections
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect::<Vec<_>>()
+            .join(">>>");
+        (text, calls)
+    })
+}
+
+fn functionary_parser() -> FunctionCallParser {
+    let options = services_ai::TemplateProfile {
+        format: services_ai::ToolCallFormat::FunctionaryV32,
+        reasoning: None,
+    }
+    .parser_options(false);
+    FunctionCallParser::new(ToolCatalog::Empty).with_options(options)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn functionary_sections_are_read_exactly_and_stream_alike(
+        (text, calls) in functionary_output(),
+        cuts in prop::collection::vec(any::<usize>(), 0..16),
+    ) {
+        let p = functionary_parser();
+        let batch = p.parse_all(&text);
+        let found: Vec<(String, Value)> = batch.tool_calls.iter().map(|c| (c.tool_id.clone(), Value::clone(&c.parameters))).collect();
+        prop_assert_eq!(found, calls, "in {:?}", text);
+        prop_assert!(batch.diagnostics.is_empty(), "{:?} in {:?}", batch.diagnostics, text);
+        prop_assert_eq!(summary(&streamed(&p, &split(&text, &cuts))), summary(&batch));
+    }
+}
+
+fn parser_for(format: services_ai::ToolCallFormat) -> FunctionCallParser {
+    let options = services_ai::TemplateProfile {
+        format,
+        reasoning: None,
+    }
+    .parser_options(false);
+    FunctionCallParser::new(ToolCatalog::Empty).with_options(options)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// Pythonic lists anywhere in the text (the format known) and bare JSON lists: any
+    /// mix of their pieces streams as it parses, without panicking.
+    #[test]
+    fn list_soup_streams_alike_in_list_formats(
+        parts in prop::collection::vec(prop_oneof![
+            Just("["), Just("]"), Just("f("), Just("g("), Just(")"), Just("a="), Just("1"), Just("'x'"),
+            Just(", "), Just("{"), Just("}"), Just("\"name\": \"f\""), Just("\"arguments\": {}"), Just(":"),
+            Just("[TOOL_CALLS]"), Just("<|python_tag|>"), Just("text "), Just("\n"), Just("é"),
+        ], 0..40),
+        cuts in prop::collection::vec(any::<usize>(), 0..16),
+        format in prop_oneof![
+            Just(services_ai::ToolCallFormat::Pythonic),
+            Just(services_ai::ToolCallFormat::Llama),
+            Just(services_ai::ToolCallFormat::Generic),
+        ],
+    ) {
+        let text: String = parts.concat();
+        let p = parser_for(format);
+        let batch = p.parse_all(&text);
+        prop_assert_eq!(summary(&streamed(&p, &split(&text, &cuts))), summary(&batch));
+    }
 }

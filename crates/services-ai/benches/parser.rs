@@ -4,7 +4,7 @@
 //! The `formats` group parses 256 KB of replies in each model family's own call format
 //! (text, reasoning and calls) in 4-byte tokens; Hermes is the anchor to compare with.
 //!
-//! Run: `cargo bench -p services-ai --bench parser`. Throughput is reported in bytes/s.
+//! Run: `cargo bench -p aintern-services-ai --bench parser`. Throughput is reported in bytes/s.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
@@ -96,6 +96,9 @@ const REPLIES: &[(&str, &str)] = &[
     ("mistral", "[THINK]Need two files.[/THINK]Reading.[TOOL_CALLS][{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/main.rs\"}}, {\"name\": \"read_file\", \"arguments\": {\"path\": \"Cargo.toml\"}}]\n"),
     ("command-r7b", "<|START_THINKING|>Need two files.<|END_THINKING|><|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": \"read_file\", \"parameters\": {\"path\": \"src/main.rs\"}}]<|END_ACTION|>\n"),
     ("lfm2", "Reading.<|tool_call_start|>[read_file(path=\"src/main.rs\"), read_file(path=\"Cargo.toml\")]<|tool_call_end|>\n"),
+    ("deepseek-v3.2", "<think>Need two files.</think>Reading.\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"read_file\">\n<｜DSML｜parameter name=\"path\" string=\"true\">src/main.rs</｜DSML｜parameter>\n</｜DSML｜invoke>\n<｜DSML｜invoke name=\"read_file\">\n<｜DSML｜parameter name=\"path\" string=\"true\">Cargo.toml</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>\n"),
+    ("apertus", "<|inner_prefix|>Need two files.<|inner_suffix|>Reading.<|tools_prefix|>[{\"read_file\": {\"path\": \"src/main.rs\"}}, {\"read_file\": {\"path\": \"Cargo.toml\"}}]<|tools_suffix|>\n"),
+    ("functionary-v3.2", "all\nReading.>>>read_file\n{\"path\": \"src/main.rs\"}>>>read_file\n{\"path\": \"Cargo.toml\"}\n"),
 ];
 
 fn formats(c: &mut Criterion) {

@@ -211,6 +211,8 @@ struct XmlArgument {
     open: &'static str,
     /// Between the name and the value.
     middle: &'static str,
+    /// Between the name and a value that is not raw text (JSON by schema).
+    middle_json: &'static str,
     /// After the value.
     close: &'static str,
 }
@@ -219,6 +221,7 @@ struct XmlArgument {
 const QWEN_ARGUMENT: XmlArgument = XmlArgument {
     open: "<parameter=",
     middle: ">",
+    middle_json: ">",
     close: "</parameter>",
 };
 
@@ -226,6 +229,7 @@ const QWEN_ARGUMENT: XmlArgument = XmlArgument {
 const GLM_ARGUMENT: XmlArgument = XmlArgument {
     open: "<arg_key>",
     middle: "</arg_key>\n<arg_value>",
+    middle_json: "</arg_key>\n<arg_value>",
     close: "</arg_value>",
 };
 
@@ -233,7 +237,17 @@ const GLM_ARGUMENT: XmlArgument = XmlArgument {
 const MINIMAX_ARGUMENT: XmlArgument = XmlArgument {
     open: "<parameter name=\"",
     middle: "\">",
+    middle_json: "\">",
     close: "</parameter>",
+};
+
+/// DeepSeek V3.2's DSML `<｜DSML｜parameter name="K" string="true|false">V</｜DSML｜parameter>`:
+/// `string="true"` for raw text, `string="false"` for JSON.
+const DSML_ARGUMENT: XmlArgument = XmlArgument {
+    open: "<｜DSML｜parameter name=\"",
+    middle: "\" string=\"true\">",
+    middle_json: "\" string=\"false\">",
+    close: "</｜DSML｜parameter>",
 };
 
 /// One XML call per tool: `head(NAME)`, the arguments as `shape` writes them, `tail`.
@@ -273,10 +287,16 @@ fn xml_arguments(
     let mut items = Vec::with_capacity(props.len());
     for (name, schema, required) in props {
         let value = xml_value(g, &schema, shape.close)?;
+        let text = is_text(&schema) || string_enum(&schema).is_some();
+        let middle = if text {
+            shape.middle
+        } else {
+            shape.middle_json
+        };
         items.push((
             format!(
                 "{} {value} {SPACE}",
-                literal(&format!("{}{name}{}", shape.open, shape.middle))
+                literal(&format!("{}{name}{middle}", shape.open))
             ),
             required,
         ));
@@ -458,6 +478,35 @@ pub(super) fn calls(
                 repeated(&call, SPACE)
             );
             one(expr, "<minimax:tool_call>")
+        }
+        F::DeepSeekV32 => {
+            let call = xml_call(
+                g,
+                "dsml-invoke",
+                tools,
+                &DSML_ARGUMENT,
+                |n| format!("<｜DSML｜invoke name=\"{n}\">"),
+                "</｜DSML｜invoke>",
+            )?;
+            let open = "<｜DSML｜function_calls>";
+            let expr = format!(
+                "{} sp {} sp {}",
+                literal(open),
+                repeated(&call, SPACE),
+                literal("</｜DSML｜function_calls>")
+            );
+            one(expr, open)
+        }
+        F::Apertus => {
+            let call = per_tool(g, "apertus-call", tools, |g, t| {
+                let args = arguments(g, t)?;
+                Ok(json_object(&[(t.id.as_str(), args)], &[]))
+            })?;
+            let expr = format!(
+                "\"<|tools_prefix|>[\" sp {} sp \"]<|tools_suffix|>\"",
+                repeated(&call, "\",\" sp")
+            );
+            one(expr, "<|tools_prefix|>")
         }
         F::Llama => {
             let call = json_call(g, tools, "name", "parameters")?;

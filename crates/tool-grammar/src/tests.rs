@@ -60,6 +60,8 @@ const CASES: &[(ToolCallFormat, bool, &str)] = &[
     (F::Harmony, false, "<|channel|>commentary to=functions.read_file <|constrain|>json<|message|>{\"path\": \"notes.txt\", \"limit\": 5}"),
     (F::DeepSeekR1, false, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>read_file\n```json\n{\"path\": \"notes.txt\", \"limit\": 5}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"),
     (F::DeepSeekV31, false, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>read_file<｜tool▁sep｜>{\"path\": \"notes.txt\", \"limit\": 5}<｜tool▁call▁end｜><｜tool▁calls▁end｜>"),
+    (F::DeepSeekV32, false, "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"read_file\">\n<｜DSML｜parameter name=\"path\" string=\"true\">notes.txt</｜DSML｜parameter>\n<｜DSML｜parameter name=\"limit\" string=\"false\">5</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>"),
+    (F::Apertus, false, "<|tools_prefix|>[{\"read_file\": {\"path\": \"notes.txt\", \"limit\": 5}}]<|tools_suffix|>"),
     (F::KimiK2, false, "<|tool_calls_section_begin|><|tool_call_begin|>functions.read_file:0<|tool_call_argument_begin|>{\"path\": \"notes.txt\", \"limit\": 5}<|tool_call_end|><|tool_calls_section_end|>"),
     (F::CommandR7b, false, "<|START_ACTION|>[\n    {\"tool_call_id\": \"0\", \"tool_name\": \"read_file\", \"parameters\": {\"path\": \"notes.txt\", \"limit\": 5}}\n]<|END_ACTION|>"),
     (F::Granite, false, "<|tool_call|>[{\"name\": \"read_file\", \"arguments\": {\"path\": \"notes.txt\", \"limit\": 5}}]"),

@@ -38,6 +38,8 @@ pub fn detect_template(template: &str) -> TemplateProfile {
         Some(("[THINK]", "[/THINK]"))
     } else if has(t, "<|START_THINKING|>") {
         Some(("<|START_THINKING|>", "<|END_THINKING|>"))
+    } else if has(t, "<|inner_prefix|>") {
+        Some(("<|inner_prefix|>", "<|inner_suffix|>"))
     } else if has(t, "<|channel>thought") {
         Some(("<|channel>thought", "<channel|>"))
     } else if has(t, "<think>") || has(t, "</think>") {
@@ -105,6 +107,19 @@ mod tests {
             ToolCallFormat::Harmony,
         );
         check("plain {{ messages }}", ToolCallFormat::FencedJson);
+        check(
+            "{{ '<｜DSML｜function_calls>' }}<｜tool▁calls▁begin｜>",
+            ToolCallFormat::DeepSeekV32,
+        );
+        check(
+            "<|inner_prefix|>{{ r }}<|inner_suffix|><|tools_prefix|>{{ calls }}<|tools_suffix|>",
+            ToolCallFormat::Apertus,
+        );
+        let apertus = detect_template("<|assistant_start|><|inner_prefix|>");
+        assert_eq!(
+            apertus.reasoning,
+            Some(("<|inner_prefix|>", "<|inner_suffix|>"))
+        );
         let p = detect_template("<|im_start|>assistant\n<think>\n");
         assert!(prompt_opens_reasoning(
             "x<|im_start|>assistant\n<think>\n",

@@ -6,11 +6,13 @@
 //! one line of the `formats!` list). The streaming machinery (holding back marker
 //! prefixes, collecting a section, streaming equal to batch) is shared.
 
+pub(crate) mod apertus;
 pub(crate) mod detect;
 pub(crate) mod gemma;
 pub(crate) mod pythonic;
 mod registry;
 pub(crate) mod special;
+mod specs;
 pub(crate) mod xml;
 
 pub use registry::{ToolCallFormat, FORMATS};
@@ -122,11 +124,7 @@ pub(crate) const THINKING_ENDS: &[&str] = &[
     "<|END_THINKING|>",
     "</seed:think>",
     "<channel|>",
-];
-const DS_ENDS: &[&str] = &[
-    "<｜tool▁calls▁end｜>",
-    "<｜tool_calls_end｜>",
-    "<｜tool calls end｜>",
+    "<|inner_suffix|>",
 ];
 
 /// A format's names and the models that write it.

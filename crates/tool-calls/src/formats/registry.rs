@@ -7,10 +7,14 @@
 //! markers follow from that line; the compiler then points at the one other place that
 //! must know the format: the grammar's exhaustive match in `tool-grammar`.
 
-use super::DS_ENDS;
+use super::specs::{APERTUS, DEEP_SEEK_R1, DEEP_SEEK_V31, DEEP_SEEK_V32, KIMI_K2, MINI_MAX_M2};
 use super::{
     calls, gemma, marker, special, xml, FormatInfo, FormatSpec, Section, SectionKind, Signature,
 };
+
+/// Where a `<|python_tag|>` body ends: the end of the message, or the next tag (one call
+/// each).
+const PYTHON_TAG_ENDS: &[&str] = &["<|eom_id|>", "<|eot_id|>", "<|python_tag|>"];
 
 /// Writes [`ToolCallFormat`] and its registry from one list of `Variant => SPEC`.
 macro_rules! formats {
@@ -81,7 +85,7 @@ const HERMES: FormatSpec = FormatSpec {
             "granite-4.0",
         ],
         "Hermes 2 Pro/3, Qwen 2.5, Qwen 3, QwQ, Granite 4",
-        "<tool_call>{\"name\": …, \"arguments\": {…}}</tool_call>",
+        "<tool_call>{\"name\": …, \"arguments\": {…}}</tool_call> (or <tools>…</tools>)",
     ),
     sections: &[
         calls(
@@ -98,6 +102,18 @@ const HERMES: FormatSpec = FormatSpec {
             special::function_named,
             true,
         ),
+        // Some Hermes-style models wrap the JSON call in `<tools>` instead.
+        Section {
+            in_auto: false,
+            ..calls(
+                F::Hermes,
+                "<tools>",
+                &["</tools>"],
+                special::json_list,
+                true,
+            )
+        },
+        marker(F::Hermes, "</tool_call>", &[], SectionKind::Drop, true),
     ],
     template: Some(Signature {
         rank: 15,
@@ -114,13 +130,17 @@ const QWEN_XML: FormatSpec = FormatSpec {
         "Qwen3-Coder",
         "<tool_call><function=NAME><parameter=K>V</parameter></function></tool_call>",
     ),
-    sections: &[calls(
-        F::QwenXml,
-        "<function=",
-        &["</function>"],
-        special::function_tag,
-        true,
-    )],
+    sections: &[
+        calls(
+            F::QwenXml,
+            "<function=",
+            &["</function>"],
+            special::function_tag,
+            true,
+        ),
+        // Without its opening `<tool_call>`, the call's closing one is left over.
+        marker(F::QwenXml, "</tool_call>", &[], SectionKind::Drop, true),
+    ],
     template: Some(Signature {
         rank: 12,
         any_of: &[&["<function=", "<parameter="]],
@@ -162,7 +182,7 @@ const LLAMA: FormatSpec = FormatSpec {
     sections: &[calls(
         F::Llama,
         "<|python_tag|>",
-        &["<|eom_id|>", "<|eot_id|>"],
+        PYTHON_TAG_ENDS,
         special::python_tag,
         false,
     )],
@@ -279,99 +299,6 @@ const HARMONY: FormatSpec = FormatSpec {
     also: &[],
 };
 
-const DEEP_SEEK_R1: FormatSpec = FormatSpec {
-    info: FormatInfo::new(F::DeepSeekR1, "deepseek-r1", &["deepseek", "deepseekv3", "deepseek_v3", "deepseek-v3", "deepseek r1"], "DeepSeek R1, V3 (and R1 distills)", "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME ```json {…} ```<｜tool▁call▁end｜>…"),
-    sections: &[
-        calls(
-            F::DeepSeekR1,
-            "<｜tool▁calls▁begin｜>",
-            DS_ENDS,
-            special::deepseek,
-            true,
-        ),
-        calls(
-            F::DeepSeekR1,
-            "<｜tool_calls_begin｜>",
-            DS_ENDS,
-            special::deepseek,
-            true,
-        ),
-        calls(
-            F::DeepSeekR1,
-            "<｜tool calls begin｜>",
-            DS_ENDS,
-            special::deepseek,
-            true,
-        ),
-        calls(
-            F::DeepSeekR1,
-            "<｜tool▁calls｜>",
-            DS_ENDS,
-            special::deepseek,
-            true,
-        ),
-    ],
-    template: Some(Signature { rank: 6, any_of: &[&["tool▁calls▁begin", "```json"], &["tool_calls_begin", "```json"]] }),
-    also: &[],
-};
-
-const DEEP_SEEK_V31: FormatSpec = FormatSpec {
-    info: FormatInfo::new(
-        F::DeepSeekV31,
-        "deepseek-v3.1",
-        &[
-            "deepseekv31",
-            "deepseek_v31",
-            "deepseek v3.1",
-            "deepseek-v3.2",
-        ],
-        "DeepSeek V3.1",
-        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}<｜tool▁call▁end｜>…",
-    ),
-    sections: &[calls(
-        F::DeepSeekV31,
-        "<｜tool▁calls▁begin｜>",
-        DS_ENDS,
-        special::deepseek,
-        true,
-    )],
-    template: Some(Signature {
-        rank: 7,
-        any_of: &[&["tool▁calls▁begin"], &["tool_calls_begin"]],
-    }),
-    also: &[],
-};
-
-const KIMI_K2: FormatSpec = FormatSpec {
-    info: FormatInfo::new(F::KimiK2, "kimi-k2", &["kimi", "kimik2", "kimi_k2"], "Kimi-K2", "<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}<|tool_call_end|>…"),
-    sections: &[
-        calls(
-            F::KimiK2,
-            "<|tool_calls_section_begin|>",
-            &["<|tool_calls_section_end|>"],
-            special::kimi,
-            true,
-        ),
-    ],
-    template: Some(Signature { rank: 4, any_of: &[&["<|tool_calls_section_begin|>"]] }),
-    also: &[],
-};
-
-const MINI_MAX_M2: FormatSpec = FormatSpec {
-    info: FormatInfo::new(F::MiniMaxM2, "minimax-m2", &["minimax", "minimaxm2", "minimax_m2"], "MiniMax-M2", "<minimax:tool_call><invoke name=\"NAME\"><parameter name=\"K\">V</parameter></invoke></minimax:tool_call>"),
-    sections: &[
-        calls(
-            F::MiniMaxM2,
-            "<minimax:tool_call>",
-            &["</minimax:tool_call>"],
-            xml::minimax,
-            false,
-        ),
-    ],
-    template: Some(Signature { rank: 3, any_of: &[&["<minimax:tool_call>"]] }),
-    also: &[],
-};
-
 const COMMAND_R7B: FormatSpec = FormatSpec {
     info: FormatInfo::new(
         F::CommandR7b,
@@ -384,7 +311,7 @@ const COMMAND_R7B: FormatSpec = FormatSpec {
             "cohere",
         ],
         "Command-R7B, Command-A",
-        "<|START_ACTION|>[{\"tool_name\": …, \"parameters\": {…}}]<|END_ACTION|>",
+        "<|START_ACTION|>[{\"tool_name\": …, \"parameters\": {…}}]<|END_ACTION|>, text in <|START_TEXT|>…<|END_TEXT|>",
     ),
     sections: &[
         marker(
@@ -415,6 +342,15 @@ const COMMAND_R7B: FormatSpec = FormatSpec {
             SectionKind::Drop,
             true,
         ),
+        // Command-A wraps its visible text in `<|START_TEXT|>…<|END_TEXT|>`.
+        marker(
+            F::CommandR7b,
+            "<|START_TEXT|>",
+            &[],
+            SectionKind::Drop,
+            true,
+        ),
+        marker(F::CommandR7b, "<|END_TEXT|>", &[], SectionKind::Drop, true),
     ],
     template: Some(Signature {
         rank: 8,
@@ -429,7 +365,7 @@ const GRANITE: FormatSpec = FormatSpec {
         "granite",
         &["granite3", "granite-3.3"],
         "Granite 3.x",
-        "<|tool_call|>[{\"name\": …, \"arguments\": {…}}]",
+        "<|tool_call|>[{\"name\": …, \"arguments\": {…}}], text in <response>…</response>",
     ),
     sections: &[
         calls(F::Granite, "<|tool_call|>", &[], special::json_list, true),
@@ -508,7 +444,7 @@ const FUNCTIONARY_V31: FormatSpec = FormatSpec {
         calls(
             F::FunctionaryV31,
             "<|python_tag|>",
-            &["<|eom_id|>", "<|eot_id|>"],
+            PYTHON_TAG_ENDS,
             special::python_tag,
             false,
         ),
@@ -533,7 +469,7 @@ const FUNCTIONARY_V32: FormatSpec = FormatSpec {
         "functionary-v3.2",
         &["functionary", "functionaryv32", "functionary v3.2"],
         "Functionary v3.2",
-        ">>>NAME\n{…}",
+        ">>>NAME\\n{…} sections (all: text)",
     ),
     sections: &[Section {
         in_auto: false,
@@ -665,6 +601,8 @@ formats! {
     DeepSeekR1 => DEEP_SEEK_R1,
     /// DeepSeek V3.1.
     DeepSeekV31 => DEEP_SEEK_V31,
+    /// DeepSeek V3.2 / V4: DSML `<｜DSML｜invoke name="…">` inside `<｜DSML｜function_calls>`.
+    DeepSeekV32 => DEEP_SEEK_V32,
     /// Kimi-K2.
     KimiK2 => KIMI_K2,
     /// MiniMax-M2.
@@ -687,6 +625,8 @@ formats! {
     Gemma4 => GEMMA4,
     /// llama.cpp's generic JSON: `{"tool_calls": […]}` or `{"response": …}`.
     Generic => GENERIC,
+    /// Apertus: `<|tools_prefix|>[{"NAME": {…}}]<|tools_suffix|>`.
+    Apertus => APERTUS,
     /// `<think>…</think>` reasoning.
     Reasoning => REASONING,
 }

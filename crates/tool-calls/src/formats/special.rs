@@ -131,35 +131,56 @@ const DS_CALL_END: [&str; 3] = [
 const DS_SEP: [&str; 3] = ["<｜tool▁sep｜>", "<｜tool_sep｜>", "<｜tool sep｜>"];
 
 /// DeepSeek: R1/V3 `function<｜tool▁sep｜>NAME\n```json\n{…}\n```` and V3.1
-/// `NAME<｜tool▁sep｜>{…}`, each between call begin/end tokens.
+/// `NAME<｜tool▁sep｜>{…}`, each between call begin/end tokens. The first call's begin
+/// token may be missing (`<｜tool▁calls｜>function<｜tool▁sep｜>…`).
 pub(crate) fn deepseek(body: &str, catalog: &ToolCatalog) -> Result<Found, String> {
     let mut found = Found::default();
+    let first = first_of(body, &DS_CALL_BEGIN).map_or(body.len(), |(i, _)| i);
+    let head = until(&body[..first], &DS_CALL_END);
+    if !head.trim().is_empty() {
+        found.calls.push(deepseek_one(head, catalog)?);
+    }
     for piece in after_each(body, &DS_CALL_BEGIN) {
-        let piece = until(piece, &DS_CALL_END);
-        let Some((left, right)) = DS_SEP.iter().find_map(|s| piece.split_once(s)) else {
-            return Err("a DeepSeek tool call has no <｜tool▁sep｜>".into());
-        };
-        let (name, args) = if right.contains("```") || left.trim() == "function" {
-            // R1 / V3: the type on the left, then NAME, then a fenced JSON block.
-            let right = right.trim_start();
-            let (name, rest) = right.split_once('\n').unwrap_or((right, ""));
-            let rest = rest.trim();
-            let rest = rest
-                .strip_prefix("```json")
-                .or_else(|| rest.strip_prefix("```"))
-                .unwrap_or(rest);
-            let rest = rest.trim_end();
-            let rest = rest.strip_suffix("```").unwrap_or(rest);
-            (name.trim(), rest.trim())
-        } else {
-            (left.trim(), right.trim())
-        };
-        found.calls.push(named_json_call(name, args, catalog)?);
+        found
+            .calls
+            .push(deepseek_one(until(piece, &DS_CALL_END), catalog)?);
     }
     if found.calls.is_empty() {
         return Err("the DeepSeek tool-call section holds no call".into());
     }
     Ok(found)
+}
+
+/// One DeepSeek call after `<｜tool▁call▁begin｜>` without the section's begin token
+/// before it (DeepSeek V3.1 often leaves it out).
+pub(crate) fn deepseek_call(body: &str, catalog: &ToolCatalog) -> Result<Found, String> {
+    Ok(Found {
+        calls: vec![deepseek_one(body, catalog)?],
+        ..Found::default()
+    })
+}
+
+/// The inside of one DeepSeek call, between its begin and end tokens.
+fn deepseek_one(piece: &str, catalog: &ToolCatalog) -> Result<ToolCallRequest, String> {
+    let Some((left, right)) = DS_SEP.iter().find_map(|s| piece.split_once(s)) else {
+        return Err("a DeepSeek tool call has no <｜tool▁sep｜>".into());
+    };
+    let (name, args) = if right.contains("```") || left.trim() == "function" {
+        // R1 / V3: the type on the left, then NAME, then a fenced JSON block.
+        let right = right.trim_start();
+        let (name, rest) = right.split_once('\n').unwrap_or((right, ""));
+        let rest = rest.trim();
+        let rest = rest
+            .strip_prefix("```json")
+            .or_else(|| rest.strip_prefix("```"))
+            .unwrap_or(rest);
+        let rest = rest.trim_end();
+        let rest = rest.strip_suffix("```").unwrap_or(rest);
+        (name.trim(), rest.trim())
+    } else {
+        (left.trim(), right.trim())
+    };
+    named_json_call(name, args, catalog)
 }
 
 /// A call of `name` with JSON-object arguments `args` (empty means none).

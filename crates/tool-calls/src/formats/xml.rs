@@ -1,10 +1,13 @@
 //! XML-like call bodies: Qwen3-Coder and Seed-OSS (`<function=NAME><parameter=KEY>…`),
 //! GLM-4.5/4.6/4.7 (`NAME<arg_key>K</arg_key><arg_value>V</arg_value>`) and MiniMax-M2
-//! (`<invoke name="NAME"><parameter name="K">V</parameter></invoke>`). Values are typed
-//! by the tool's schema; surrounding whitespace is not part of a value.
+//! (`<invoke name="NAME"><parameter name="K">V</parameter></invoke>`), and DeepSeek V3.2's
+//! DSML (the same invoke tags after `｜DSML｜`, with a `string` attribute). Values are typed
+//! by the tool's schema (or DSML's attribute); surrounding whitespace is not part of a
+//! value, except in a DSML `string="true"` value.
 
 use super::{first_of, Found};
 use crate::calls::ToolCatalog;
+use crate::json;
 use crate::values::{property_type, typed_value, Untyped};
 use serde_json::{Map, Value};
 
@@ -135,55 +138,113 @@ fn attribute<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
     rest.find(quote).map(|end| &rest[..end])
 }
 
+/// The tag names of an `<invoke>` dialect: MiniMax-M2's plain XML, or DeepSeek V3.2's
+/// DSML (the same tags after a `｜DSML｜` prefix, values typed by a `string` attribute).
+struct Invoke {
+    /// What comes between `<` (or `</`) and the tag name.
+    ns: &'static str,
+    /// Whose calls these are, for messages.
+    who: &'static str,
+}
+
 /// MiniMax-M2: `<invoke name="NAME"><parameter name="K">V</parameter>…</invoke>`, repeated.
 pub(crate) fn minimax(body: &str, catalog: &ToolCatalog) -> Result<Found, String> {
+    invokes(
+        body,
+        catalog,
+        &Invoke {
+            ns: "",
+            who: "MiniMax",
+        },
+    )
+}
+
+/// DeepSeek V3.2 DSML: `<｜DSML｜invoke name="NAME">` holding
+/// `<｜DSML｜parameter name="K" string="true|false">V</｜DSML｜parameter>`, repeated.
+/// `string="true"`: the value is the text as written; `string="false"`: JSON.
+pub(crate) fn dsml(body: &str, catalog: &ToolCatalog) -> Result<Found, String> {
+    invokes(
+        body,
+        catalog,
+        &Invoke {
+            ns: "｜DSML｜",
+            who: "DSML",
+        },
+    )
+}
+
+/// The value of one `<parameter …>` whose opening tag's inside is `tag`.
+fn invoke_value(tag: &str, value: &str, ty: Option<&str>) -> Value {
+    match attribute(tag, "string").map(str::trim) {
+        Some(s) if s.eq_ignore_ascii_case("true") => Value::String(value.to_string()),
+        Some(s) if s.eq_ignore_ascii_case("false") => match json::parse(value.trim()) {
+            Ok(v) => v,
+            Err(_) => typed_value(value, ty, Untyped::JsonOrText),
+        },
+        _ => typed_value(value, ty, Untyped::JsonOrText),
+    }
+}
+
+fn invokes(body: &str, catalog: &ToolCatalog, d: &Invoke) -> Result<Found, String> {
+    let open_invoke = format!("<{}invoke", d.ns);
+    let close_invoke = format!("</{}invoke>", d.ns);
+    let open_param = format!("<{}parameter", d.ns);
+    let close_param = format!("</{}parameter>", d.ns);
+    let who = d.who;
     let mut found = Found::default();
     let mut rest = body.trim();
-    if !rest.starts_with("<invoke") {
-        return Err("expected <invoke name=\"…\"> in the MiniMax tool call".into());
+    if !rest.starts_with(open_invoke.as_str()) {
+        return Err(format!(
+            "expected {open_invoke} name=\"…\"> in the {who} tool call"
+        ));
     }
-    while let Some(after) = rest.strip_prefix("<invoke") {
-        let (tag, mut inner) = after.split_once('>').ok_or("unterminated <invoke> tag")?;
+    while let Some(after) = rest.strip_prefix(open_invoke.as_str()) {
+        let (tag, mut inner) = after
+            .split_once('>')
+            .ok_or_else(|| format!("unterminated {open_invoke}> tag"))?;
         let name = attribute(tag, "name")
             .map(str::trim)
             .filter(|n| !n.is_empty())
-            .ok_or("an <invoke> names no tool")?;
+            .ok_or_else(|| format!("an {open_invoke}> names no tool"))?;
         let schema = catalog.schema(name);
         let mut params = Map::new();
         let start = body.len() - rest.len();
         loop {
             inner = inner.trim_start();
-            if let Some(after) = inner.strip_prefix("</invoke>") {
+            if let Some(after) = inner.strip_prefix(close_invoke.as_str()) {
                 inner = after;
                 break;
             }
             if inner.is_empty() {
-                found
-                    .warnings
-                    .push(format!("the call of {name} is not closed with </invoke>"));
+                found.warnings.push(format!(
+                    "the call of {name} is not closed with {close_invoke}"
+                ));
                 break;
             }
-            let Some(after) = inner.strip_prefix("<parameter") else {
+            let Some(after) = inner.strip_prefix(open_param.as_str()) else {
                 return Err(format!(
-                    "unexpected text in the MiniMax call of {name}: expected <parameter name=\"…\">"
+                    "unexpected text in the {who} call of {name}: expected {open_param} name=\"…\">"
                 ));
             };
             let (tag, after) = after
                 .split_once('>')
-                .ok_or("unterminated <parameter> tag")?;
+                .ok_or_else(|| format!("unterminated {open_param}> tag"))?;
             let key = attribute(tag, "name")
                 .ok_or_else(|| format!("a parameter of {name} has no name"))?
                 .trim()
                 .to_string();
-            let (value, after, missing) =
-                value_until(after, "</parameter>", &["<parameter", "</invoke>"]);
+            let (value, after, missing) = value_until(
+                after,
+                &close_param,
+                &[open_param.as_str(), close_invoke.as_str()],
+            );
             if missing {
                 found.warnings.push(format!(
-                    "parameter {key} of {name} is not closed with </parameter>"
+                    "parameter {key} of {name} is not closed with {close_param}"
                 ));
             }
             let ty = property_type(schema.as_ref(), &key);
-            params.insert(key, typed_value(value, ty, Untyped::JsonOrText));
+            params.insert(key, invoke_value(tag, value, ty));
             inner = after;
         }
         let raw = &body[start..body.len() - inner.len()];
@@ -193,7 +254,9 @@ pub(crate) fn minimax(body: &str, catalog: &ToolCatalog) -> Result<Found, String
         rest = inner.trim_start();
     }
     if !rest.is_empty() {
-        return Err("unexpected text after </invoke> in the MiniMax tool call".into());
+        return Err(format!(
+            "unexpected text after {close_invoke} in the {who} tool call"
+        ));
     }
     Ok(found)
 }

@@ -8,11 +8,12 @@
 //! number of times: held-back text that turns out to be prose is released without being
 //! scanned again, and a finished JSON value is parsed once.
 
+mod blocks;
 mod sections;
 
 use super::calls::{calls_from_value, Shape, ToolCatalog};
 use super::formats::pythonic::PythonicScanner;
-use super::formats::{self, Found, Section, THINKING_ENDS};
+use super::formats::{self, Section, THINKING_ENDS};
 use super::json::{self, JsonScanner, Scan};
 use super::{ParseEvent, ParserOptions, ToolCallFormat};
 use core_models::ToolCallRequest;
@@ -203,6 +204,8 @@ pub struct StreamingFunctionCallParser {
     seen_visible: bool,
     /// A bare pythonic reply was already tried (once per output).
     pythonic_tried: bool,
+    /// Text that was not a pythonic call is being fed again: no new attempt starts in it.
+    replaying: bool,
 }
 
 impl StreamingFunctionCallParser {
@@ -243,8 +246,12 @@ impl StreamingFunctionCallParser {
                 starts[usize::from(marker.as_bytes()[0])] = true;
             }
         }
-        if options.has(ToolCallFormat::Pythonic) {
-            // A bare pythonic reply opens with `[` (see `may_start_pythonic`).
+        if options.has(ToolCallFormat::Pythonic)
+            || options.has(ToolCallFormat::Llama)
+            || options.has(ToolCallFormat::Generic)
+        {
+            // A pythonic call or a bare JSON list opens with `[` (see `may_start_pythonic`
+            // and `may_start_bare_list`).
             starts[usize::from(b'[')] = true;
         }
         let mode = Self::initial_mode(&options);
@@ -263,6 +270,7 @@ impl StreamingFunctionCallParser {
             newlines_after_call: 0,
             seen_visible: false,
             pythonic_tried: false,
+            replaying: false,
         }
     }
 
@@ -445,10 +453,18 @@ impl StreamingFunctionCallParser {
                 match cand.scanner.push(c) {
                     Scan::More => self.mode = Mode::Candidate(cand),
                     Scan::Done => self.finish_candidate(*cand),
+                    // Not a JSON list: `[` may have begun a marker (`[TOOL_CALLS]`).
+                    Scan::Invalid if cand.buf.starts_with('[') => self.replay(&cand.buf),
                     Scan::Invalid => {
                         cand.buf.pop();
                         self.emit_text(&cand.buf);
-                        self.step(c);
+                        if cand.bare && c == '{' {
+                            // A broken bare call cut short by another object: that one
+                            // may still be the reply's call.
+                            self.mode = Mode::Candidate(Box::new(Candidate::open(true)));
+                        } else {
+                            self.step(c);
+                        }
                     }
                 }
             }
@@ -478,11 +494,15 @@ impl StreamingFunctionCallParser {
 
     fn step_text(&mut self, c: char) {
         if c == '[' && self.may_start_pythonic() {
-            self.pythonic_tried = true;
+            self.pythonic_tried |= !self.seen_visible;
             self.mode = Mode::Pythonic {
                 buf: "[".into(),
                 scanner: PythonicScanner::default(),
             };
+            return;
+        }
+        if c == '[' && self.may_start_bare_list() {
+            self.mode = Mode::Candidate(Box::new(Candidate::starting_with("[", true)));
             return;
         }
         let mut out = String::new();
@@ -558,292 +578,6 @@ impl StreamingFunctionCallParser {
                 }
             }
             None => self.emit_text(&cand.buf),
-        }
-    }
-
-    fn step_block(&mut self, mut block: Block, c: char) {
-        block.raw.push(c);
-        let kind = block.kind;
-        match std::mem::replace(&mut block.body, Body::Pre) {
-            Body::Pre => {
-                if is_ws(c) {
-                    // stay
-                } else if (c == '{' || c == '[')
-                    && self.json_allowed(kind, block.mistral_name.is_some(), c)
-                {
-                    let mut scanner = JsonScanner::new();
-                    scanner.push(c);
-                    block.body = Body::Json {
-                        start: block.raw.len() - c.len_utf8(),
-                        scanner,
-                    };
-                } else if kind == BlockKind::ToolCall
-                    && ((c == '<' && self.options.has(ToolCallFormat::QwenXml))
-                        || (is_ident(c) && self.options.has(ToolCallFormat::Glm)))
-                {
-                    let mut closer = Matcher::default();
-                    closer.feed(c, &[TOOL_CALL_CLOSE], &mut String::new());
-                    block.body = Body::Xml {
-                        start: block.raw.len() - c.len_utf8(),
-                        closer,
-                    };
-                } else if kind == BlockKind::Mistral && block.mistral_name.is_none() && is_ident(c)
-                {
-                    block.mistral_name = Some(c.to_string());
-                    block.body = Body::MistralName {
-                        gap: 0,
-                        matcher: Matcher::default(),
-                    };
-                } else {
-                    return self.malformed(
-                        block,
-                        c,
-                        format!("the {} does not hold a tool call", kind.describe()),
-                    );
-                }
-            }
-            Body::Json { start, mut scanner } => match scanner.push(c) {
-                Scan::More => block.body = Body::Json { start, scanner },
-                Scan::Done => {
-                    let end = block.raw.len();
-                    return self.json_done(block, (start, end));
-                }
-                Scan::Invalid => {
-                    return self.malformed(
-                        block,
-                        c,
-                        format!("malformed JSON in the {}", kind.describe()),
-                    );
-                }
-            },
-            Body::Post { json, mut closer } => {
-                // Only blocks with a closing marker wait in Post (see `json_done`).
-                let close = kind.closer().unwrap_or(FENCE);
-                // A stray `}` after a complete object is a common slip; it is ignored.
-                if (is_ws(c) || c == '}') && closer.is_empty() {
-                    block.body = Body::Post { json, closer };
-                } else {
-                    let mut out = String::new();
-                    let closed = closer.feed(c, &[close], &mut out).is_some();
-                    if !out.trim().is_empty() {
-                        return self.malformed(
-                            block,
-                            c,
-                            format!("unexpected text after the JSON in the {}", kind.describe()),
-                        );
-                    }
-                    if closed {
-                        return self.close_json_block(block, json);
-                    }
-                    block.body = Body::Post { json, closer };
-                }
-            }
-            Body::Xml { start, mut closer } => {
-                if closer
-                    .feed(c, &[TOOL_CALL_CLOSE], &mut String::new())
-                    .is_some()
-                {
-                    let end = block.raw.len() - TOOL_CALL_CLOSE.len();
-                    let body = block.raw[start..end].to_string();
-                    return self.finish_xml(&body);
-                }
-                block.body = Body::Xml { start, closer };
-            }
-            Body::MistralName {
-                mut gap,
-                mut matcher,
-            } => {
-                let naming = matcher.is_empty() && gap == 0;
-                if naming && is_ident(c) {
-                    if let Some(name) = block.mistral_name.as_mut() {
-                        name.push(c);
-                    }
-                    block.body = Body::MistralName { gap, matcher };
-                } else if naming && c == '{' {
-                    // `[TOOL_CALLS]NAME{…}`: the arguments right after the name.
-                    let mut scanner = JsonScanner::new();
-                    scanner.push(c);
-                    block.body = Body::Json {
-                        start: block.raw.len() - 1,
-                        scanner,
-                    };
-                } else {
-                    let mut out = String::new();
-                    let matched = matcher.feed(c, &[MISTRAL_ARGS], &mut out).is_some();
-                    gap += out.chars().count();
-                    if out.contains('\n') || gap > MISTRAL_GAP {
-                        return self.malformed(
-                            block,
-                            c,
-                            "a [TOOL_CALLS] name is not followed by [ARGS]".into(),
-                        );
-                    }
-                    block.body = if matched {
-                        Body::Pre
-                    } else {
-                        Body::MistralName { gap, matcher }
-                    };
-                }
-            }
-            Body::Raw { reason, closer } => return self.skip_to_closer(block, c, reason, closer),
-        }
-        self.mode = Mode::Block(Box::new(block));
-    }
-
-    /// In a broken block: feed `c` to the closing-marker matcher; once the marker is
-    /// complete, report `reason` and drop the block.
-    fn skip_to_closer(&mut self, mut block: Block, c: char, reason: String, mut closer: Matcher) {
-        let close = block.kind.closer().unwrap_or(FENCE);
-        if closer.feed(c, &[close], &mut String::new()).is_some() {
-            self.diagnostic(reason);
-            self.call_removed();
-        } else {
-            block.body = Body::Raw { reason, closer };
-            self.mode = Mode::Block(Box::new(block));
-        }
-    }
-
-    fn json_allowed(&self, kind: BlockKind, named: bool, c: char) -> bool {
-        match kind {
-            BlockKind::ToolCall => self.options.has(ToolCallFormat::Hermes),
-            BlockKind::Mistral if named => c == '{',
-            _ => true,
-        }
-    }
-
-    /// The block's content is not a call. Blocks with a closing marker swallow everything
-    /// up to it and report `reason`; a ```` ```json ```` block becomes an ordinary code
-    /// fence; blocks without a closer are released as text with a diagnostic.
-    fn malformed(&mut self, mut block: Block, c: char, reason: String) {
-        match block.kind {
-            BlockKind::JsonFence => {
-                block.raw.truncate(block.raw.len() - c.len_utf8());
-                self.emit_text(&block.raw);
-                self.matcher = Matcher::default();
-                self.mode = Mode::CodeFence;
-                self.step(c);
-            }
-            BlockKind::ToolCallFence | BlockKind::ToolCall => {
-                self.skip_to_closer(block, c, reason, Matcher::default());
-            }
-            BlockKind::Mistral => {
-                block.raw.truncate(block.raw.len() - c.len_utf8());
-                self.diagnostic(reason);
-                self.emit_text(&block.raw);
-                self.step(c);
-            }
-        }
-    }
-
-    fn json_done(&mut self, mut block: Block, json: (usize, usize)) {
-        match block.kind {
-            BlockKind::ToolCallFence | BlockKind::JsonFence | BlockKind::ToolCall => {
-                block.body = Body::Post {
-                    json,
-                    closer: Matcher::default(),
-                };
-                self.mode = Mode::Block(Box::new(block));
-            }
-            BlockKind::Mistral => {
-                let text = &block.raw[json.0..json.1];
-                let result = match &block.mistral_name {
-                    Some(name) => match json::parse(text) {
-                        Ok(args @ serde_json::Value::Object(_)) => {
-                            Ok(vec![self.catalog.request(name, args, text)])
-                        }
-                        Ok(_) => Err(format!("the arguments of {name} are not a JSON object")),
-                        Err(e) => Err(format!("the arguments of {name} are not valid JSON: {e}")),
-                    },
-                    None => self.marked_calls(text),
-                };
-                match result {
-                    Ok(calls) => self.emit_calls(calls),
-                    Err(e) => {
-                        self.diagnostic(format!("{}: {e}", BlockKind::Mistral.describe()));
-                        self.emit_text(&block.raw);
-                    }
-                }
-            }
-        }
-    }
-
-    fn marked_calls(&self, text: &str) -> Result<Vec<ToolCallRequest>, String> {
-        let value = json::parse(text).map_err(|e| format!("malformed JSON: {e}"))?;
-        calls_from_value(value, Shape::Marked, text, &self.catalog)?
-            .ok_or_else(|| "not a tool call".to_string())
-    }
-
-    /// The closing marker of a JSON block arrived (or the output ended after its JSON).
-    fn close_json_block(&mut self, block: Block, json: (usize, usize)) {
-        let text = &block.raw[json.0..json.1];
-        if block.kind == BlockKind::JsonFence {
-            let calls = json::parse(text).ok().and_then(|v| {
-                calls_from_value(v, Shape::Bare, text, &self.catalog)
-                    .ok()
-                    .flatten()
-            });
-            match calls {
-                Some(calls) => self.emit_calls(calls),
-                None => self.emit_text(&block.raw),
-            }
-            return;
-        }
-        match self.marked_calls(text) {
-            Ok(calls) => self.emit_calls(calls),
-            Err(e) => {
-                self.diagnostic(format!("{}: {e}", block.kind.describe()));
-                self.call_removed();
-            }
-        }
-    }
-
-    fn finish_xml(&mut self, body: &str) {
-        let parsed = if body.trim_start().starts_with('<') {
-            formats::xml::qwen(body, &self.catalog)
-        } else {
-            formats::xml::glm(body, &self.catalog)
-        };
-        match parsed {
-            Ok(found) => self.emit_found(found),
-            Err(e) => {
-                self.diagnostic(format!("{}: {e}", BlockKind::ToolCall.describe()));
-                self.call_removed();
-            }
-        }
-    }
-
-    /// Report what a call body held: its warnings, text and calls.
-    fn emit_found(&mut self, found: Found) {
-        for warning in found.warnings {
-            self.diagnostic(warning);
-        }
-        if !found.text.is_empty() {
-            self.emit_text(&found.text);
-        }
-        if !found.calls.is_empty() {
-            self.emit_calls(found.calls);
-        }
-    }
-
-    fn flush_block(&mut self, block: Block) {
-        match block.body {
-            Body::Post { json, .. } => self.close_json_block(block, json),
-            Body::Xml { start, .. }
-                if block.raw[start..].contains("</function>")
-                    || block.raw[start..].contains("</arg_value>") =>
-            {
-                let body = block.raw[start..].to_string();
-                self.finish_xml(&body);
-            }
-            _ => {
-                if block.kind != BlockKind::JsonFence {
-                    self.diagnostic(format!(
-                        "incomplete {} at the end of the output",
-                        block.kind.describe()
-                    ));
-                }
-                self.emit_text(&block.raw);
-            }
         }
     }
 
@@ -946,23 +680,19 @@ impl StreamingFunctionCallParser {
 
 impl Candidate {
     fn open(bare: bool) -> Self {
+        Candidate::starting_with("{", bare)
+    }
+
+    /// A candidate whose first characters are `start` (the opening of a JSON value).
+    fn starting_with(start: &str, bare: bool) -> Self {
         let mut scanner = JsonScanner::new();
-        scanner.push('{');
+        for c in start.chars() {
+            scanner.push(c);
+        }
         Candidate {
-            buf: "{".to_string(),
+            buf: start.to_string(),
             scanner,
             bare,
         }
-    }
-}
-
-impl Block {
-    fn open(kind: BlockKind, marker: &str) -> Mode {
-        Mode::Block(Box::new(Block {
-            kind,
-            raw: marker.to_string(),
-            body: Body::Pre,
-            mistral_name: None,
-        }))
     }
 }

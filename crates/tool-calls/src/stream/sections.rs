@@ -2,7 +2,7 @@
 //! reasoning, a call section collected up to its closing marker, or a harmony header;
 //! and the bare pythonic reply. Every decision depends on the characters alone.
 
-use super::{Matcher, Mode, StreamingFunctionCallParser};
+use super::{Candidate, Matcher, Mode, StreamingFunctionCallParser};
 use crate::formats::pythonic::{PyScan, PythonicScanner};
 use crate::formats::special::{self, Harmony};
 use crate::formats::{self, Section, SectionKind, HARMONY_ENDS};
@@ -199,13 +199,24 @@ impl StreamingFunctionCallParser {
         self.finish_section(state, false);
     }
 
-    /// A bare pythonic reply may begin here: nothing visible yet, the format enabled, and
-    /// not tried before in this output.
+    /// A pythonic call list may begin here: the format enabled, and not inside text that
+    /// is being replayed. Without knowing the format (`auto`), only as the whole reply:
+    /// nothing visible yet, and not tried before in this output.
     pub(super) fn may_start_pythonic(&self) -> bool {
-        !self.pythonic_tried
-            && !self.seen_visible
-            && self.matcher.is_empty()
+        self.matcher.is_empty()
+            && !self.replaying
             && self.options.has(ToolCallFormat::Pythonic)
+            && (!self.options.auto || (!self.pythonic_tried && !self.seen_visible))
+    }
+
+    /// A bare JSON list of calls may begin here (Llama 3.x, llama.cpp's generic format):
+    /// nothing visible yet.
+    pub(super) fn may_start_bare_list(&self) -> bool {
+        self.matcher.is_empty()
+            && !self.seen_visible
+            && !self.replaying
+            && (self.options.has(ToolCallFormat::Llama)
+                || self.options.has(ToolCallFormat::Generic))
     }
 
     pub(super) fn step_pythonic(
@@ -229,6 +240,14 @@ impl StreamingFunctionCallParser {
                 }
                 Err(_) => self.replay(buf),
             },
+            // `[{`: not pythonic, but perhaps a bare JSON list of calls.
+            PyScan::Invalid
+                if c == '{'
+                    && buf[..buf.len() - 1].trim_end() == "["
+                    && self.may_start_bare_list() =>
+            {
+                self.mode = Mode::Candidate(Box::new(Candidate::starting_with(buf, true)));
+            }
             PyScan::Invalid => self.replay(buf),
         }
     }
@@ -237,8 +256,10 @@ impl StreamingFunctionCallParser {
     /// character is replayed at most once per output: the attempt is made only once.
     pub(super) fn replay(&mut self, text: &str) {
         self.mode = Mode::Text;
+        let replaying = std::mem::replace(&mut self.replaying, true);
         for c in text.chars() {
             self.step(c);
         }
+        self.replaying = replaying;
     }
 }
