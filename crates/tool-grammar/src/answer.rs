@@ -4,12 +4,20 @@
 //! accepts, after the opening the model's chat format gives a final answer — or, when
 //! tools are offered under `auto`, calls in the model's own call language. The whole
 //! reply is constrained (not lazily): an answer that does not match cannot be generated.
+//!
+//! The grammar narrows one thing the schema leaves open: an array without `maxItems`
+//! holds at most [`MAX_ITEMS`] items (more when `minItems` asks for more). A small model
+//! repeats an item until its reply is cut, and a cut answer is no JSON at all; closing
+//! the array is an answer the schema accepts.
 
 use super::gbnf::{literal, Gbnf, SPACE};
 use super::{syntax, Error, GrammarTarget, SchemaConverter, ToolGrammar, MAX_CALLS};
 use core_models::{LlmRequest, ToolChoice};
 use serde_json::Value;
 use tool_calls::ToolCallFormat;
+
+/// The most items the grammar lets an array without `maxItems` hold.
+pub(crate) const MAX_ITEMS: u64 = 16;
 
 /// The grammar of a reply to `request` whose answer matches `schema`.
 ///
@@ -22,7 +30,7 @@ pub(super) fn answer_grammar(
     schema: &Value,
 ) -> Result<ToolGrammar, Error> {
     let mut g = Gbnf::new(schemas);
-    let json = g.import_schema(schema).map_err(|e| match e {
+    let json = g.import_schema(&bounded(schema)).map_err(|e| match e {
         Error::Schema(message) => {
             Error::Schema(message.replace("a tool's schema", "the output schema"))
         }
@@ -42,6 +50,62 @@ pub(super) fn answer_grammar(
         text: g.finish(&format!("{prefix}{body}")),
         triggers: Vec::new(),
     })
+}
+
+/// `schema` with every array it describes bounded to [`MAX_ITEMS`] items where it sets no
+/// bound: in `items`, `properties` and every other place a schema holds subschemas.
+fn bounded(schema: &Value) -> Value {
+    let mut schema = schema.clone();
+    bound(&mut schema, 0);
+    schema
+}
+
+fn bound(schema: &mut Value, depth: usize) {
+    // Deeper than any schema written by hand: left as it is (the validator still checks).
+    if depth > 64 {
+        return;
+    }
+    let Value::Object(object) = schema else {
+        return;
+    };
+    let is_array = object.get("type").is_some_and(|t| {
+        t == "array"
+            || t.as_array()
+                .is_some_and(|ts| ts.iter().any(|t| t == "array"))
+    }) || object.contains_key("items")
+        || object.contains_key("prefixItems");
+    if is_array && !object.contains_key("maxItems") {
+        let min = object.get("minItems").and_then(Value::as_u64).unwrap_or(0);
+        object.insert("maxItems".into(), MAX_ITEMS.max(min).into());
+    }
+    for (key, value) in object.iter_mut() {
+        match key.as_str() {
+            // One subschema.
+            "items"
+            | "additionalProperties"
+            | "not"
+            | "contains"
+            | "if"
+            | "then"
+            | "else"
+            | "propertyNames"
+            | "unevaluatedItems"
+            | "unevaluatedProperties" => bound(value, depth + 1),
+            // Lists of subschemas.
+            "prefixItems" | "anyOf" | "oneOf" | "allOf" => {
+                if let Value::Array(list) = value {
+                    list.iter_mut().for_each(|s| bound(s, depth + 1));
+                }
+            }
+            // Maps of subschemas.
+            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {
+                if let Value::Object(map) = value {
+                    map.values_mut().for_each(|s| bound(s, depth + 1));
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// What a model writes before a final answer in its chat format: a harmony reply's final
@@ -171,6 +235,33 @@ mod tests {
         let g = grammar(&request, &target(F::CommandR7b));
         assert!(g.accepts(&format!("<|START_RESPONSE|>{GOOD}")));
         assert!(!g.accepts(GOOD));
+    }
+
+    #[test]
+    fn arrays_without_a_bound_hold_at_most_max_items() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "names": {"type": "array", "items": {"type": "integer"}},
+                "many": {"type": "array", "items": {"type": "integer"}, "minItems": 20},
+                "few": {"type": "array", "items": {"type": "integer"}, "maxItems": 2},
+                "nested": {"$ref": "#/$defs/list"}
+            },
+            "$defs": {"list": {"items": {"type": "integer"}}}
+        });
+        let b = bounded(&schema);
+        assert_eq!(b["properties"]["names"]["maxItems"], MAX_ITEMS);
+        assert_eq!(b["properties"]["many"]["maxItems"], 20);
+        assert_eq!(b["properties"]["few"]["maxItems"], 2);
+        assert_eq!(b["$defs"]["list"]["maxItems"], MAX_ITEMS);
+        let mut request = request(ToolChoice::None, false);
+        request.constraint = Some(ReplyConstraint::JsonSchema(
+            json!({"type": "array", "items": {"type": "integer"}}),
+        ));
+        let g = grammar(&request, &target(F::Hermes));
+        let list = |n: usize| format!("[{}]", vec!["1"; n].join(", "));
+        assert!(g.accepts(&list(16)));
+        assert!(!g.accepts(&list(17)));
     }
 
     #[test]

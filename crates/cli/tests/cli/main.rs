@@ -13,6 +13,7 @@ mod eval;
 mod hostile_git;
 mod mcp;
 mod model;
+mod output;
 mod parse;
 mod permissions;
 mod project;

@@ -1,0 +1,275 @@
+//! `--output-schema`: the final answer held to a JSON Schema. With the default model
+//! in-process (held by llama.cpp's grammar) and through llama-server (sent as
+//! `response_format`), eight requests over a workspace file with eight kinds of schema
+//! all end with an `output` valid against their schema, and the question that names the
+//! file still reads it first. A schema that cannot be used is refused before any model
+//! loads; `run` prints the answer's JSON alone on stdout.
+//!
+//! The suite below was written before the feature was run on it and is not tuned on: its
+//! wording is no template for anything in the agent.
+
+use super::model::model;
+use super::{aintern, aintern_in, completed, events, results, Workspace};
+use core_models::AgentEvent;
+use serde_json::{json, Value};
+use test_support::llama_server::{LlamaServer, ServerOptions};
+
+const PROJECT: &str = "Project: Lighthouse\nOwner: Maria Lopez\nStatus: active\nBudget: 42000 euros\nTeam: Ana, Ben, Chen\nDeadline: 2027-03-01\n";
+
+/// The suite: a request over `project.txt` and the schema its answer is held to.
+fn suite() -> Vec<(&'static str, Value)> {
+    vec![
+        (
+            "Read project.txt and tell me the project name and how many people are on the team.",
+            json!({"type": "object", "properties": {"project": {"type": "string"}, "team_size": {"type": "integer"}}, "required": ["project", "team_size"]}),
+        ),
+        (
+            "What is the status of the project in project.txt?",
+            json!({"type": "object", "properties": {"status": {"enum": ["active", "paused", "done"]}}, "required": ["status"]}),
+        ),
+        (
+            "List the team members named in project.txt.",
+            json!({"type": "object", "properties": {"members": {"type": "array", "items": {"type": "string"}, "minItems": 2}}, "required": ["members"]}),
+        ),
+        (
+            "Who owns the project described in project.txt? Give first and last name.",
+            json!({"type": "object", "properties": {"owner": {"type": "object", "properties": {"first": {"type": "string"}, "last": {"type": "string"}}, "required": ["first", "last"]}}, "required": ["owner"]}),
+        ),
+        (
+            "Is the project in project.txt active?",
+            json!({"type": "object", "properties": {"is_active": {"type": "boolean"}}, "required": ["is_active"]}),
+        ),
+        (
+            "How large is the budget in project.txt, in thousands of euros?",
+            json!({"type": "object", "properties": {"budget_thousands": {"type": "number", "minimum": 0, "maximum": 100}}, "required": ["budget_thousands"]}),
+        ),
+        (
+            "Summarize project.txt in a few words.",
+            json!({"type": "object", "properties": {"summary": {"type": "string", "maxLength": 40}}, "required": ["summary"]}),
+        ),
+        (
+            "When is the deadline in project.txt and who is the owner?",
+            json!({"type": "object", "properties": {"deadline": {"type": "string"}, "owner": {"type": "string"}}, "required": ["deadline", "owner"], "additionalProperties": false}),
+        ),
+    ]
+}
+
+/// A workspace holding `project.txt`, and a folder apart for the schemas (a schema in
+/// the workspace would be one more file for the model to look at).
+fn setup() -> (Workspace, tempfile::TempDir) {
+    let ws = Workspace::new();
+    std::fs::write(ws.dir.path().join("project.txt"), PROJECT).unwrap();
+    (ws, tempfile::tempdir().unwrap())
+}
+
+fn schema_file(dir: &tempfile::TempDir, i: usize, schema: &Value) -> String {
+    let path = dir.path().join(format!("schema{i}.json"));
+    std::fs::write(&path, schema.to_string()).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// Run the suite over `backend`: every answer valid, the file question reading the file.
+fn suite_passes(backend: &str) {
+    let (ws, schemas) = setup();
+    let mut failed = Vec::new();
+    for (i, (question, schema)) in suite().iter().enumerate() {
+        let file = schema_file(&schemas, i, schema);
+        let out = aintern_in(
+            ws.home.path(),
+            &[
+                "exec",
+                "--workspace",
+                ws.path(),
+                "--backend",
+                backend,
+                "--approve",
+                "safe",
+                "--no-save",
+                "--output-schema",
+                &file,
+                question,
+            ],
+            b"",
+        );
+        let events = events(&out.stdout);
+        let output = match events.last() {
+            Some(AgentEvent::AgentComplete(done)) if out.status.success() => done.output.clone(),
+            _ => None,
+        };
+        let checker = services_ai::OutputSchema::new(schema).unwrap();
+        match output {
+            Some(value) => {
+                if let Err(e) = checker.check(&value.to_string()) {
+                    failed.push(format!("{question}: {value} breaks the schema: {e:?}"));
+                }
+            }
+            None => failed.push(format!(
+                "{question}: no output (exit {:?}); last event {:?}; stderr {}",
+                out.status.code(),
+                events.last().map(AgentEvent::event_type),
+                String::from_utf8_lossy(&out.stderr)
+            )),
+        }
+        if i == 0 {
+            // The question that says to read the file reads it before answering.
+            let first = results(&events).into_iter().next();
+            assert!(
+                first.as_ref().is_some_and(
+                    |r| r.tool_id == "read_file" && r.result.content.contains("Lighthouse")
+                ),
+                "{backend}: the file was not read first: {first:?}"
+            );
+        }
+    }
+    assert!(failed.is_empty(), "{backend}:\n{}", failed.join("\n"));
+}
+
+#[test]
+fn every_answer_matches_its_schema_with_the_default_model() {
+    let Some(model) = model(false) else { return };
+    suite_passes(&format!("llama:{}", model.display()));
+}
+
+#[test]
+fn every_answer_matches_its_schema_through_llama_server() {
+    let Some(server) = LlamaServer::start(ServerOptions::default()) else {
+        return;
+    };
+    suite_passes(&format!("openai:{}", server.url()));
+}
+
+#[test]
+fn run_prints_the_answer_s_json_alone_on_stdout() {
+    let (ws, schemas) = setup();
+    let schema =
+        json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+    let file = schema_file(&schemas, 0, &schema);
+    let script = ws.script(&["Let me see: {\"n\": \"three\"}", "{\"n\": 3}"]);
+    let out = aintern(
+        &[
+            "run",
+            "--workspace",
+            ws.path(),
+            "--backend",
+            &script,
+            "--no-save",
+            "--output-schema",
+            &file,
+            "How many?",
+        ],
+        b"",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout, "{\"n\":3}\n", "stdout holds the JSON alone");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("iteration"),
+        "what a person reads goes to stderr: {stderr}"
+    );
+
+    // exec: the value rides on agent_complete.
+    let script = ws.script(&["{\"n\": 3}"]);
+    let out = aintern(
+        &[
+            "exec",
+            "--workspace",
+            ws.path(),
+            "--backend",
+            &script,
+            "--no-save",
+            "--output-schema",
+            &file,
+            "How many?",
+        ],
+        b"",
+    );
+    let (_, done) = completed(&out);
+    assert_eq!(done.output, Some(json!({"n": 3})));
+}
+
+#[test]
+fn an_answer_that_never_matches_fails_the_command_in_words() {
+    let (ws, schemas) = setup();
+    let schema =
+        json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+    let file = schema_file(&schemas, 0, &schema);
+    let script = ws.script(&["three", "still three"]);
+    let out = aintern(
+        &[
+            "run",
+            "--workspace",
+            ws.path(),
+            "--backend",
+            &script,
+            "--no-save",
+            "--output-schema",
+            &file,
+            "How many?",
+        ],
+        b"",
+    );
+    assert!(!out.status.success());
+    assert!(
+        out.stdout.is_empty(),
+        "no JSON printed: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("does not match the output schema"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_schema_that_cannot_be_used_is_refused_before_any_model_loads() {
+    let (ws, schemas) = setup();
+    let missing = schemas.path().join("absent.json");
+    let not_json = schemas.path().join("prose.json");
+    std::fs::write(&not_json, "an object with a name").unwrap();
+    let wrong = schema_file(
+        &schemas,
+        1,
+        &json!({"type": "object", "properties": {"n": {"type": "integre"}}}),
+    );
+    let remote = schema_file(
+        &schemas,
+        2,
+        &json!({"$ref": "https://example.com/schema.json"}),
+    );
+    for (file, said) in [
+        (missing.to_str().unwrap(), "cannot read the output schema"),
+        (not_json.to_str().unwrap(), "is not JSON"),
+        (wrong.as_str(), "output schema"),
+        (remote.as_str(), "output schema"),
+    ] {
+        for command in ["run", "exec"] {
+            // A model that does not exist: the schema is refused first.
+            let out = aintern(
+                &[
+                    command,
+                    "--workspace",
+                    ws.path(),
+                    "--backend",
+                    "llama:/nonexistent/model.gguf",
+                    "--output-schema",
+                    file,
+                    "How many?",
+                ],
+                b"",
+            );
+            assert!(!out.status.success(), "{file}");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(stderr.contains(said), "{command} {file}: {stderr}");
+            assert!(
+                !stderr.contains("nonexistent"),
+                "refused before the model: {stderr}"
+            );
+        }
+    }
+}
