@@ -257,8 +257,8 @@ async fn the_small_model_steering_holds_its_answer_after_the_results() {
     assert_eq!(asked.len(), 4);
     // The decisions are choices, the call is forced: neither is held to the answer's
     // schema.
-    for i in 0..3 {
-        assert!(held_to(&asked[i]).is_none(), "request {i}");
+    for (i, request) in asked.iter().take(3).enumerate() {
+        assert!(held_to(request).is_none(), "request {i}");
     }
     let answer = &asked[3];
     assert_eq!(held_to(answer), Some(&schema()));
