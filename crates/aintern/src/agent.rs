@@ -407,6 +407,11 @@ impl Agent {
     pub fn run_with(&self, message: impl Into<String>, tool_choice: ToolChoice) -> Result<Run> {
         let mut request = self.request(message);
         request.tool_choice = tool_choice;
+        self.start(request)
+    }
+
+    /// Start `request` (made by [`Agent::request`]) in the agent's conversation.
+    pub(crate) fn start(&self, mut request: AgentRequest) -> Result<Run> {
         let mut conversation = lock(&self.conversation);
         request.conversation_id = conversation.id;
         if !conversation.fresh {

@@ -84,6 +84,7 @@ mod error;
 mod loading;
 pub mod prelude;
 mod run;
+mod structured;
 
 pub use agent::{Agent, AgentBuilder, Preset};
 pub use approval::ApprovalPolicy;
@@ -116,5 +117,6 @@ pub use tools;
 /// Re-exported for applications: the runtime, streams, JSON and `#[async_trait]`.
 pub use async_trait::async_trait;
 pub use futures;
+pub use schemars;
 pub use serde_json;
 pub use tokio;

@@ -544,3 +544,65 @@ fn without_project_context_nothing_is_read() {
     assert_eq!(agent.request("x").system_prompt, None);
     assert!(agent.tools().get_tool("load_skill").is_none());
 }
+
+#[derive(Debug, PartialEq, serde::Deserialize, aintern::schemars::JsonSchema)]
+#[schemars(crate = "aintern::schemars")]
+struct Meeting {
+    day: String,
+    attendees: u32,
+}
+
+#[tokio::test]
+async fn ask_json_reads_the_file_then_answers_as_the_type() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "Friday, 4 people\n").unwrap();
+    let agent = agent(
+        dir.path(),
+        vec![
+            call("read_file", json!({"path": "notes.txt"})),
+            // Not the type: sent back once with what is wrong.
+            r#"{"day": "Friday", "attendees": -4}"#.to_string(),
+            r#"{"day": "Friday", "attendees": 4}"#.to_string(),
+        ],
+        ApprovalPolicy::ApproveSafe,
+    );
+    let meeting: Meeting = agent.ask_json("When is the meeting?").await.unwrap();
+    assert_eq!(
+        meeting,
+        Meeting {
+            day: "Friday".into(),
+            attendees: 4
+        }
+    );
+    // The conversation holds the read, the miss, what was wrong with it, and the answer.
+    let said: Vec<String> = agent
+        .conversation()
+        .iter()
+        .map(|m| m.content.to_string())
+        .collect();
+    assert!(
+        said.iter().any(|m| m.contains("Friday, 4 people")),
+        "{said:?}"
+    );
+    assert!(said.iter().any(|m| m.contains("/attendees")), "{said:?}");
+}
+
+#[tokio::test]
+async fn ask_json_value_fails_in_words_for_a_bad_schema_and_a_wrong_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent(
+        dir.path(),
+        vec!["three".to_string(), "still three".to_string()],
+        ApprovalPolicy::ApproveSafe,
+    );
+    let bad = agent
+        .ask_json_value("How many?", json!({"type": "numbr"}))
+        .await
+        .unwrap_err();
+    assert!(bad.to_string().contains("output schema"), "{bad}");
+    let schema =
+        json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+    let wrong = agent.ask_json_value("How many?", schema).await.unwrap_err();
+    assert!(matches!(wrong, aintern::Error::Failed(_)), "{wrong:?}");
+    assert!(wrong.to_string().contains("not a JSON value"), "{wrong}");
+}
