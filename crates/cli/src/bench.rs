@@ -9,7 +9,8 @@
 //!   came from the KV cache) and the time to the first token;
 //! * with `--grammar`, **constrained generation** — the same request generated back to
 //!   back without a grammar and under a required-call grammar (`tool_choice: required`
-//!   with two tools), greedy, R times each; the tg of both and their ratio.
+//!   with two tools), greedy, R times each; the tg of both and their ratio; and the same
+//!   against an answer held to a JSON Schema (`--output-schema`'s grammar).
 
 use core_models::{
     ChatMessage, InferenceOptions, LlmChunk, LlmRequest, LlmService, LlmUsage, ToolChoice,
@@ -99,6 +100,38 @@ struct GrammarRun {
     call_format: String,
     /// The last constrained reply (a tool call).
     grammar_reply: String,
+    /// Tokens generated as an answer held to a JSON Schema, over every repetition.
+    schema_tokens: u64,
+    /// An answer held to a JSON Schema: tokens per second.
+    schema_tg_tok_s: f64,
+    /// `schema_tg_tok_s / free_tg_tok_s`.
+    schema_ratio: f64,
+    /// The last answer held to the schema.
+    schema_reply: String,
+}
+
+/// The schema of the held answer `--grammar` measures: the kinds of keyword an output
+/// schema uses (required fields, an enum, bounds, a bounded array of objects).
+fn answer_schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "file": {"type": "string", "maxLength": 64},
+            "kind": {"enum": ["text", "code", "data"]},
+            "lines": {"type": "integer", "minimum": 0},
+            "items": {
+                "type": "array",
+                "maxItems": 8,
+                "items": {
+                    "type": "object",
+                    "properties": {"title": {"type": "string"}, "done": {"type": "boolean"}},
+                    "required": ["title", "done"]
+                }
+            }
+        },
+        "required": ["file", "kind", "lines", "items"],
+        "additionalProperties": false
+    })
 }
 
 /// The context window: room for the throughput run and the conversation, or the one
@@ -257,8 +290,8 @@ async fn constrained(
                 .with_max_tokens(gen_tokens),
         )
     };
-    let (mut free, mut bound) = ((0u64, 0f64), (0u64, 0f64));
-    let mut grammar_reply = String::new();
+    let (mut free, mut bound, mut held) = ((0u64, 0f64), (0u64, 0f64), (0u64, 0f64));
+    let (mut grammar_reply, mut schema_reply) = (String::new(), String::new());
     for _ in 0..reps {
         let (_, usage) = reply(llm, request(ToolChoice::None)).await?;
         free.0 += usage.generated_tokens;
@@ -267,6 +300,12 @@ async fn constrained(
         bound.0 += usage.generated_tokens;
         bound.1 += usage.generation_time.as_secs_f64();
         grammar_reply = text;
+        let mut answer = request(ToolChoice::None);
+        answer.constraint = Some(core_models::ReplyConstraint::JsonSchema(answer_schema()));
+        let (text, usage) = reply(llm, answer).await?;
+        held.0 += usage.generated_tokens;
+        held.1 += usage.generation_time.as_secs_f64();
+        schema_reply = text;
     }
     let rate = |(tokens, secs): (u64, f64)| tokens as f64 / secs.max(f64::MIN_POSITIVE);
     Ok(GrammarRun {
@@ -277,6 +316,10 @@ async fn constrained(
         ratio: rate(bound) / rate(free).max(f64::MIN_POSITIVE),
         call_format,
         grammar_reply,
+        schema_tokens: held.0,
+        schema_tg_tok_s: rate(held),
+        schema_ratio: rate(held) / rate(free).max(f64::MIN_POSITIVE),
+        schema_reply,
     })
 }
 
@@ -364,6 +407,8 @@ fn print_report(report: &Report, json: bool) -> Result<(), String> {
                 "\n\ngrammar (required call in {}, greedy, {} reps, back to back)\n\
                  tg free     {:>9.1} tok/s  ({} tokens)\n\
                  tg grammar  {:>9.1} tok/s  ({} tokens)\n\
+                 ratio       {:>9.3}\n\
+                 tg schema   {:>9.1} tok/s  ({} tokens, an answer held to a JSON Schema)\n\
                  ratio       {:>9.3}",
                 g.call_format,
                 report.reps,
@@ -371,7 +416,10 @@ fn print_report(report: &Report, json: bool) -> Result<(), String> {
                 g.free_tokens,
                 g.grammar_tg_tok_s,
                 g.grammar_tokens,
-                g.ratio
+                g.ratio,
+                g.schema_tg_tok_s,
+                g.schema_tokens,
+                g.schema_ratio
             ));
         }
         if !report.turns.is_empty() {
