@@ -3,7 +3,6 @@
 //! and answers again (as after a message sent into the request); a second miss ends the
 //! request with a clear error. The answer's value goes into `agent_complete`'s `output`.
 
-use super::iterate::Setup;
 use super::run::{Reply, Run};
 use core_models::{ChatMessage, TurnState as S};
 
@@ -18,8 +17,9 @@ pub(super) enum Held {
 }
 
 impl Run {
-    /// Check the model's answer against the output schema.
-    pub(super) fn hold_answer(&mut self, setup: &Setup, reply: &Reply) -> Held {
+    /// Check the model's answer against the output schema; `max` is the request's
+    /// iteration limit (a retry needs an iteration).
+    pub(super) fn hold_answer(&mut self, max: u32, reply: &Reply) -> Held {
         let Some(schema) = self.output_schema.clone() else {
             return Held::Kept;
         };
@@ -35,7 +35,7 @@ impl Run {
                     .map(|e| format!("- {e}"))
                     .collect::<Vec<_>>()
                     .join("\n");
-                if self.output_retried || self.iteration >= setup.max {
+                if self.output_retried || self.iteration >= max {
                     Held::Invalid(format!(
                         "the answer does not match the output schema{}:\n{listed}",
                         if self.output_retried {
@@ -54,14 +54,10 @@ impl Run {
         }
     }
 
-    /// Keep the answer that missed, tell the model what is wrong, and let the loop ask
-    /// again: the turn ends and the message starts the next one.
-    pub(super) fn answer_again(
-        &mut self,
-        reply: Reply,
-        message: String,
-        carry: &mut super::iterate::Carry,
-    ) {
+    /// Keep the answer that missed and tell the model what is wrong: the turn ends and
+    /// the message starts the next one (the loop then asks again, as after an answer
+    /// with messages waiting).
+    pub(super) fn answer_again(&mut self, reply: Reply, message: String) {
         const WHY: &str = "the answer did not match the output schema";
         self.final_response = reply.visible.trim().to_string();
         self.history
@@ -69,7 +65,5 @@ impl Run {
         self.take_messages(vec![message]);
         self.turn(S::EndOfTurn, Some(WHY));
         self.turn(S::WaitingForUserInput, Some(WHY));
-        carry.previous_tools = 0;
-        carry.after_answer = true;
     }
 }

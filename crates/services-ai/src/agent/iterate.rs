@@ -14,7 +14,7 @@ use tool_calls::{FunctionCallParser, ParserOptions, ToolCallFormat, ToolCatalog}
 
 /// What stays the same across the iterations of one request.
 pub(super) struct Setup {
-    pub(super) max: u32,
+    max: u32,
     any_tools: bool,
     /// The tools offered (for their argument choices).
     pub(super) tools: Vec<Arc<dyn core_models::Tool>>,
@@ -28,16 +28,16 @@ pub(super) struct Setup {
 
 /// What one iteration hands the next.
 #[derive(Default)]
-pub(super) struct Carry {
+struct Carry {
     /// Calls that ran in the previous iteration.
-    pub(super) previous_tools: u32,
+    previous_tools: u32,
     /// Every call of the previous reply was refused after asking: the agent machine went
     /// back to Thinking already.
     skip_begin: bool,
     /// The model answered and messages sent meanwhile are to be answered: the agent
     /// machine is still Thinking, the turn machine waits for the user's input (which is
     /// there).
-    pub(super) after_answer: bool,
+    after_answer: bool,
 }
 
 impl Run {
@@ -75,10 +75,12 @@ impl Run {
                 if self.answered_with_messages_waiting(&setup, &reply, &mut carry) {
                     continue;
                 }
-                match self.hold_answer(&setup, &reply) {
+                match self.hold_answer(setup.max, &reply) {
                     super::answer::Held::Kept => {}
                     super::answer::Held::Retry(message) => {
-                        self.answer_again(reply, message, &mut carry);
+                        self.answer_again(reply, message);
+                        carry.previous_tools = 0;
+                        carry.after_answer = true;
                         continue;
                     }
                     super::answer::Held::Invalid(why) => {
