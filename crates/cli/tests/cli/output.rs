@@ -5,8 +5,8 @@
 //! file still reads it first. A schema that cannot be used is refused before any model
 //! loads; `run` prints the answer's JSON alone on stdout.
 //!
-//! The suite below was written before the feature was run on it and is not tuned on: its
-//! wording is no template for anything in the agent.
+//! The suite is `examples/output-schema/suite.jsonl` (see the README there): its wording
+//! is no template for anything in the agent.
 
 use super::model::model;
 use super::{aintern, aintern_in, completed, events, results, Workspace};
@@ -14,51 +14,36 @@ use core_models::AgentEvent;
 use serde_json::{json, Value};
 use test_support::llama_server::{LlamaServer, ServerOptions};
 
-const PROJECT: &str = "Project: Lighthouse\nOwner: Maria Lopez\nStatus: active\nBudget: 42000 euros\nTeam: Ana, Ben, Chen\nDeadline: 2027-03-01\n";
+/// The suite's folder: `suite.jsonl` and the file its requests are about.
+fn suite_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/output-schema")
+}
 
-/// The suite: a request over `project.txt` and the schema its answer is held to.
-fn suite() -> Vec<(&'static str, Value)> {
-    vec![
-        (
-            "Read project.txt and tell me the project name and how many people are on the team.",
-            json!({"type": "object", "properties": {"project": {"type": "string"}, "team_size": {"type": "integer"}}, "required": ["project", "team_size"]}),
-        ),
-        (
-            "What is the status of the project in project.txt?",
-            json!({"type": "object", "properties": {"status": {"enum": ["active", "paused", "done"]}}, "required": ["status"]}),
-        ),
-        (
-            "List the team members named in project.txt.",
-            json!({"type": "object", "properties": {"members": {"type": "array", "items": {"type": "string"}, "minItems": 2}}, "required": ["members"]}),
-        ),
-        (
-            "Who owns the project described in project.txt? Give first and last name.",
-            json!({"type": "object", "properties": {"owner": {"type": "object", "properties": {"first": {"type": "string"}, "last": {"type": "string"}}, "required": ["first", "last"]}}, "required": ["owner"]}),
-        ),
-        (
-            "Is the project in project.txt active?",
-            json!({"type": "object", "properties": {"is_active": {"type": "boolean"}}, "required": ["is_active"]}),
-        ),
-        (
-            "How large is the budget in project.txt, in thousands of euros?",
-            json!({"type": "object", "properties": {"budget_thousands": {"type": "number", "minimum": 0, "maximum": 100}}, "required": ["budget_thousands"]}),
-        ),
-        (
-            "Summarize project.txt in a few words.",
-            json!({"type": "object", "properties": {"summary": {"type": "string", "maxLength": 40}}, "required": ["summary"]}),
-        ),
-        (
-            "When is the deadline in project.txt and who is the owner?",
-            json!({"type": "object", "properties": {"deadline": {"type": "string"}, "owner": {"type": "string"}}, "required": ["deadline", "owner"], "additionalProperties": false}),
-        ),
-    ]
+/// The suite: each request over `project.txt` and the schema its answer is held to.
+fn suite() -> Vec<(String, Value)> {
+    std::fs::read_to_string(suite_dir().join("suite.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let case: Value = serde_json::from_str(l).unwrap();
+            (
+                case["request"].as_str().unwrap().to_string(),
+                case["schema"].clone(),
+            )
+        })
+        .collect()
 }
 
 /// A workspace holding `project.txt`, and a folder apart for the schemas (a schema in
 /// the workspace would be one more file for the model to look at).
 fn setup() -> (Workspace, tempfile::TempDir) {
     let ws = Workspace::new();
-    std::fs::write(ws.dir.path().join("project.txt"), PROJECT).unwrap();
+    std::fs::copy(
+        suite_dir().join("project.txt"),
+        ws.dir.path().join("project.txt"),
+    )
+    .unwrap();
     (ws, tempfile::tempdir().unwrap())
 }
 
