@@ -61,6 +61,11 @@ pub enum Error {
     #[error("cannot render the chat template: {0}")]
     Template(String),
 
+    /// The grammar a reply is held to (a forced call's, an answer's JSON Schema) cannot
+    /// be built or is refused by llama.cpp.
+    #[error("cannot hold the reply to its grammar: {0}")]
+    Grammar(String),
+
     /// The model's worker thread is gone.
     #[error("the model's worker thread stopped")]
     WorkerGone,

@@ -23,7 +23,7 @@ pub(crate) fn tool_grammar(
     target: &GrammarTarget,
 ) -> Result<Option<ToolGrammar>, Error> {
     tool_grammar::tool_grammar(request, target, &LlamaConverter)
-        .map_err(|e| Error::Template(e.to_string()))
+        .map_err(|e| Error::Grammar(e.to_string()))
 }
 
 #[cfg(test)]

@@ -90,7 +90,7 @@ impl LlamaConfig {
 /// to check.
 ///
 /// # Errors
-/// [`Error::Template`] with the converter's reason.
+/// [`Error::Grammar`] with the converter's reason.
 pub fn check_answer_schema(schema: &serde_json::Value) -> Result<(), Error> {
     #[cfg(feature = "llama-cpp")]
     {
@@ -99,7 +99,7 @@ pub fn check_answer_schema(schema: &serde_json::Value) -> Result<(), Error> {
             .convert(schema)
             .map(|_| ())
             .map_err(|e| {
-                Error::Template(format!(
+                Error::Grammar(format!(
                     "llama.cpp cannot hold an answer to this schema: {e}"
                 ))
             })

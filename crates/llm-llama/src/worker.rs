@@ -291,9 +291,7 @@ impl ReplySampler {
                 } else {
                     LlamaSampler::grammar(model, &grammar.text, "root")
                 };
-                Some(sampler.map_err(|e| {
-                    Error::Template(format!("llama.cpp refused the tool grammar: {e}"))
-                })?)
+                Some(sampler.map_err(|e| Error::Grammar(format!("llama.cpp refused it: {e}")))?)
             }
             None => None,
         };
