@@ -615,3 +615,36 @@ async fn a_probe_the_server_fails_is_no_refusal_of_tools() {
         .unwrap_or_default();
     assert!(error.contains("refused"), "{error}");
 }
+
+#[tokio::test]
+async fn an_answer_schema_is_sent_as_structured_output_and_dropped_where_refused() {
+    let server = StubServer::start([
+        StubReply::status(
+            400,
+            r#"{"error":{"message":"response_format of type json_schema is not supported by this model","type":"invalid_request_error"}}"#,
+        ),
+        StubReply::text_stream(&["{\"n\": ", "3}"]),
+        StubReply::text_stream(&["{\"n\": 4}"]),
+    ])
+    .await;
+    let llm = connect(config(&server)).await;
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+    let held = || {
+        request("how many?").with_constraint(Some(core_models::ReplyConstraint::JsonSchema(
+            schema.clone(),
+        )))
+    };
+    let (chunks, error) = collect(&llm, held()).await;
+    assert_eq!((text(&chunks).as_str(), error), ("{\"n\": 3}", None));
+    let (chunks, _) = collect(&llm, held()).await;
+    assert_eq!(text(&chunks), "{\"n\": 4}");
+    let sent = server.chat_requests();
+    assert_eq!(sent.len(), 3, "one refusal, then never sent again");
+    assert_eq!(sent[0].body["response_format"]["type"], "json_schema");
+    assert_eq!(
+        sent[0].body["response_format"]["json_schema"]["schema"],
+        schema
+    );
+    assert!(sent[1].body.get("response_format").is_none());
+    assert!(sent[2].body.get("response_format").is_none(), "remembered");
+}
