@@ -42,6 +42,27 @@ impl LlmRequest {
             constraint: None,
         }
     }
+
+    /// Whether the request forces a call: tools are offered and the tool choice is
+    /// `required` or a named tool.
+    pub fn forces_call(&self) -> bool {
+        !self.tools.is_empty()
+            && matches!(self.tool_choice, ToolChoice::Required | ToolChoice::Tool(_))
+    }
+
+    /// Whether the model may call a tool: tools are offered and the choice is not `none`.
+    pub fn may_call(&self) -> bool {
+        !self.tools.is_empty() && self.tool_choice != ToolChoice::None
+    }
+
+    /// The JSON Schema the reply's answer is held to
+    /// ([`ReplyConstraint::JsonSchema`]), if any.
+    pub fn answer_schema(&self) -> Option<&serde_json::Value> {
+        match &self.constraint {
+            Some(ReplyConstraint::JsonSchema(schema)) => Some(schema),
+            _ => None,
+        }
+    }
 }
 
 /// What a reply's text must be.

@@ -42,7 +42,7 @@ pub use http::ensure_tls_provider;
 
 use async_trait::async_trait;
 use classify::Context;
-use core_models::{ChatFormat, LlmRequest, LlmService, LlmStream, ModelDetails, ToolChoice};
+use core_models::{ChatFormat, LlmRequest, LlmService, LlmStream, ModelDetails};
 use http::{Failure, Urls};
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -200,15 +200,11 @@ impl Inner {
     }
 
     /// In text mode on llama-server, the grammar that holds a forced call (`required` or a
-    /// named tool) to AIntern's fence, as the in-process backend holds it; `None` when
-    /// nothing is forced or the server takes no grammars.
+    /// named tool) to AIntern's fence, or an answer to its schema (fenced calls or the
+    /// answer), as the in-process backend holds them; `None` when nothing is held or the
+    /// server takes no grammars.
     fn text_grammar(&self, request: &LlmRequest) -> Option<String> {
-        let held_answer = matches!(
-            request.constraint,
-            Some(core_models::ReplyConstraint::JsonSchema(_))
-        );
-        if !self.info.llama_server
-            || (matches!(request.tool_choice, ToolChoice::Auto | ToolChoice::None) && !held_answer)
+        if !self.info.llama_server || (!request.forces_call() && request.answer_schema().is_none())
         {
             return None;
         }

@@ -1,7 +1,7 @@
 //! The protocol's JSON: the request body AIntern sends, and the chunks a server streams
 //! back (read leniently: servers differ in what they fill in).
 
-use core_models::{ChatMessage, LlmRequest, MessageRole, ReplyConstraint, ToolChoice};
+use core_models::{ChatMessage, LlmRequest, MessageRole, ToolChoice};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
@@ -106,18 +106,10 @@ pub(crate) fn request_body(
 /// answer to one grammar), in text mode only when no call may be made (the calls are
 /// text there, which a JSON-only reply would forbid).
 fn response_format(request: &LlmRequest, mode: Mode) -> Option<Value> {
-    let Some(ReplyConstraint::JsonSchema(schema)) = &request.constraint else {
-        return None;
-    };
-    let calls_possible = !request.tools.is_empty() && request.tool_choice != ToolChoice::None;
-    let forced = !request.tools.is_empty()
-        && matches!(
-            request.tool_choice,
-            ToolChoice::Required | ToolChoice::Tool(_)
-        );
+    let schema = request.answer_schema()?;
     let allowed = match mode {
-        Mode::Native => !forced,
-        Mode::Text => !calls_possible,
+        Mode::Native => !request.forces_call(),
+        Mode::Text => !request.may_call(),
     };
     allowed.then(|| {
         json!({
@@ -340,7 +332,7 @@ pub(crate) struct Timings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use core_models::{MessageToolCall, ToolDefinition};
+    use core_models::{MessageToolCall, ReplyConstraint, ToolDefinition};
     use std::sync::Arc;
 
     fn conversation() -> LlmRequest {

@@ -12,7 +12,7 @@
 
 use super::gbnf::{literal, Gbnf, SPACE};
 use super::{syntax, Error, GrammarTarget, SchemaConverter, ToolGrammar, MAX_CALLS};
-use core_models::{LlmRequest, ToolChoice};
+use core_models::LlmRequest;
 use serde_json::Value;
 use tool_calls::ToolCallFormat;
 
@@ -30,15 +30,10 @@ pub(super) fn answer_grammar(
     schema: &Value,
 ) -> Result<ToolGrammar, Error> {
     let mut g = Gbnf::new(schemas);
-    let json = g.import_schema(&bounded(schema)).map_err(|e| match e {
-        Error::Schema(message) => {
-            Error::Schema(message.replace("a tool's schema", "the output schema"))
-        }
-        other => other,
-    })?;
+    let json = g.import_schema_of(&bounded(schema), "the output schema")?;
     let answer = format!("{}{SPACE} {json} {SPACE}", answer_opening(target.format));
-    let calls_allowed = request.tool_choice == ToolChoice::Auto && !request.tools.is_empty();
-    let body = if calls_allowed {
+    // Calls stay possible unless none may be made (a forced call never comes here).
+    let body = if request.may_call() {
         let tools: Vec<_> = request.tools.iter().collect();
         let calls = syntax::calls(&mut g, target, &tools, MAX_CALLS)?;
         format!("( {} | {answer} )", calls.expr)
@@ -123,7 +118,7 @@ mod tests {
     use super::super::matcher::Grammar;
     use super::super::{tool_grammar, ReasoningBudget, SubsetConverter};
     use super::*;
-    use core_models::{ChatMessage, ReplyConstraint, ToolDefinition};
+    use core_models::{ChatMessage, ReplyConstraint, ToolChoice, ToolDefinition};
     use serde_json::json;
 
     fn schema() -> Value {

@@ -175,12 +175,19 @@ impl<'a> Gbnf<'a> {
         first(0)
     }
 
-    /// The grammar of JSON matching `schema` (the converter's), its rules renamed under a
-    /// fresh prefix so that several can live in one grammar. Returns its root.
+    /// The grammar of JSON matching a tool's `schema` (see [`Gbnf::import_schema_of`]).
     pub(crate) fn import_schema(&mut self, schema: &Value) -> Result<String, Error> {
-        let text = self.schemas.convert(schema).map_err(|e| {
-            Error::Schema(format!("cannot build a grammar from a tool's schema: {e}"))
-        })?;
+        self.import_schema_of(schema, "a tool's schema")
+    }
+
+    /// The grammar of JSON matching `schema` (the converter's), its rules renamed under a
+    /// fresh prefix so that several can live in one grammar; `what` names the schema in
+    /// an error. Returns its root.
+    pub(crate) fn import_schema_of(&mut self, schema: &Value, what: &str) -> Result<String, Error> {
+        let text = self
+            .schemas
+            .convert(schema)
+            .map_err(|e| Error::Schema(format!("cannot build a grammar from {what}: {e}")))?;
         let prefix = format!("j{}-", self.imports);
         self.imports += 1;
         for line in text.lines().filter(|l| !l.trim().is_empty()) {

@@ -142,8 +142,8 @@ pub fn tool_grammar(
 ) -> Result<Option<ToolGrammar>, Error> {
     // An answer held to a schema: the whole reply is its JSON, or calls where the tool
     // choice leaves the choice to the model; a forced call is a call.
-    if let Some(ReplyConstraint::JsonSchema(schema)) = &request.constraint {
-        if !forces_call(request) {
+    if let Some(schema) = request.answer_schema() {
+        if !request.forces_call() {
             return answer::answer_grammar(request, target, schemas, schema).map(Some);
         }
     } else if let Some(constraint) = &request.constraint {
@@ -183,15 +183,6 @@ pub fn tool_grammar(
         text: g.finish(&root),
         triggers,
     }))
-}
-
-/// Whether the request forces a call (`required` or a named tool, with tools offered).
-fn forces_call(request: &LlmRequest) -> bool {
-    !request.tools.is_empty()
-        && matches!(
-            request.tool_choice,
-            ToolChoice::Required | ToolChoice::Tool(_)
-        )
 }
 
 /// The grammar of a [`ReplyConstraint`] that needs no schema converter: for [`ReplyConstraint::OneOf`], exactly one of
@@ -242,8 +233,7 @@ impl ReasoningBudget {
     /// grammar constrains nothing before a trigger (`auto`, with no answer schema) or
     /// allows no reasoning.
     pub fn new(request: &LlmRequest, target: &GrammarTarget) -> Option<Self> {
-        let whole_reply = forces_call(request)
-            || matches!(request.constraint, Some(ReplyConstraint::JsonSchema(_)));
+        let whole_reply = request.forces_call() || request.answer_schema().is_some();
         if !whole_reply {
             return None;
         }

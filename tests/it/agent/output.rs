@@ -50,6 +50,14 @@ fn request(dir: &tempfile::TempDir) -> AgentRequest {
         .with_output_schema(schema())
 }
 
+/// The model reads notes.txt, then answers as the schema asks.
+fn read_then_answer() -> Vec<ScriptedResponse> {
+    vec![
+        fence("read_file", json!({"path": "notes.txt"})),
+        text("{\"day\": \"Friday\", \"attendees\": 4}"),
+    ]
+}
+
 fn file_tools() -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(tools::ReadFile::default()),
@@ -84,14 +92,7 @@ fn errors(events: &[AgentEvent]) -> Vec<&AgentErrorEvent> {
 #[tokio::test]
 async fn tools_first_then_an_answer_held_to_the_schema() {
     let dir = workspace();
-    let h = harness(
-        vec![
-            fence("read_file", json!({"path": "notes.txt"})),
-            text("{\"day\": \"Friday\", \"attendees\": 4}"),
-        ],
-        file_tools(),
-        free(),
-    );
+    let h = harness(read_then_answer(), file_tools(), free());
     let events = run(&h.agent, request(&dir)).await;
     let done = complete(&events);
     assert_eq!(done.reason, CompletionReason::Finished);
@@ -136,14 +137,7 @@ async fn without_a_schema_there_is_no_output() {
 #[tokio::test]
 async fn a_forced_call_is_not_held_to_the_answer_schema() {
     let dir = workspace();
-    let h = harness(
-        vec![
-            fence("read_file", json!({"path": "notes.txt"})),
-            text("{\"day\": \"Friday\", \"attendees\": 4}"),
-        ],
-        file_tools(),
-        free(),
-    );
+    let h = harness(read_then_answer(), file_tools(), free());
     let events = run(
         &h.agent,
         request(&dir).with_tool_choice(ToolChoice::Required),

@@ -9,7 +9,7 @@
 //! is no template for anything in the agent.
 
 use super::model::model;
-use super::{aintern, aintern_in, completed, events, results, Workspace};
+use super::{aintern_in, completed, events, results, Workspace};
 use core_models::AgentEvent;
 use serde_json::{json, Value};
 use test_support::llama_server::{LlamaServer, ServerOptions};
@@ -53,28 +53,44 @@ fn schema_file(dir: &tempfile::TempDir, i: usize, schema: &Value) -> String {
     path.to_str().unwrap().to_string()
 }
 
+/// `aintern COMMAND` over `ws` with `backend`, the answer held to the schema in `file`,
+/// nothing saved; `extra` flags before the message.
+fn held(
+    ws: &Workspace,
+    command: &str,
+    backend: &str,
+    file: &str,
+    extra: &[&str],
+    message: &str,
+) -> std::process::Output {
+    let mut args = vec![
+        command,
+        "--workspace",
+        ws.path(),
+        "--backend",
+        backend,
+        "--no-save",
+        "--output-schema",
+        file,
+    ];
+    args.extend_from_slice(extra);
+    args.push(message);
+    aintern_in(ws.home.path(), &args, b"")
+}
+
 /// Run the suite over `backend`: every answer valid, the file question reading the file.
 fn suite_passes(backend: &str) {
     let (ws, schemas) = setup();
     let mut failed = Vec::new();
     for (i, (question, schema)) in suite().iter().enumerate() {
         let file = schema_file(&schemas, i, schema);
-        let out = aintern_in(
-            ws.home.path(),
-            &[
-                "exec",
-                "--workspace",
-                ws.path(),
-                "--backend",
-                backend,
-                "--approve",
-                "safe",
-                "--no-save",
-                "--output-schema",
-                &file,
-                question,
-            ],
-            b"",
+        let out = held(
+            &ws,
+            "exec",
+            backend,
+            &file,
+            &["--approve", "safe"],
+            question,
         );
         let events = events(&out.stdout);
         let output = match events.last() {
@@ -130,20 +146,7 @@ fn run_prints_the_answer_s_json_alone_on_stdout() {
         json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
     let file = schema_file(&schemas, 0, &schema);
     let script = ws.script(&["Let me see: {\"n\": \"three\"}", "{\"n\": 3}"]);
-    let out = aintern(
-        &[
-            "run",
-            "--workspace",
-            ws.path(),
-            "--backend",
-            &script,
-            "--no-save",
-            "--output-schema",
-            &file,
-            "How many?",
-        ],
-        b"",
-    );
+    let out = held(&ws, "run", &script, &file, &[], "How many?");
     assert!(
         out.status.success(),
         "{}",
@@ -159,20 +162,7 @@ fn run_prints_the_answer_s_json_alone_on_stdout() {
 
     // exec: the value rides on agent_complete.
     let script = ws.script(&["{\"n\": 3}"]);
-    let out = aintern(
-        &[
-            "exec",
-            "--workspace",
-            ws.path(),
-            "--backend",
-            &script,
-            "--no-save",
-            "--output-schema",
-            &file,
-            "How many?",
-        ],
-        b"",
-    );
+    let out = held(&ws, "exec", &script, &file, &[], "How many?");
     let (_, done) = completed(&out);
     assert_eq!(done.output, Some(json!({"n": 3})));
 }
@@ -184,20 +174,7 @@ fn an_answer_that_never_matches_fails_the_command_in_words() {
         json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
     let file = schema_file(&schemas, 0, &schema);
     let script = ws.script(&["three", "still three"]);
-    let out = aintern(
-        &[
-            "run",
-            "--workspace",
-            ws.path(),
-            "--backend",
-            &script,
-            "--no-save",
-            "--output-schema",
-            &file,
-            "How many?",
-        ],
-        b"",
-    );
+    let out = held(&ws, "run", &script, &file, &[], "How many?");
     assert!(!out.status.success());
     assert!(
         out.stdout.is_empty(),
@@ -235,18 +212,13 @@ fn a_schema_that_cannot_be_used_is_refused_before_any_model_loads() {
     ] {
         for command in ["run", "exec"] {
             // A model that does not exist: the schema is refused first.
-            let out = aintern(
-                &[
-                    command,
-                    "--workspace",
-                    ws.path(),
-                    "--backend",
-                    "llama:/nonexistent/model.gguf",
-                    "--output-schema",
-                    file,
-                    "How many?",
-                ],
-                b"",
+            let out = held(
+                &ws,
+                command,
+                "llama:/nonexistent/model.gguf",
+                file,
+                &[],
+                "How many?",
             );
             assert!(!out.status.success(), "{file}");
             let stderr = String::from_utf8_lossy(&out.stderr);

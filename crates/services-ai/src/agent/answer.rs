@@ -1,10 +1,9 @@
 //! An answer held to the request's output schema ([`crate::OutputSchema`]): validated
 //! when the model answers; when it does not match, the model is told what is wrong once
-//! and answers again (as after a message sent into the request); a second miss ends the
-//! request with a clear error. The answer's value goes into `agent_complete`'s `output`.
+//! and answers again (the loop sends the message as one sent after the answer); a
+//! second miss ends the request with a clear error. The answer's value goes into `agent_complete`'s `output`.
 
 use super::run::{Reply, Run};
-use core_models::{ChatMessage, TurnState as S};
 
 /// What became of an answer.
 pub(super) enum Held {
@@ -52,18 +51,5 @@ impl Run {
                 }
             }
         }
-    }
-
-    /// Keep the answer that missed and tell the model what is wrong: the turn ends and
-    /// the message starts the next one (the loop then asks again, as after an answer
-    /// with messages waiting).
-    pub(super) fn answer_again(&mut self, reply: Reply, message: String) {
-        const WHY: &str = "the answer did not match the output schema";
-        self.final_response = reply.visible.trim().to_string();
-        self.history
-            .push(ChatMessage::assistant(reply.into_answer()));
-        self.take_messages(vec![message]);
-        self.turn(S::EndOfTurn, Some(WHY));
-        self.turn(S::WaitingForUserInput, Some(WHY));
     }
 }

@@ -78,9 +78,9 @@ impl Run {
                 match self.hold_answer(setup.max, &reply) {
                     super::answer::Held::Kept => {}
                     super::answer::Held::Retry(message) => {
-                        self.answer_again(reply, message);
-                        carry.previous_tools = 0;
-                        carry.after_answer = true;
+                        // The answer that missed stays, and what is wrong with it comes
+                        // next, as a message sent after it.
+                        self.ask_again_after(&reply, vec![message], ANSWER_MISSED, &mut carry);
                         continue;
                     }
                     super::answer::Held::Invalid(why) => {
@@ -307,15 +307,27 @@ impl Run {
         if waiting.is_empty() {
             return false;
         }
+        self.ask_again_after(reply, waiting, MESSAGES_AFTER_ANSWER, carry);
+        true
+    }
+
+    /// Keep the model's answer, then take `messages` as the user's next input: the turn
+    /// ends (`why`) and the loop asks the model again, the agent machine still Thinking.
+    fn ask_again_after(
+        &mut self,
+        reply: &Reply,
+        messages: Vec<String>,
+        why: &str,
+        carry: &mut Carry,
+    ) {
         self.final_response = reply.visible.trim().to_string();
         self.history
             .push(ChatMessage::assistant(reply.answer_text().to_string()));
-        self.take_messages(waiting);
-        self.turn(S::EndOfTurn, Some(MESSAGES_AFTER_ANSWER));
-        self.turn(S::WaitingForUserInput, Some(MESSAGES_AFTER_ANSWER));
+        self.take_messages(messages);
+        self.turn(S::EndOfTurn, Some(why));
+        self.turn(S::WaitingForUserInput, Some(why));
         carry.previous_tools = 0;
         carry.after_answer = true;
-        true
     }
 
     /// The model answered without calling a tool.
@@ -432,6 +444,8 @@ impl Run {
 
 /// Why the model is asked again after it answered.
 const MESSAGES_AFTER_ANSWER: &str = "messages were sent while the model answered";
+/// Why the model is asked again after an answer that missed the output schema.
+const ANSWER_MISSED: &str = "the answer did not match the output schema";
 
 /// The model request of `iteration` of `request` over `history`.
 pub(super) fn llm_request(
