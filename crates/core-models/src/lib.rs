@@ -86,6 +86,7 @@ pub use events::{
 };
 pub use llm::{
     LlmChunk, LlmRequest, LlmStream, LlmToolCall, LlmUsage, ModelDetails, ReplyConstraint,
+    SessionKey,
 };
 pub use permission::{
     collapse_whitespace, normalize_path, PermissionCheckResult, PermissionSubjects,

@@ -29,6 +29,11 @@ pub struct LlmRequest {
     /// choice allows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub constraint: Option<ReplyConstraint>,
+    /// The conversation this request continues, for a backend that keeps conversations'
+    /// caches warm: a saved llama state, a server's prompt-cache key, a pinned slot (see
+    /// [`crate::LlmService::keep_session`]). `None`: no affinity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionKey>,
 }
 
 impl LlmRequest {
@@ -40,6 +45,7 @@ impl LlmRequest {
             tool_choice: ToolChoice::Auto,
             options: InferenceOptions::default(),
             constraint: None,
+            session: None,
         }
     }
 
@@ -62,6 +68,62 @@ impl LlmRequest {
             Some(ReplyConstraint::JsonSchema(schema)) => Some(schema),
             _ => None,
         }
+    }
+}
+
+/// A conversation's name for the caches that keep it warm: 1 to 64 ASCII letters,
+/// digits, `-` or `_`. Safe as a file name and as an HTTP header value or a
+/// `prompt_cache_key`; a [`uuid::Uuid`] (a session's id) is one. It names a
+/// conversation, never a person, and carries no secret.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct SessionKey(String);
+
+impl SessionKey {
+    /// The longest key.
+    pub const MAX_LEN: usize = 64;
+
+    /// `key` when it has the allowed form (see [`SessionKey`]).
+    pub fn new(key: impl Into<String>) -> Option<Self> {
+        let key = key.into();
+        let allowed = !key.is_empty()
+            && key.len() <= Self::MAX_LEN
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        allowed.then_some(SessionKey(key))
+    }
+
+    /// The key's text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<uuid::Uuid> for SessionKey {
+    fn from(id: uuid::Uuid) -> Self {
+        SessionKey(id.hyphenated().to_string())
+    }
+}
+
+impl TryFrom<String> for SessionKey {
+    type Error = String;
+
+    fn try_from(key: String) -> Result<Self, Self::Error> {
+        SessionKey::new(key)
+            .ok_or_else(|| "a session key is 1 to 64 ASCII letters, digits, '-' or '_'".to_string())
+    }
+}
+
+impl From<SessionKey> for String {
+    fn from(key: SessionKey) -> Self {
+        key.0
+    }
+}
+
+impl std::fmt::Display for SessionKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
     }
 }
 
@@ -201,6 +263,7 @@ setters!(LlmRequest {
     with_tool_choice => tool_choice: ToolChoice,
     with_options => options: InferenceOptions,
     with_constraint => constraint: Option<ReplyConstraint>,
+    with_session => session: Option<SessionKey>,
 });
 
 setters!(LlmUsage {

@@ -3,7 +3,7 @@
 
 use crate::error::Error;
 use crate::events::{AgentEvent, GitCommit};
-use crate::llm::{LlmRequest, LlmStream, ModelDetails};
+use crate::llm::{LlmRequest, LlmStream, ModelDetails, SessionKey};
 use crate::permission::{PermissionCheckResult, PermissionSubjects, ToolPermissionSettings};
 use crate::request::{AgentRequest, ToolAvailabilityContext};
 use crate::state::{AgentState, AgentStateChange};
@@ -162,6 +162,18 @@ pub trait LlmService: Send + Sync {
         let _ = request;
         Ok(None)
     }
+
+    /// Keep what lets a later process continue `session` without evaluating it again,
+    /// when the backend was set up to (a llama model saves its context's state for the
+    /// session; llama-server saves the session's slot). The agent calls it when a request
+    /// ends. Returns whether anything was kept; by default nothing is.
+    ///
+    /// # Errors
+    /// [`Error::Llm`] when keeping failed; the conversation itself is never affected.
+    async fn keep_session(&self, session: &SessionKey) -> Result<bool, Error> {
+        let _ = session;
+        Ok(false)
+    }
 }
 
 /// A shared model is a model: an application can keep one handle (to inspect a scripted
@@ -190,6 +202,10 @@ impl<T: LlmService + ?Sized> LlmService for Arc<T> {
 
     async fn count_tokens(&self, request: &LlmRequest) -> Result<Option<u64>, Error> {
         (**self).count_tokens(request).await
+    }
+
+    async fn keep_session(&self, session: &SessionKey) -> Result<bool, Error> {
+        (**self).keep_session(session).await
     }
 }
 

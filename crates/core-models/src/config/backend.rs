@@ -69,6 +69,29 @@ pub struct BackendConfig {
     pub idle_timeout_ms: u64,
     /// `openai`: retries after a connection error, 429 or 5xx before the first token.
     pub max_retries: u32,
+    /// `llama`: most disk the saved states of sessions may take, in MiB (the least
+    /// recently saved are removed first); 0 saves none. A saved state lets a session
+    /// resumed in a new process skip evaluating its conversation again.
+    pub session_state_limit_mb: u64,
+    /// `llama`: draft tokens from the conversation (prompt lookup) and verify them in one
+    /// batch, when it pays: the same reply, sooner when it copies from the context.
+    pub speculative: bool,
+    /// `openai`: send each session's key as `prompt_cache_key`, which hosted APIs use to
+    /// route a conversation to the machine that holds its cache (servers that do not know
+    /// it ignore it).
+    pub prompt_cache_key: bool,
+    /// `openai`: an HTTP header that carries each session's key, for a router that keeps
+    /// a session on one replica (vLLM's production stack `--session-key`, SGLang's
+    /// gateway `X-SMG-Routing-Key`). Off by default: some hosted APIs refuse unknown
+    /// headers.
+    pub affinity_header: Option<String>,
+    /// `openai`: pin each session to one of llama-server's slots (its `id_slot`), so that
+    /// concurrent sessions do not evict each other's caches.
+    pub pin_slots: bool,
+    /// `openai`: save a session's slot on llama-server when a request ends and restore it
+    /// before the session's next process asks (needs llama-server `--slot-save-path`;
+    /// without it nothing is saved).
+    pub save_slots: bool,
 }
 
 impl Default for BackendConfig {
@@ -84,6 +107,12 @@ impl Default for BackendConfig {
             first_token_timeout_ms: 300_000,
             idle_timeout_ms: 60_000,
             max_retries: 3,
+            session_state_limit_mb: 2048,
+            speculative: true,
+            prompt_cache_key: true,
+            affinity_header: None,
+            pin_slots: false,
+            save_slots: false,
         }
     }
 }
@@ -106,6 +135,12 @@ impl fmt::Debug for BackendConfig {
             .field("first_token_timeout_ms", &self.first_token_timeout_ms)
             .field("idle_timeout_ms", &self.idle_timeout_ms)
             .field("max_retries", &self.max_retries)
+            .field("session_state_limit_mb", &self.session_state_limit_mb)
+            .field("speculative", &self.speculative)
+            .field("prompt_cache_key", &self.prompt_cache_key)
+            .field("affinity_header", &self.affinity_header)
+            .field("pin_slots", &self.pin_slots)
+            .field("save_slots", &self.save_slots)
             .finish()
     }
 }
@@ -154,10 +189,7 @@ impl BackendConfig {
         }
         for (name, value) in &self.headers {
             check(
-                !name.is_empty()
-                    && name
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)),
+                is_header_name(name),
                 "backend.headers",
                 format!("'{name}' is not an HTTP header name"),
             );
@@ -181,6 +213,13 @@ impl BackendConfig {
                 format!("must be from 1 to {MAX_TIMEOUT_MS} (a day; got {ms})"),
             );
         }
+        if let Some(name) = &self.affinity_header {
+            check(
+                is_header_name(name),
+                "backend.affinity_header",
+                format!("'{name}' is not an HTTP header name"),
+            );
+        }
         check(
             self.max_retries <= MAX_RETRIES,
             "backend.max_retries",
@@ -188,6 +227,14 @@ impl BackendConfig {
         );
         errors
     }
+}
+
+/// Whether `name` is an HTTP header name (RFC 9110 token characters).
+fn is_header_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 setters!(BackendConfig {
@@ -201,4 +248,10 @@ setters!(BackendConfig {
     with_first_token_timeout_ms => first_token_timeout_ms: u64,
     with_idle_timeout_ms => idle_timeout_ms: u64,
     with_max_retries => max_retries: u32,
+    with_session_state_limit_mb => session_state_limit_mb: u64,
+    with_speculative => speculative: bool,
+    with_prompt_cache_key => prompt_cache_key: bool,
+    with_affinity_header => affinity_header: Option<String>,
+    with_pin_slots => pin_slots: bool,
+    with_save_slots => save_slots: bool,
 });
