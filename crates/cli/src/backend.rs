@@ -173,11 +173,34 @@ fn expand_home(path: &str) -> PathBuf {
     }
 }
 
+/// What a llama model keeps between processes, and how it writes.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Keeping {
+    /// Where sessions' states are saved (the sessions folder), when sessions are saved.
+    pub(crate) state_dir: Option<PathBuf>,
+    /// `[backend] session_state_limit_mb`, in bytes.
+    pub(crate) state_cap_bytes: u64,
+    /// `[backend] speculative`.
+    pub(crate) speculative: bool,
+}
+
+impl Keeping {
+    /// What `config` says, saving states in `state_dir`.
+    pub(crate) fn new(config: &BackendConfig, state_dir: Option<PathBuf>) -> Self {
+        Keeping {
+            state_dir,
+            state_cap_bytes: config.session_state_limit_mb.saturating_mul(1 << 20),
+            speculative: config.speculative,
+        }
+    }
+}
+
 /// Load or connect the chosen backend, showing progress. `chat_template` replaces a GGUF's
 /// own template (llama models only).
 pub(crate) async fn open(
     choice: Choice,
     load: &LoadArgs,
+    keeping: Keeping,
     terminal: &mut Terminal,
 ) -> Result<Opened, String> {
     let (chat_template, context_size) = (load.chat_template.as_deref(), load.context_size);
@@ -203,11 +226,11 @@ pub(crate) async fn open(
                     path.display()
                 ));
             }
-            let llm = load_llama(path, template, context_size, terminal).await?;
+            let llm = load_llama(path, template, context_size, keeping, terminal).await?;
             Ok(Opened { llm, small: true })
         }
         Choice::Llama(path) => {
-            let llm = load_llama(path, template, context_size, terminal).await?;
+            let llm = load_llama(path, template, context_size, keeping, terminal).await?;
             let small = llm.model_details().is_small();
             Ok(Opened { llm, small })
         }
@@ -263,6 +286,7 @@ async fn load_llama(
     path: PathBuf,
     chat_template: Option<String>,
     context_size: Option<u32>,
+    keeping: Keeping,
     terminal: &mut Terminal,
 ) -> Result<Arc<dyn LlmService>, String> {
     let name = path.file_name().map_or_else(
@@ -273,6 +297,9 @@ async fn load_llama(
     let config = llm_llama::LlamaConfig {
         chat_template,
         context_size: context_size.unwrap_or(defaults.context_size),
+        state_dir: keeping.state_dir,
+        state_cap_bytes: keeping.state_cap_bytes,
+        speculative: keeping.speculative,
         ..defaults
     };
     let task = tokio::task::spawn_blocking(move || llm_llama::LlamaLlm::load(config));

@@ -263,13 +263,18 @@ impl Session {
         if let Some(note) = sandbox_note(&launcher) {
             terminal.note(&note);
         }
+        // A saved session's model state is kept beside it.
+        let state_dir = (!args.no_save)
+            .then(crate::sessions::sessions_dir)
+            .flatten();
+        let keeping = backend::Keeping::new(&config.backend, state_dir);
         // The model loads while the MCP servers start.
         let servers =
             mcp::McpServers::start(&config.mcp_servers, Arc::clone(&launcher), &workspace);
         let (opened, servers) = tokio::select! {
             both = async {
                 tokio::join!(
-                    backend::open(choice, &args.load, terminal),
+                    backend::open(choice, &args.load, keeping, terminal),
                     servers,
                 )
             } => both,

@@ -269,10 +269,12 @@ impl Store {
             .ok_or_else(|| StoreError::NotFound("(none saved yet)".into()))
     }
 
-    /// Delete a session's file.
+    /// Delete a session's file, and the model state saved for it.
     pub(crate) fn remove(&self, id: Uuid) -> Result<(), StoreError> {
         let path = self.path(id);
-        std::fs::remove_file(&path).map_err(io(&path))
+        std::fs::remove_file(&path).map_err(io(&path))?;
+        llm_llama::remove_session_state(&self.dir, &id.into()).map_err(io(&self.dir))?;
+        Ok(())
     }
 }
 

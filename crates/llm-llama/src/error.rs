@@ -66,6 +66,11 @@ pub enum Error {
     #[error("cannot hold the reply to its grammar: {0}")]
     Grammar(String),
 
+    /// A session's saved state could not be written (see [`crate::LlamaConfig::state_dir`]);
+    /// the conversation is not affected.
+    #[error("{0}")]
+    SessionState(String),
+
     /// The model's worker thread is gone.
     #[error("the model's worker thread stopped")]
     WorkerGone,

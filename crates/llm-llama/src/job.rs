@@ -26,6 +26,11 @@ pub(crate) enum Job {
         request: LlmRequest,
         reply: tokio::sync::oneshot::Sender<Result<u64, Error>>,
     },
+    /// Save the session's state (see [`crate::LlamaConfig::state_dir`]).
+    Keep {
+        session: core_models::SessionKey,
+        reply: tokio::sync::oneshot::Sender<Result<bool, Error>>,
+    },
     /// Generate a reply, streaming it to `out`.
     Generate {
         request: LlmRequest,

@@ -38,11 +38,23 @@ mod template;
 mod text;
 #[cfg(feature = "llama-cpp")]
 mod worker;
+#[cfg(feature = "llama-cpp")]
+mod sampler;
+#[cfg(feature = "llama-cpp")]
+mod session;
+// Pure bookkeeping, used by the worker (and tested) only with llama.cpp built in.
+#[cfg_attr(not(feature = "llama-cpp"), allow(dead_code))]
+mod slots;
+#[cfg_attr(not(feature = "llama-cpp"), allow(dead_code))]
+mod speculate;
+#[cfg_attr(not(feature = "llama-cpp"), allow(dead_code))]
+mod state;
 #[cfg(not(feature = "llama-cpp"))]
 #[path = "docs_only.rs"]
 mod worker;
 
 pub use error::Error;
+pub use state::remove_session_state;
 pub use template::{ChatTemplate, TemplateCapabilities};
 
 use async_trait::async_trait;
@@ -67,10 +79,23 @@ pub struct LlamaConfig {
     /// A chat template (Jinja source) to use instead of the one in the GGUF file, for a
     /// model whose own template is missing or wrong. Loading fails when it is not valid.
     pub chat_template: Option<String>,
+    /// Where sessions' saved states are kept (`None`: nowhere). With a folder, the state
+    /// of a request's [`core_models::LlmRequest::session`] is saved when the agent asks
+    /// ([`LlmService::keep_session`]) and restored the first time the session asks again
+    /// in a new process, so that only what is new is evaluated. The folder must be
+    /// private to the user: a state holds the conversation.
+    pub state_dir: Option<PathBuf>,
+    /// Most bytes the saved states may take in `state_dir` (the least recently saved go
+    /// first).
+    pub state_cap_bytes: u64,
+    /// Draft tokens by prompt lookup and verify them in one batch: the same reply
+    /// (greedy: the same tokens), sooner when it copies from the conversation.
+    pub speculative: bool,
 }
 
 impl LlamaConfig {
-    /// Defaults for `model_path`: 4096-token context, every core, batches of 512, CPU only.
+    /// Defaults for `model_path`: 4096-token context, every core, batches of 512, CPU
+    /// only, no saved states (a 2 GiB cap once a folder is set), prompt-lookup drafting.
     pub fn new(model_path: impl Into<PathBuf>) -> Self {
         LlamaConfig {
             model_path: model_path.into(),
@@ -79,6 +104,9 @@ impl LlamaConfig {
             batch_size: 512,
             gpu_layers: 0,
             chat_template: None,
+            state_dir: None,
+            state_cap_bytes: 2 << 30,
+            speculative: true,
         }
     }
 }
@@ -313,6 +341,20 @@ impl LlmService for LlamaLlm {
         core_models::ModelDetails::default()
             .with_parameters(Some(self.info.parameters).filter(|p| *p > 0))
             .with_context_length(Some(self.info.context_size))
+    }
+
+    async fn keep_session(
+        &self,
+        session: &core_models::SessionKey,
+    ) -> Result<bool, core_models::Error> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.jobs
+            .send(worker::Job::Keep {
+                session: session.clone(),
+                reply: tx,
+            })
+            .map_err(|_| Error::WorkerGone)?;
+        Ok(rx.await.map_err(|_| Error::WorkerGone)??)
     }
 
     async fn generate(&self, request: LlmRequest) -> Result<LlmStream, core_models::Error> {

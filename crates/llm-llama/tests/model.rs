@@ -18,6 +18,9 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+#[path = "model_parts/warm.rs"]
+mod warm;
+
 fn model_path() -> Option<PathBuf> {
     let path = std::env::var_os("AINTERN_TEST_MODEL")
         .map(PathBuf::from)

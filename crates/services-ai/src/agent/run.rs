@@ -186,6 +186,9 @@ pub(crate) struct Run {
     pub(super) output_retried: bool,
 }
 
+/// The longest wait for the backend to keep a session's cache at a request's end.
+const KEEP_SESSION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 impl Run {
     /// Count one generation's tokens in the request's totals. Counts from a server are
     /// untrusted: they saturate, never wrap.
@@ -263,8 +266,34 @@ impl Run {
             Ok(outcome) => outcome,
             Err(panic) => Outcome::Panicked(panic_message(panic.as_ref())),
         };
+        if !matches!(outcome, Outcome::Panicked(_)) {
+            self.keep_session().await;
+        }
         self.finish(outcome);
         finished.cancel();
+    }
+
+    /// The key of the conversation this request continues (see [`LlmRequest::session`]).
+    ///
+    /// [`LlmRequest::session`]: core_models::LlmRequest::session
+    pub(super) fn session_key(&self) -> core_models::SessionKey {
+        self.request.conversation_id.into()
+    }
+
+    /// Ask the backend to keep what lets a later process continue the conversation (see
+    /// [`core_models::LlmService::keep_session`]), before the terminal event: a front-end
+    /// may exit as soon as it sees it. A failure costs only speed: it is logged.
+    async fn keep_session(&self) {
+        let key = self.session_key();
+        let keeping = self.shared.ports.llm.keep_session(&key);
+        match tokio::time::timeout(KEEP_SESSION_TIMEOUT, keeping).await {
+            Ok(Ok(true)) => tracing::debug!(session = %key, "the backend kept the session's cache"),
+            Ok(Ok(false)) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(session = %key, error = %e, "the session's cache could not be kept")
+            }
+            Err(_) => tracing::warn!(session = %key, "keeping the session's cache took too long"),
+        }
     }
 
     /// Stop when the request times out or the event stream is dropped.

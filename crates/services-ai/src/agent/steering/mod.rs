@@ -123,6 +123,8 @@ pub(crate) fn select(config: &AgentConfig, details: &ModelDetails) -> Arc<dyn St
 /// The model, asked for a choice: its reply collected, nothing shown.
 pub(crate) struct ModelChooser {
     pub(crate) llm: Arc<dyn LlmService>,
+    /// The conversation the choices belong to (see [`LlmRequest::session`]).
+    pub(crate) session: core_models::SessionKey,
     pub(crate) stop: tokio_util::sync::CancellationToken,
     /// What each choice cost, as the backend reported it.
     pub(crate) spent: std::sync::Mutex<Vec<LlmUsage>>,
@@ -130,8 +132,9 @@ pub(crate) struct ModelChooser {
 
 #[async_trait]
 impl Chooser for ModelChooser {
-    async fn choose(&self, request: LlmRequest) -> Result<Option<String>, Halt> {
+    async fn choose(&self, mut request: LlmRequest) -> Result<Option<String>, Halt> {
         use futures::StreamExt;
+        request.session.get_or_insert_with(|| self.session.clone());
         let options = match &request.constraint {
             Some(core_models::ReplyConstraint::OneOf(options)) => options.clone(),
             _ => return Ok(None),

@@ -1,0 +1,459 @@
+//! One job on the context: a reply generated from a prompt (the cache reused), or the
+//! throughput measured.
+
+use crate::sampler::ReplySampler;
+use crate::slots::Slots;
+use crate::speculate::Drafter;
+use crate::text::{Stop, StopMatcher, Utf8Decoder};
+use crate::worker::Templates;
+use crate::Error;
+use core_models::{LlmChunk, LlmRequest, LlmUsage};
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::DecodeError;
+use std::collections::VecDeque;
+use std::time::Instant;
+use tokio::sync::mpsc::UnboundedSender;
+
+/// How far apart (in logits) the best two tokens of a draft's output must be for the
+/// output to decide a greedy choice; closer, the choice is made as plain decoding makes it.
+const TIE_MARGIN: f32 = 0.05;
+
+/// Whether the best two of `logits` are within [`TIE_MARGIN`].
+fn too_close(logits: &[f32]) -> bool {
+    let (mut first, mut second) = (f32::NEG_INFINITY, f32::NEG_INFINITY);
+    for &l in logits {
+        if l > first {
+            second = first;
+            first = l;
+        } else if l > second {
+            second = l;
+        }
+    }
+    first - second < TIE_MARGIN
+}
+
+/// The most tokens one draft's batch holds (the token and its draft).
+const DRAFT_BATCH: usize = 17;
+
+pub(crate) struct Session<'m, 'c> {
+    model: &'m LlamaModel,
+    ctx: &'c mut LlamaContext<'m>,
+    /// The tokens each of the context's sequences holds.
+    slots: &'c mut Slots<LlamaToken>,
+    batch: usize,
+    /// Whether replies may be drafted by prompt lookup (see [`crate::speculate`]).
+    speculative: bool,
+    out: &'c UnboundedSender<Result<LlmChunk, core_models::Error>>,
+}
+
+/// Which outputs of a decode get logits.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Logits {
+    /// The last token's only (a prompt, a single token).
+    Last,
+    /// Every token's (a draft to verify).
+    All,
+}
+
+/// The reply being written: what its tokens become (text through the stop strings), and
+/// when it ends.
+struct Reply {
+    utf8: Utf8Decoder,
+    stops: StopMatcher,
+    generated: u64,
+    max: u64,
+    first_token: Option<std::time::Duration>,
+    stopped: bool,
+    /// Tokens written for the model (the end of its reasoning, see `ReasoningBudget`).
+    forced: VecDeque<LlamaToken>,
+}
+
+impl<'m, 'c> Session<'m, 'c> {
+    pub(crate) fn new(
+        model: &'m LlamaModel,
+        ctx: &'c mut LlamaContext<'m>,
+        slots: &'c mut Slots<LlamaToken>,
+        batch: usize,
+        speculative: bool,
+        out: &'c UnboundedSender<Result<LlmChunk, core_models::Error>>,
+    ) -> Self {
+        Session {
+            model,
+            ctx,
+            slots,
+            batch,
+            speculative,
+            out,
+        }
+    }
+
+    fn cancelled(&self) -> bool {
+        self.out.is_closed()
+    }
+
+    /// Forget the whole cache (after a failed decode the context is in an unknown state).
+    fn reset_cache(&mut self) {
+        self.ctx.clear_kv_cache();
+        self.slots.clear_all();
+    }
+
+    /// Forget what `seq` holds from `position` on; false when llama.cpp cannot.
+    fn trim(&mut self, seq: usize, position: usize) -> bool {
+        let (Ok(s), Ok(p)) = (u32::try_from(seq), u32::try_from(position)) else {
+            return false;
+        };
+        if self.ctx.clear_kv_cache_seq(Some(s), Some(p), None) == Ok(true) {
+            self.slots.truncate(seq, position);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Decode `tokens` into sequence `seq` from position `start`. When the cache is full,
+    /// the least recently used other sequences are evicted, one by one, until it fits.
+    fn decode(
+        &mut self,
+        seq: usize,
+        tokens: &[LlamaToken],
+        start: usize,
+        logits: Logits,
+    ) -> Result<(), Error> {
+        let size = self.batch.max(1);
+        let mut batch = LlamaBatch::new(size.max(tokens.len().min(DRAFT_BATCH)), 1);
+        let seq_id = i32::try_from(seq).unwrap_or(0);
+        let chunk_size = if logits == Logits::All {
+            tokens.len().max(1)
+        } else {
+            size
+        };
+        for (chunk_index, chunk) in tokens.chunks(chunk_size).enumerate() {
+            if self.cancelled() {
+                return Ok(());
+            }
+            batch.clear();
+            let offset = start + chunk_index * chunk_size;
+            for (i, token) in chunk.iter().enumerate() {
+                let pos = offset + i;
+                let wanted = logits == Logits::All || pos + 1 == start + tokens.len();
+                batch
+                    .add(*token, i32::try_from(pos).unwrap_or(i32::MAX), &[seq_id], wanted)
+                    .map_err(|e| Error::Backend(e.to_string()))?;
+            }
+            loop {
+                match self.ctx.decode(&mut batch) {
+                    Ok(()) => break,
+                    Err(DecodeError::NoKvCacheSlot) => {
+                        // Nothing was written: make room and try again.
+                        let Some(other) = self.slots.evictable(seq) else {
+                            self.reset_cache();
+                            return Err(Error::ContextFull {
+                                needed: start + tokens.len(),
+                                window: self.ctx.n_ctx(),
+                            });
+                        };
+                        tracing::debug!(evicted = other, "the cache is full: a sequence evicted");
+                        let cleared = u32::try_from(other)
+                            .ok()
+                            .and_then(|o| self.ctx.clear_kv_cache_seq(Some(o), None, None).ok());
+                        if cleared != Some(true) {
+                            self.reset_cache();
+                            return Err(Error::Backend("cannot free the cache".into()));
+                        }
+                        self.slots.clear(other);
+                    }
+                    Err(e) => {
+                        self.reset_cache();
+                        return Err(Error::Backend(format!("decoding failed: {e}")));
+                    }
+                }
+            }
+            self.slots.extend(seq, chunk);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn generate(
+        &mut self,
+        templates: &Templates<'_>,
+        request: &LlmRequest,
+    ) -> Result<(), Error> {
+        let started = Instant::now();
+        let (prompt, has_bos) = templates.render(self.model, request)?;
+        let vocab = self.model.vocab();
+        let tokens = vocab.tokenize(prompt.as_bytes(), !has_bos, true);
+        let window = self.ctx.n_ctx() as usize;
+        if tokens.is_empty() {
+            return Err(Error::Template("the prompt is empty".into()));
+        }
+        if tokens.len() >= window {
+            return Err(Error::ContextFull {
+                needed: tokens.len(),
+                window: self.ctx.n_ctx(),
+            });
+        }
+        // Reuse what a sequence already holds; evaluate only the rest (at least the last
+        // token, whose logits start the generation).
+        let chosen = self.slots.choose(&tokens);
+        let seq = chosen.seq;
+        let mut common = chosen.common.min(tokens.len() - 1);
+        if common < self.slots.tokens(seq).len() && !self.trim(seq, common) {
+            self.reset_cache();
+            common = 0;
+        }
+        let evaluated = tokens.len() - common;
+        tracing::debug!(
+            prompt_tokens = tokens.len(),
+            reused = common,
+            evaluated,
+            seq,
+            "prompt"
+        );
+        self.decode(seq, &tokens[common..], common, Logits::Last)?;
+        let prompt_time = started.elapsed();
+        if self.cancelled() {
+            return Ok(());
+        }
+
+        let mut sampler =
+            ReplySampler::new(self.model, request, &templates.grammar_target(&prompt))?;
+        let gen_started = Instant::now();
+        let mut reply = Reply {
+            utf8: Utf8Decoder::default(),
+            stops: StopMatcher::new(&request.options.stop),
+            generated: 0,
+            max: u64::from(request.options.max_tokens.max(1)),
+            first_token: None,
+            stopped: false,
+            forced: VecDeque::new(),
+        };
+        let mut drafter = self.speculative.then(Drafter::default);
+        // The prompt and the reply so far: what drafts are looked up in.
+        let mut history = tokens.clone();
+        let mut position = tokens.len();
+        // A token already sampled (from a draft's batch), to write next.
+        let mut pending: Option<LlamaToken> = None;
+        while !self.cancelled() {
+            let token = match pending.take() {
+                Some(token) => token,
+                None => match reply.forced.pop_front() {
+                    Some(token) => {
+                        sampler.accept(token);
+                        token
+                    }
+                    // `sample` also accepts the token into the chain and the grammar.
+                    None => sampler.sample(self.ctx, -1),
+                },
+            };
+            if !self.write(&mut reply, &mut sampler, token, started) {
+                break;
+            }
+            history.push(token);
+            let room = window.saturating_sub(position + 2);
+            let draft = match drafter.as_mut() {
+                Some(drafter) if reply.forced.is_empty() => {
+                    let left = usize::try_from(reply.max - reply.generated).unwrap_or(usize::MAX);
+                    drafter.draft(&history, room.min(left).min(DRAFT_BATCH - 1))
+                }
+                _ => Vec::new(),
+            };
+            if position + 1 >= window {
+                let _ = self.out.send(Err(Error::ContextFull {
+                    needed: position + 1,
+                    window: self.ctx.n_ctx(),
+                }
+                .into()));
+                return Ok(());
+            }
+            if draft.is_empty() {
+                self.decode(seq, &[token], position, Logits::Last)?;
+                position += 1;
+                continue;
+            }
+            // The token and the draft in one batch: output i predicts what follows the
+            // token and the draft's first i tokens.
+            let mut batch = Vec::with_capacity(draft.len() + 1);
+            batch.push(token);
+            batch.extend_from_slice(&draft);
+            self.decode(seq, &batch, position, Logits::All)?;
+            position += 1;
+            let greedy = request.options.temperature <= 0.0;
+            let mut kept = 0;
+            // An output whose best two tokens are too close to call: the batch's
+            // arithmetic may pick another than decoding one token would.
+            let mut redo = None;
+            let mut ended = false;
+            for i in 0..=draft.len() {
+                let index = i32::try_from(i).unwrap_or(0);
+                if greedy && too_close(self.ctx.get_logits_ith(index)) {
+                    redo = Some(i);
+                    break;
+                }
+                let next = sampler.sample(self.ctx, index);
+                if draft.get(i) != Some(&next) {
+                    // The model's own token where the draft went wrong, or the one after
+                    // a draft taken whole.
+                    pending = Some(next);
+                    break;
+                }
+                kept += 1;
+                position += 1;
+                let go_on = self.write(&mut reply, &mut sampler, next, started);
+                history.push(next);
+                if !go_on {
+                    ended = true;
+                    break;
+                }
+                if !reply.forced.is_empty() {
+                    break;
+                }
+            }
+            if let Some(drafter) = drafter.as_mut() {
+                drafter.record(draft.len(), kept);
+            }
+            let keep = if redo.is_some() { position - 1 } else { position };
+            if self.slots.tokens(seq).len() > keep && !self.trim(seq, keep) {
+                self.reset_cache();
+                return Err(Error::Backend(
+                    "the cache cannot drop a refused draft".into(),
+                ));
+            }
+            if ended {
+                break;
+            }
+            if let Some(i) = redo {
+                // As plain decoding does it: the token before that output, alone.
+                self.decode(seq, &batch[i..=i], position - 1, Logits::Last)?;
+            }
+        }
+        if self.cancelled() {
+            return Ok(());
+        }
+        if !reply.stopped {
+            let tail = reply.utf8.finish();
+            let text = match reply.stops.push(&tail) {
+                Stop::Continue(t) | Stop::Stopped(t) => t,
+            };
+            self.send(text + &reply.stops.finish());
+        }
+        if sampler.grammar.is_some() {
+            tracing::debug!(
+                generated = reply.generated,
+                corrected = sampler.corrected,
+                "tokens the grammar had sampled again"
+            );
+        }
+        if let Some(drafter) = &drafter {
+            tracing::debug!(
+                generated = reply.generated,
+                drafted = drafter.drafted,
+                accepted = drafter.accepted,
+                "prompt-lookup drafts"
+            );
+        }
+        let usage = LlmUsage::default()
+            .with_prompt_tokens(tokens.len() as u64)
+            .with_prompt_tokens_evaluated(evaluated as u64)
+            .with_cached_prompt_tokens((tokens.len() as u64).saturating_sub(evaluated as u64))
+            .with_generated_tokens(reply.generated)
+            .with_time_to_first_token(reply.first_token.unwrap_or_else(|| started.elapsed()))
+            .with_prompt_time(prompt_time)
+            .with_generation_time(gen_started.elapsed())
+            .with_hit_token_limit(!reply.stopped && reply.generated >= reply.max);
+        let _ = self.out.send(Ok(LlmChunk::Usage(usage)));
+        Ok(())
+    }
+
+    /// Write the chosen `token` into the reply; false when the reply ends with it (an
+    /// end-of-generation token, which is not written; a stop string; the token limit).
+    fn write(
+        &mut self,
+        reply: &mut Reply,
+        sampler: &mut ReplySampler,
+        token: LlamaToken,
+        started: Instant,
+    ) -> bool {
+        let vocab = self.model.vocab();
+        if vocab.is_eog(token) {
+            return false;
+        }
+        reply.generated += 1;
+        reply.first_token.get_or_insert_with(|| started.elapsed());
+        // Special tokens as their text: call and reasoning markers are special tokens in
+        // many models (`[TOOL_CALLS]`, `<|START_ACTION|>`, `<|python_tag|>`…), and the
+        // parser must see them, as the grammar does.
+        let piece = vocab.token_to_piece(token, true, None);
+        if reply.forced.is_empty() {
+            if let Some(close) = sampler.forced_text(&piece) {
+                reply
+                    .forced
+                    .extend(vocab.tokenize(close.as_bytes(), false, true));
+            }
+        }
+        let text = reply.utf8.push(&piece);
+        if !text.is_empty() {
+            match reply.stops.push(&text) {
+                Stop::Continue(t) => self.send(t),
+                Stop::Stopped(t) => {
+                    self.send(t);
+                    reply.stopped = true;
+                    return false;
+                }
+            }
+        }
+        reply.generated < reply.max
+    }
+
+    /// Prompt processing and generation speed, measured as llama-bench measures raw
+    /// llama.cpp: `prompt_tokens` synthetic tokens decoded as one batch after a cleared
+    /// cache, then `gen_tokens` tokens generated one at a time with greedy sampling —
+    /// through the same decode and sampling calls that [`Session::generate`] uses.
+    pub(crate) fn throughput(
+        &mut self,
+        prompt_tokens: u32,
+        gen_tokens: u32,
+    ) -> Result<crate::Throughput, Error> {
+        let p = prompt_tokens.max(1) as usize;
+        let g = gen_tokens.max(1) as usize;
+        let window = self.ctx.n_ctx() as usize;
+        if p + g + 1 > window {
+            return Err(Error::ContextFull {
+                needed: p + g + 1,
+                window: self.ctx.n_ctx(),
+            });
+        }
+        let n_vocab = usize::try_from(self.model.n_vocab()).unwrap_or(0).max(200);
+        // The same synthetic prompt as rawbench: spread over the vocabulary.
+        let prompt: Vec<LlamaToken> = (0..p)
+            .map(|i| LlamaToken::new(i32::try_from(i * 7919 % (n_vocab - 100) + 50).unwrap_or(50)))
+            .collect();
+        self.reset_cache();
+        let started = Instant::now();
+        self.decode(0, &prompt, 0, Logits::Last)?;
+        let pp = started.elapsed();
+        let mut sampler = LlamaSampler::greedy();
+        let mut token = sampler.sample(self.ctx, -1);
+        let started = Instant::now();
+        for i in 0..g {
+            self.decode(0, &[token], p + i, Logits::Last)?;
+            token = sampler.sample(self.ctx, -1);
+        }
+        let tg = started.elapsed();
+        // The synthetic tokens are no conversation worth keeping.
+        self.reset_cache();
+        Ok(crate::Throughput {
+            prompt_tokens_per_second: p as f64 / pp.as_secs_f64().max(f64::MIN_POSITIVE),
+            generated_tokens_per_second: g as f64 / tg.as_secs_f64().max(f64::MIN_POSITIVE),
+        })
+    }
+
+    fn send(&self, text: String) {
+        if !text.is_empty() {
+            let _ = self.out.send(Ok(LlmChunk::text(text)));
+        }
+    }
+}
