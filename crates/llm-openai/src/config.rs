@@ -53,6 +53,23 @@ pub struct OpenAiConfig {
     pub retry_base: Duration,
     /// The longest wait before a retry; a server asking for longer is not retried.
     pub retry_max_wait: Duration,
+    /// Send a request's session key as `prompt_cache_key`, which hosted APIs use to route
+    /// a conversation to the machine that holds its cache. A server that refuses the
+    /// field is asked again without it, and never sent it again.
+    pub prompt_cache_key: bool,
+    /// An HTTP header that carries a request's session key, for a router that keeps a
+    /// session on one replica; `None` sends none.
+    pub affinity_header: Option<String>,
+    /// Pin each session to one of llama-server's slots (`id_slot`, chosen from the
+    /// session's key), so that concurrent sessions do not evict each other's caches. Only
+    /// when the server says how many slots it has (`total_slots` in `/props`).
+    pub pin_slots: bool,
+    /// With sessions pinned: save a session's slot on llama-server when a request ends
+    /// ([`core_models::LlmService::keep_session`]), as `aintern-<key>.bin` under the
+    /// server's `--slot-save-path`, and restore it before the session's first request in a
+    /// later process (when that request continues a conversation the model answered
+    /// before). Without `--slot-save-path` nothing is saved.
+    pub save_slots: bool,
 }
 
 impl fmt::Debug for OpenAiConfig {
@@ -74,6 +91,10 @@ impl fmt::Debug for OpenAiConfig {
             .field("max_retries", &self.max_retries)
             .field("retry_base", &self.retry_base)
             .field("retry_max_wait", &self.retry_max_wait)
+            .field("prompt_cache_key", &self.prompt_cache_key)
+            .field("affinity_header", &self.affinity_header)
+            .field("pin_slots", &self.pin_slots)
+            .field("save_slots", &self.save_slots)
             .finish()
     }
 }
@@ -94,6 +115,10 @@ impl OpenAiConfig {
             max_retries: defaults.max_retries,
             retry_base: Duration::from_millis(500),
             retry_max_wait: Duration::from_secs(60),
+            prompt_cache_key: defaults.prompt_cache_key,
+            affinity_header: defaults.affinity_header,
+            pin_slots: defaults.pin_slots,
+            save_slots: defaults.save_slots,
         }
     }
 
@@ -139,6 +164,10 @@ impl OpenAiConfig {
             first_token_timeout: Duration::from_millis(backend.first_token_timeout_ms),
             idle_timeout: Duration::from_millis(backend.idle_timeout_ms),
             max_retries: backend.max_retries,
+            prompt_cache_key: backend.prompt_cache_key,
+            affinity_header: backend.affinity_header.clone(),
+            pin_slots: backend.pin_slots,
+            save_slots: backend.save_slots,
             ..OpenAiConfig::new(url)
         })
     }

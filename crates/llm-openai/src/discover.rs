@@ -1,5 +1,6 @@
 //! What a server offers: its models (`GET {base}/models`) and, from llama-server, its
-//! properties (`GET /props`: the chat template, whether it renders tools, the context).
+//! properties (`GET /props`: the chat template, whether it renders tools, the context, the
+//! number of slots).
 
 use serde::Serialize;
 use serde_json::Value;
@@ -49,6 +50,10 @@ pub struct ServerInfo {
     /// The context of one request in tokens, when it says (llama-server).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context_length: Option<u32>,
+    /// How many requests it serves at once, each in its own slot (llama-server's
+    /// `total_slots`), when it says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_slots: Option<u32>,
 }
 
 /// The models of a `/models` answer (OpenAI's `{"data": [...]}`, or a bare list).
@@ -118,6 +123,11 @@ pub(crate) fn props(json: &Value, info: &mut ServerInfo) -> bool {
         .and_then(|s| s.get("n_ctx"))
         .and_then(Value::as_u64)
         .and_then(|n| u32::try_from(n).ok());
+    info.total_slots = json
+        .get("total_slots")
+        .and_then(Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|n| *n > 0);
     true
 }
 
@@ -145,10 +155,19 @@ mod tests {
     #[test]
     fn props_say_whether_the_template_renders_tools() {
         let mut info = ServerInfo::default();
-        let json = json!({"chat_template": "{{ messages }}", "chat_template_caps": {"supports_tools": false}, "default_generation_settings": {"n_ctx": 2048}});
+        let json = json!({"chat_template": "{{ messages }}", "chat_template_caps": {"supports_tools": false}, "default_generation_settings": {"n_ctx": 2048}, "total_slots": 4});
         assert!(props(&json, &mut info));
         assert_eq!(info.template_renders_tools, Some(false));
         assert_eq!(info.context_length, Some(2048));
+        assert_eq!(info.total_slots, Some(4));
+        for odd in [json!(0), json!(-1), json!("4"), json!(1u64 << 40)] {
+            let mut info = ServerInfo::default();
+            assert!(props(
+                &json!({"default_generation_settings": {}, "total_slots": odd}),
+                &mut info
+            ));
+            assert_eq!(info.total_slots, None, "{odd}");
+        }
         assert!(!props(
             &json!({"version": "0.5"}),
             &mut ServerInfo::default()

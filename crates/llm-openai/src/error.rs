@@ -137,6 +137,19 @@ pub enum Error {
     /// The server's answer could not be read (a body that is not what the protocol says).
     #[error("the server's answer could not be read: {0}")]
     Protocol(String),
+
+    /// llama-server could not save (or restore) a session's slot; the conversation itself
+    /// is not affected.
+    #[error("llama-server could not {action} slot {slot}: {source}")]
+    Slot {
+        /// `save` or `restore`.
+        action: &'static str,
+        /// The slot.
+        slot: u32,
+        /// What went wrong.
+        #[source]
+        source: Box<Error>,
+    },
 }
 
 impl Error {

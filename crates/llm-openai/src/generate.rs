@@ -47,11 +47,13 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
             None if mode == Mode::Text => inner.text_grammar(&request),
             None => None,
         };
+        // A session's saved slot restored, before its first request here.
+        inner.prepare_session(&request).await;
         let mut attempt: u32 = 0;
         // Whether anything was handed to the consumer: from then on nothing is retried.
         let mut delivered = false;
         'attempts: loop {
-            let body = wire::request_body(
+            let mut body = wire::request_body(
                 &inner.model,
                 &request,
                 mode,
@@ -59,10 +61,11 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
                 true,
                 grammar.as_deref(),
             );
+            inner.affinity.add_to_body(&mut body, request.session.as_ref());
             let body = inner.without_refused(body);
             let started = Instant::now();
             let deadline = started + inner.config.first_token_timeout;
-            let sent = inner.post_chat(&body, deadline, &context).await;
+            let sent = inner.post_chat(&body, request.session.as_ref(), deadline, &context).await;
             let response = match sent {
                 Ok(response) => response,
                 // A server that refuses an optional field (`max_tokens` for

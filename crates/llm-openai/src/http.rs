@@ -33,6 +33,8 @@ pub(crate) struct Urls {
     pub(crate) apply_template: Url,
     /// llama-server's `/tokenize`.
     pub(crate) tokenize: Url,
+    /// llama-server's `/slots`, whose `/{id}?action=…` saves and restores a slot.
+    pub(crate) slots: Url,
 }
 
 impl Urls {
@@ -80,7 +82,16 @@ impl Urls {
             props: at_root("props"),
             apply_template: at_root("apply-template"),
             tokenize: at_root("tokenize"),
+            slots: at_root("slots"),
         })
+    }
+
+    /// `{root}/slots/{slot}?action={action}` (after any query the base URL has).
+    pub(crate) fn slot_action(&self, slot: u32, action: &str) -> Url {
+        let mut url = self.slots.clone();
+        url.set_path(&format!("{}/{slot}", self.slots.path()));
+        url.query_pairs_mut().append_pair("action", action);
+        url
     }
 }
 
@@ -403,12 +414,20 @@ mod tests {
         assert_eq!(u.chat.as_str(), "http://127.0.0.1:8080/v1/chat/completions");
         assert_eq!(u.models.as_str(), "http://127.0.0.1:8080/v1/models");
         assert_eq!(u.props.as_str(), "http://127.0.0.1:8080/props");
+        assert_eq!(
+            u.slot_action(3, "save").as_str(),
+            "http://127.0.0.1:8080/slots/3?action=save"
+        );
         let u = Urls::new("https://api.example.com/openai/v1/").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             u.chat.as_str(),
             "https://api.example.com/openai/v1/chat/completions"
         );
         assert_eq!(u.props.as_str(), "https://api.example.com/openai/props");
+        assert_eq!(
+            u.slot_action(0, "restore").as_str(),
+            "https://api.example.com/openai/slots/0?action=restore"
+        );
         for bad in ["ftp://h/v1", "localhost:8080", "http://user:pw@h/v1", ""] {
             assert!(Urls::new(bad).is_err(), "{bad}");
         }

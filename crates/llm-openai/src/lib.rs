@@ -22,9 +22,16 @@
 //!   5xx, only before any of the reply was delivered; errors that say what to do
 //!   ([`Error`]). Dropping the stream closes the connection at once.
 //! - **Bounded memory**: one event, one reply and the number of calls are capped.
+//! - **Cache affinity**: a request's session key goes out as `prompt_cache_key` (hosted
+//!   APIs route a conversation to its cache; a server that refuses the field is asked
+//!   without it) and, when configured, in a header for a router. On llama-server a session
+//!   can be pinned to one slot (`id_slot`), saved when a request ends
+//!   ([`core_models::LlmService::keep_session`]) and restored before the session's first
+//!   request in a later process.
 //!
 //! The API key is sent as a bearer token, marked sensitive, and never printed or logged.
 
+mod affinity;
 mod classify;
 mod config;
 mod decode;
@@ -42,7 +49,7 @@ pub use http::ensure_tls_provider;
 
 use async_trait::async_trait;
 use classify::Context;
-use core_models::{ChatFormat, LlmRequest, LlmService, LlmStream, ModelDetails};
+use core_models::{ChatFormat, LlmRequest, LlmService, LlmStream, ModelDetails, SessionKey};
 use http::{Failure, Urls};
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -70,6 +77,8 @@ struct Inner {
     max_completion_tokens: AtomicBool,
     /// Optional fields the server refused (left out from then on).
     refused: Mutex<Vec<&'static str>>,
+    /// What keeps sessions' caches warm.
+    affinity: affinity::Affinity,
 }
 
 /// Time allowed for discovery requests.
@@ -113,6 +122,7 @@ impl OpenAiLlm {
                 )
             })?,
         };
+        let affinity = affinity::Affinity::new(&config, &info)?;
         let inner = Inner {
             http,
             urls,
@@ -121,6 +131,7 @@ impl OpenAiLlm {
             text_mode: AtomicBool::new(config.tool_mode == ToolMode::Text),
             max_completion_tokens: AtomicBool::new(false),
             refused: Mutex::new(Vec::new()),
+            affinity,
             config,
         };
         if inner.config.tool_mode == ToolMode::Auto {
@@ -236,6 +247,9 @@ impl Inner {
         // answer instead.
         let field = if message.contains("response_format") {
             Some("response_format")
+        } else if message.contains(affinity::PROMPT_CACHE_KEY) {
+            // Whatever the server says of it: the key only helps, and is safe to leave out.
+            Some(affinity::PROMPT_CACHE_KEY)
         } else {
             refused_field(message)
         };
@@ -318,15 +332,18 @@ impl Inner {
             .ok_or_else(|| Error::Protocol("/tokenize gave no tokens".into()))
     }
 
-    /// `POST {base}/chat/completions` with `body`, its headers awaited until `deadline`.
+    /// `POST {base}/chat/completions` with `body` (and the header that carries `session`'s
+    /// key, when configured), its headers awaited until `deadline`.
     async fn post_chat(
         &self,
         body: &Value,
+        session: Option<&SessionKey>,
         deadline: Instant,
         context: &Context,
     ) -> Result<reqwest::Response, Failure> {
+        let request = self.http.post(self.urls.chat.clone()).json(body);
         http::send(
-            self.http.post(self.urls.chat.clone()).json(body),
+            self.affinity.with_header(request, session),
             &self.urls.chat,
             deadline,
             self.config.connect_timeout,
@@ -359,7 +376,7 @@ impl Inner {
             let deadline = Instant::now() + self.config.first_token_timeout;
             let context = self.context(&request, Mode::Native);
             let body = self.without_refused(body);
-            let sent = self.post_chat(&body, deadline, &context).await;
+            let sent = self.post_chat(&body, None, deadline, &context).await;
             match sent {
                 Ok(_) => return Ok(true),
                 Err(Failure {
@@ -435,7 +452,7 @@ impl Inner {
 }
 
 /// Optional request fields a server may refuse, and be asked again without.
-const REFUSABLE: [&str; 9] = [
+const REFUSABLE: [&str; 10] = [
     "response_format",
     "temperature",
     "top_p",
@@ -445,6 +462,7 @@ const REFUSABLE: [&str; 9] = [
     "min_p",
     "repeat_penalty",
     "stream_options",
+    affinity::PROMPT_CACHE_KEY,
 ];
 
 /// The optional field a refusal names, as OpenAI and compatible servers word it
@@ -568,6 +586,15 @@ impl LlmService for OpenAiLlm {
     async fn generate(&self, request: LlmRequest) -> Result<LlmStream, core_models::Error> {
         Ok(generate::stream(Arc::clone(&self.inner), request))
     }
+
+    /// With `save_slots` on llama-server whose slots sessions are pinned to: save the
+    /// session's slot (`POST /slots/{id}?action=save`, in `aintern-<key>.bin` under the
+    /// server's `--slot-save-path`). `Ok(false)` when nothing was saved: not configured,
+    /// the slot serves another session now, or the server cannot save (said once, then
+    /// not asked again).
+    async fn keep_session(&self, session: &SessionKey) -> Result<bool, core_models::Error> {
+        Ok(self.inner.keep_session(session).await?)
+    }
 }
 
 #[cfg(test)]
@@ -588,6 +615,10 @@ mod tests {
             (
                 "Unrecognized request argument supplied: top_k",
                 Some("top_k"),
+            ),
+            (
+                "Unrecognized request argument supplied: prompt_cache_key",
+                Some("prompt_cache_key"),
             ),
             ("Unsupported parameter: 'tools'", None),
             ("something else about temperature", None),

@@ -1,14 +1,16 @@
 //! The backend against a real llama-server (llama.cpp's own) serving the test model:
 //! streamed text equals the whole reply at temperature 0, native tool calls arrive
 //! structured and run through the agent loop, usage and cached tokens are reported across
-//! iterations, and dropping a stream stops the server's generation at once.
+//! iterations, dropping a stream stops the server's generation at once, and a session's
+//! slot saved by one client lets the next continue from the cache.
 //!
 //! Skipped with a notice when the server or the model is missing, unless
 //! `AINTERN_REQUIRE_LLAMA_SERVER` is set (`scripts/test` sets it and builds the server).
 
 use core_models::{
     AgentEvent, AgentRequest, AgentService as _, ChatMessage, InferenceOptions, LlmChunk,
-    LlmRequest, LlmService, RiskLevel, Tool, ToolChoice, ToolDefinition, ToolRegistry, ToolResult,
+    LlmRequest, LlmService, LlmUsage, RiskLevel, SessionKey, Tool, ToolChoice, ToolDefinition,
+    ToolRegistry, ToolResult,
 };
 use futures::StreamExt;
 use llm_openai::{OpenAiConfig, OpenAiLlm, ToolMode};
@@ -285,6 +287,115 @@ async fn dropping_a_stream_stops_the_generation_at_once() {
     assert!(
         stopped < bound,
         "the server generated for {stopped:?} after the drop ({per_token:?} a token)\n{}",
+        server.log_text()
+    );
+}
+
+/// A directory removed when dropped.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The reply's text and usage.
+async fn answer(llm: &OpenAiLlm, request: LlmRequest) -> (String, LlmUsage) {
+    let mut stream = llm
+        .generate(request)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (mut text, mut usage) = (String::new(), LlmUsage::default());
+    while let Some(item) = stream.next().await {
+        match item.unwrap_or_else(|e| panic!("{e}")) {
+            LlmChunk::Text { text: piece } => text.push_str(&piece),
+            LlmChunk::Usage(u) => usage = u,
+            _ => {}
+        }
+    }
+    (text, usage)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_saved_slot_lets_the_next_client_continue_from_the_cache() {
+    let _serial = SERIAL.lock().await;
+    let dir = TempDir(std::env::temp_dir().join(format!(
+        "aintern-slots-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    )));
+    std::fs::create_dir_all(&dir.0).unwrap_or_else(|e| panic!("{e}"));
+    let Some(server) = LlamaServer::start(ServerOptions {
+        extra: vec![
+            "-np".into(),
+            "4".into(),
+            "--slot-save-path".into(),
+            dir.0.display().to_string(),
+        ],
+        ..ServerOptions::default()
+    }) else {
+        return;
+    };
+    let mut config = OpenAiConfig::new(server.url());
+    config.pin_slots = true;
+    config.save_slots = true;
+    let client = |config: OpenAiConfig| {
+        let log = server.log_text();
+        async move {
+            OpenAiLlm::connect(config)
+                .await
+                .unwrap_or_else(|e| panic!("connect: {e}\n{log}"))
+        }
+    };
+    // Every slot emptied, as in a server that just started.
+    let erase_all = || async {
+        for slot in 0..4 {
+            let erased = reqwest::Client::new()
+                .post(format!("{}/slots/{slot}?action=erase", server.root()))
+                .send()
+                .await
+                .map(|r| r.status().is_success());
+            assert!(matches!(erased, Ok(true)), "{erased:?}");
+        }
+    };
+    let session = SessionKey::new("live-slot-test").unwrap_or_else(|| panic!("a key"));
+    let system = ChatMessage::system(
+        "You are a helpful assistant. You answer in one short sentence, plainly, without lists.",
+    );
+    let question = ChatMessage::user("What colour is the sky on a clear day?");
+
+    let llm = client(config.clone()).await;
+    assert_eq!(llm.server_info().total_slots, Some(4));
+    let first = LlmRequest::new(vec![system.clone(), question.clone()])
+        .with_options(greedy(8))
+        .with_session(Some(session.clone()));
+    let (reply, _) = answer(&llm, first).await;
+    let kept = llm.keep_session(&session).await;
+    assert!(matches!(kept, Ok(true)), "{kept:?}\n{}", server.log_text());
+    assert!(dir.0.join("aintern-live-slot-test.bin").is_file());
+
+    // The conversation goes on in a new client, on a server whose slots are empty.
+    let next = LlmRequest::new(vec![
+        system,
+        question,
+        ChatMessage::assistant(reply),
+        ChatMessage::user("And at night?"),
+    ])
+    .with_options(greedy(8))
+    .with_session(Some(session.clone()));
+    erase_all().await;
+    config.save_slots = false;
+    let (_, cold) = answer(&client(config.clone()).await, next.clone()).await;
+    assert_eq!(cold.cached_prompt_tokens, 0, "{cold:?}");
+    erase_all().await;
+    config.save_slots = true;
+    let (_, warm) = answer(&client(config).await, next).await;
+    assert!(
+        warm.cached_prompt_tokens > 0 && warm.cached_prompt_tokens < warm.prompt_tokens,
+        "the restored slot is reused: {warm:?}\n{}",
         server.log_text()
     );
 }

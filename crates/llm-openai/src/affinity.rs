@@ -1,0 +1,333 @@
+//! Cache affinity: a conversation sent where its cache is. A request's session key goes
+//! to the server as `prompt_cache_key` (hosted APIs route on it) and, when configured, in
+//! a header (for a router that keeps a session on one replica). On llama-server a session
+//! can be pinned to one slot (`id_slot`, from a hash of its key); that slot is saved when
+//! a request ends and restored before the session's first request in a later process.
+
+use crate::classify::Context;
+use crate::config::OpenAiConfig;
+use crate::discover::ServerInfo;
+use crate::error::Error;
+use crate::http;
+use crate::Inner;
+use core_models::{LlmRequest, MessageRole, SessionKey};
+use reqwest::header::{HeaderName, HeaderValue};
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use tokio::time::Instant;
+
+/// The body field that carries a session's key for hosted APIs.
+pub(crate) const PROMPT_CACHE_KEY: &str = "prompt_cache_key";
+
+/// What one client does to keep sessions' caches warm, and what it learned doing it.
+#[derive(Debug)]
+pub(crate) struct Affinity {
+    /// Send the key as `prompt_cache_key`.
+    prompt_cache_key: bool,
+    /// The header that carries the key.
+    header: Option<HeaderName>,
+    /// llama-server's number of slots, when sessions are pinned to them.
+    slots: Option<u32>,
+    /// Pinned slots are saved and restored.
+    save: bool,
+    /// The server cannot save slots (started without `--slot-save-path`): not asked again.
+    save_refused: AtomicBool,
+    /// What this client did with slots.
+    state: Mutex<SlotState>,
+}
+
+#[derive(Debug, Default)]
+struct SlotState {
+    /// The sessions seen so far: a restore is only worth it before a session's first
+    /// request.
+    seen: HashSet<SessionKey>,
+    /// The session each slot last served for this client: a slot is saved for a session
+    /// only while it holds that session.
+    holders: HashMap<u32, SessionKey>,
+}
+
+impl Affinity {
+    /// The affinity `config` asks for, on the server `info` describes.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] when the affinity header's name is not a header name.
+    pub(crate) fn new(config: &OpenAiConfig, info: &ServerInfo) -> Result<Self, Error> {
+        let header = match &config.affinity_header {
+            None => None,
+            Some(name) => Some(HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
+                Error::InvalidConfig(format!(
+                    "backend.affinity_header: '{name}' is not an HTTP header name"
+                ))
+            })?),
+        };
+        let slots = if config.pin_slots && info.llama_server {
+            info.total_slots
+        } else {
+            None
+        };
+        if config.pin_slots && slots.is_none() {
+            tracing::debug!("the server says no slot count: sessions are not pinned to slots");
+        }
+        Ok(Affinity {
+            prompt_cache_key: config.prompt_cache_key,
+            header,
+            slots,
+            save: config.save_slots && slots.is_some(),
+            save_refused: AtomicBool::new(false),
+            state: Mutex::new(SlotState::default()),
+        })
+    }
+
+    /// The slot `key` is pinned to, when sessions are pinned.
+    pub(crate) fn slot(&self, key: &SessionKey) -> Option<u32> {
+        self.slots.map(|total| slot_of(key, total))
+    }
+
+    /// The slot to save or restore for `key`, when slots are saved and the server can.
+    fn saved_slot(&self, key: &SessionKey) -> Option<u32> {
+        if self.save && !self.save_refused.load(Ordering::Relaxed) {
+            self.slot(key)
+        } else {
+            None
+        }
+    }
+
+    /// The session's fields in a chat-completions body: its key as `prompt_cache_key`,
+    /// its slot as `id_slot`.
+    pub(crate) fn add_to_body(&self, body: &mut Value, session: Option<&SessionKey>) {
+        let (Some(key), Some(object)) = (session, body.as_object_mut()) else {
+            return;
+        };
+        if self.prompt_cache_key {
+            object.insert(PROMPT_CACHE_KEY.into(), key.as_str().into());
+        }
+        if let Some(slot) = self.slot(key) {
+            object.insert("id_slot".into(), slot.into());
+        }
+    }
+
+    /// `request` with the header that carries the session's key, when one is configured.
+    pub(crate) fn with_header(
+        &self,
+        request: reqwest::RequestBuilder,
+        session: Option<&SessionKey>,
+    ) -> reqwest::RequestBuilder {
+        let (Some(name), Some(key)) = (&self.header, session) else {
+            return request;
+        };
+        match HeaderValue::from_str(key.as_str()) {
+            Ok(value) => request.header(name.clone(), value),
+            Err(_) => request,
+        }
+    }
+
+    /// Note that a request of `key` goes to `slot` now; whether it is the session's first.
+    fn note_request(&self, key: &SessionKey, slot: u32) -> bool {
+        let mut state = self.lock();
+        state.holders.insert(slot, key.clone());
+        state.seen.insert(key.clone())
+    }
+
+    /// Whether `slot` last served `key` for this client.
+    fn holds(&self, slot: u32, key: &SessionKey) -> bool {
+        self.lock().holders.get(&slot) == Some(key)
+    }
+
+    /// The server cannot save slots: said once, and not asked again.
+    fn refuse_saving(&self) {
+        if !self.save_refused.swap(true, Ordering::Relaxed) {
+            tracing::info!(
+                "llama-server was started without --slot-save-path: sessions' slots are not saved"
+            );
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, SlotState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The slot of `key` among `total`: FNV-1a (64 bits) of the key's bytes, modulo `total`.
+/// The same in every process and every version, so that a session returns to its slot.
+pub(crate) fn slot_of(key: &SessionKey, total: u32) -> u32 {
+    let slot = fnv1a(key.as_str().as_bytes()) % u64::from(total.max(1));
+    // Below `total`, which is a u32.
+    u32::try_from(slot).unwrap_or(0)
+}
+
+/// The 64-bit FNV-1a hash of `bytes`.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    bytes.iter().fold(OFFSET_BASIS, |hash, &b| {
+        (hash ^ u64::from(b)).wrapping_mul(PRIME)
+    })
+}
+
+/// The file a session's slot is saved in, under llama-server's `--slot-save-path`: the
+/// key's characters (letters, digits, `-`, `_`) between a prefix and a suffix, which
+/// llama-server's file-name check accepts.
+pub(crate) fn slot_file(key: &SessionKey) -> String {
+    format!("aintern-{}.bin", key.as_str())
+}
+
+/// Whether a failed slot action says the server cannot save slots at all.
+fn cannot_save(error: &Error) -> bool {
+    matches!(error, Error::Server { status: 501, .. })
+}
+
+impl Inner {
+    /// Before a request of a session, when slots are saved: its slot noted as serving the
+    /// session, and before the session's first request in this client, the session's saved
+    /// slot restored. A conversation the model never answered has nothing saved worth
+    /// restoring, and is not asked for (a restore that finds no file empties the slot,
+    /// losing the prefix it may share with other sessions). Any failure is only logged:
+    /// the request goes on as it would have.
+    pub(crate) async fn prepare_session(&self, request: &LlmRequest) {
+        let Some(key) = &request.session else {
+            return;
+        };
+        let Some(slot) = self.affinity.saved_slot(key) else {
+            return;
+        };
+        let first = self.affinity.note_request(key, slot);
+        let answered = request
+            .messages
+            .iter()
+            .any(|m| m.role == MessageRole::Assistant);
+        if !first || !answered {
+            return;
+        }
+        match self.slot_action(key, slot, "restore").await {
+            Ok(answer) => {
+                let tokens = answer.get("n_restored").and_then(Value::as_u64);
+                tracing::debug!(slot, ?tokens, "the session's slot was restored");
+            }
+            Err(e) => {
+                if cannot_save(&e) {
+                    self.affinity.refuse_saving();
+                }
+                tracing::debug!(slot, error = %e, "the session's slot was not restored");
+            }
+        }
+    }
+
+    /// Save the slot of `key` on llama-server, for a later process to restore; whether it
+    /// was saved. Nothing is saved unless slots are saved and the slot still holds the
+    /// session (another session of this client may have taken it since).
+    ///
+    /// # Errors
+    /// [`Error::Slot`] when the server could not save it (a server without
+    /// `--slot-save-path` is no error: it is not asked again).
+    pub(crate) async fn keep_session(&self, key: &SessionKey) -> Result<bool, Error> {
+        let Some(slot) = self.affinity.saved_slot(key) else {
+            return Ok(false);
+        };
+        if !self.affinity.holds(slot, key) {
+            tracing::debug!(slot, "the slot serves another session now: not saved");
+            return Ok(false);
+        }
+        match self.slot_action(key, slot, "save").await {
+            Ok(answer) => {
+                let tokens = answer.get("n_saved").and_then(Value::as_u64);
+                tracing::debug!(slot, ?tokens, "the session's slot was saved");
+                Ok(true)
+            }
+            Err(e) if cannot_save(&e) => {
+                self.affinity.refuse_saving();
+                Ok(false)
+            }
+            Err(e) => Err(Error::Slot {
+                action: "save",
+                slot,
+                source: Box::new(e),
+            }),
+        }
+    }
+
+    /// `POST {root}/slots/{slot}?action={action}` with the session's file, once (with the
+    /// client's headers and key, and the session's header); the server's answer.
+    async fn slot_action(
+        &self,
+        key: &SessionKey,
+        slot: u32,
+        action: &'static str,
+    ) -> Result<Value, Error> {
+        let url = self.urls.slot_action(slot, action);
+        let limit = self.config.first_token_timeout;
+        let deadline = Instant::now() + limit;
+        let context = Context {
+            url: url.to_string(),
+            key_sent: self.config.api_key.is_some(),
+            limit,
+            ..Context::default()
+        };
+        let request = self
+            .http
+            .post(url.clone())
+            .json(&json!({ "filename": slot_file(key) }));
+        let request = self.affinity.with_header(request, Some(key));
+        let response = http::send(
+            request,
+            &url,
+            deadline,
+            self.config.connect_timeout,
+            &context,
+        )
+        .await
+        .map_err(|f| f.error)?;
+        // The answer only tells how much was moved.
+        Ok(http::read_json(response, http::DISCOVERY_CAP, deadline)
+            .await
+            .unwrap_or(Value::Null))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(text: &str) -> SessionKey {
+        SessionKey::new(text).unwrap_or_else(|| panic!("not a key: {text}"))
+    }
+
+    #[test]
+    fn fnv1a_is_the_published_function() {
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn slots_are_stable_and_in_range() {
+        // Fixed here: a session must return to its slot in every later version.
+        assert_eq!(slot_of(&key("a"), 4), 0);
+        assert_eq!(slot_of(&key("foobar"), 7), 6);
+        let id = key("0b0f4d6c-52a2-4d1e-9a43-0f0c8c1d2e3f");
+        for total in 1..=64 {
+            let slot = slot_of(&id, total);
+            assert!(slot < total, "{slot} of {total}");
+            assert_eq!(slot, slot_of(&id, total));
+        }
+        assert_eq!(slot_of(&id, 0), 0, "no division by zero");
+        // Keys spread over the slots.
+        let used: HashSet<u32> = (0..64)
+            .map(|i| slot_of(&key(&format!("session-{i}")), 8))
+            .collect();
+        assert_eq!(used.len(), 8);
+    }
+
+    #[test]
+    fn slot_files_hold_only_the_key() {
+        let id = key("Ab_9-z");
+        assert_eq!(slot_file(&id), "aintern-Ab_9-z.bin");
+        let longest = key(&"x".repeat(SessionKey::MAX_LEN));
+        let name = slot_file(&longest);
+        assert!(name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)));
+        assert!(!name.contains(".."));
+    }
+}

@@ -1,0 +1,321 @@
+//! Cache affinity against the scripted server: a session's key as `prompt_cache_key` (and
+//! the field dropped where refused) and in a configured header; llama-server's slots
+//! pinned from the key, saved when a session's request ends and restored before its first
+//! request.
+
+use super::{collect, config, connect, request, text};
+use core_models::{ChatMessage, LlmRequest, LlmService, SessionKey};
+use llm_openai::ApiKey;
+use serde_json::{json, Value};
+use test_support::stub_server::{StubReply, StubRequest, StubServer};
+
+fn key(text: &str) -> SessionKey {
+    SessionKey::new(text).unwrap_or_else(|| panic!("not a session key: {text}"))
+}
+
+/// A new conversation of `session`.
+fn fresh(session: &SessionKey) -> LlmRequest {
+    request("hi").with_session(Some(session.clone()))
+}
+
+/// A conversation of `session` the model already answered (as when a session resumes).
+fn resumed(session: &SessionKey) -> LlmRequest {
+    LlmRequest::new(vec![
+        ChatMessage::user("hi"),
+        ChatMessage::assistant("Hello."),
+        ChatMessage::user("and now?"),
+    ])
+    .with_session(Some(session.clone()))
+}
+
+fn chats(server: &StubServer) -> Vec<StubRequest> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with("/chat/completions"))
+        .collect()
+}
+
+fn slot_calls(server: &StubServer) -> Vec<StubRequest> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.starts_with("/slots"))
+        .collect()
+}
+
+/// The server says it is llama-server, with `slots` slots when given.
+fn llama_server(server: &StubServer, slots: Option<u32>) {
+    server.props(json!({"default_generation_settings": {"n_ctx": 4096}, "total_slots": slots}));
+}
+
+/// A completed generation: no error, the reply's text.
+async fn ask(llm: &llm_openai::OpenAiLlm, request: LlmRequest) -> String {
+    let (chunks, error) = collect(llm, request).await;
+    assert_eq!(error, None);
+    text(&chunks)
+}
+
+#[tokio::test]
+async fn the_session_key_is_sent_as_prompt_cache_key() {
+    let server = StubServer::start(vec![StubReply::text_stream(&["ok"]); 3]).await;
+    let session = key("9f1c2e-session_A");
+    let llm = connect(config(&server)).await;
+    ask(&llm, fresh(&session)).await;
+    ask(&llm, request("no session")).await;
+    let mut off = config(&server);
+    off.prompt_cache_key = false;
+    ask(&connect(off).await, fresh(&session)).await;
+    let sent = chats(&server);
+    assert_eq!(sent.len(), 3);
+    assert_eq!(sent[0].body["prompt_cache_key"], "9f1c2e-session_A");
+    assert!(
+        sent[1].body.get("prompt_cache_key").is_none(),
+        "no session, no key"
+    );
+    assert!(
+        sent[2].body.get("prompt_cache_key").is_none(),
+        "the setting is off"
+    );
+    for chat in &sent {
+        assert!(chat.body.get("id_slot").is_none(), "not pinned by default");
+    }
+    assert!(slot_calls(&server).is_empty());
+}
+
+#[tokio::test]
+async fn a_server_that_refuses_prompt_cache_key_is_asked_without_it() {
+    let server = StubServer::start([
+        StubReply::status(
+            400,
+            r#"{"error":{"message":"property 'prompt_cache_key' is unsupported","type":"invalid_request_error"}}"#,
+        ),
+        StubReply::text_stream(&["ok"]),
+        StubReply::text_stream(&["again"]),
+    ])
+    .await;
+    let session = key("s1");
+    let llm = connect(config(&server)).await;
+    assert_eq!(ask(&llm, fresh(&session)).await, "ok");
+    assert_eq!(ask(&llm, fresh(&session)).await, "again");
+    let sent = chats(&server);
+    assert_eq!(sent.len(), 3, "one refusal, asked again once");
+    assert_eq!(sent[0].body["prompt_cache_key"], "s1");
+    assert!(sent[1].body.get("prompt_cache_key").is_none(), "dropped");
+    assert!(sent[2].body.get("prompt_cache_key").is_none(), "remembered");
+    assert!(sent[2].body.get("temperature").is_some(), "only that field");
+}
+
+#[tokio::test]
+async fn the_affinity_header_carries_the_key_only_when_configured() {
+    let server = StubServer::start(vec![StubReply::text_stream(&["ok"]); 3]).await;
+    let session = key("route-me-7");
+    let mut c = config(&server);
+    c.affinity_header = Some("X-Session-Affinity".into());
+    let llm = connect(c).await;
+    ask(&llm, fresh(&session)).await;
+    ask(&llm, request("no session")).await;
+    ask(&connect(config(&server)).await, fresh(&session)).await;
+    let sent = chats(&server);
+    assert_eq!(sent[0].header("x-session-affinity"), Some("route-me-7"));
+    assert_eq!(sent[1].header("x-session-affinity"), None, "no session");
+    assert_eq!(sent[2].header("x-session-affinity"), None, "not configured");
+    assert!(
+        sent[2].headers.iter().all(|(_, v)| v != "route-me-7"),
+        "the key is in no other header"
+    );
+
+    // A name that is no header name is said at connect.
+    let mut c = config(&server);
+    c.affinity_header = Some("bad header".into());
+    let error = llm_openai::OpenAiLlm::connect(c)
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(error.contains("affinity_header"), "{error}");
+}
+
+#[tokio::test]
+async fn sessions_are_pinned_to_a_stable_slot_only_when_the_slots_are_known() {
+    let server = StubServer::start(vec![StubReply::text_stream(&["ok"]); 7]).await;
+    llama_server(&server, Some(4));
+    let mut pinned = config(&server);
+    pinned.pin_slots = true;
+    let first = connect(pinned.clone()).await;
+    let second = connect(pinned.clone()).await;
+    assert_eq!(first.server_info().total_slots, Some(4));
+    let sessions: Vec<SessionKey> = (0..3).map(|i| key(&format!("session-{i}"))).collect();
+    for session in &sessions {
+        ask(&first, fresh(session)).await;
+        ask(&second, fresh(session)).await;
+    }
+    ask(&first, request("no session")).await;
+    let sent = chats(&server);
+    for pair in sent[..6].chunks(2) {
+        let slot = pair[0].body["id_slot"].as_u64();
+        assert!(slot.is_some_and(|s| s < 4), "{slot:?}");
+        assert_eq!(
+            slot,
+            pair[1].body["id_slot"].as_u64(),
+            "the same in every client"
+        );
+    }
+    assert!(sent[6].body.get("id_slot").is_none(), "no session, no slot");
+    assert!(slot_calls(&server).is_empty(), "nothing saved unless asked");
+
+    // Pinning off; a llama-server that says no slot count; another server.
+    let server = StubServer::start(vec![StubReply::text_stream(&["ok"]); 3]).await;
+    llama_server(&server, Some(4));
+    ask(&connect(config(&server)).await, fresh(&sessions[0])).await;
+    llama_server(&server, None);
+    let mut c = config(&server);
+    c.pin_slots = true;
+    ask(&connect(c.clone()).await, fresh(&sessions[0])).await;
+    let other = StubServer::start([StubReply::text_stream(&["ok"])]).await;
+    c.base_url = other.url().to_string();
+    ask(&connect(c).await, fresh(&sessions[0])).await;
+    for chat in chats(&server).iter().chain(&chats(&other)) {
+        assert!(chat.body.get("id_slot").is_none(), "{}", chat.body);
+        assert_eq!(chat.body["prompt_cache_key"], "session-0");
+    }
+}
+
+#[tokio::test]
+async fn keep_session_saves_the_sessions_slot_until_the_server_cannot() {
+    let server = StubServer::start([
+        StubReply::text_stream(&["ok"]),
+        StubReply::status(
+            200,
+            r#"{"id_slot":1,"filename":"x","n_saved":45,"n_written":1038296}"#,
+        ),
+        StubReply::status(500, r#"{"error":{"code":500,"message":"disk full"}}"#),
+        StubReply::status(
+            501,
+            r#"{"error":{"code":501,"message":"This server does not support slots action. Start it with `--slot-save-path`","type":"not_supported_error"}}"#,
+        ),
+        StubReply::text_stream(&["ok"]),
+    ])
+    .await;
+    llama_server(&server, Some(4));
+    let mut c = config(&server);
+    c.pin_slots = true;
+    c.save_slots = true;
+    c.api_key = Some(ApiKey::new("sk-slots"));
+    let llm = connect(c).await;
+    let session = key("0b0f4d6c-52a2-4d1e-9a43-0f0c8c1d2e3f");
+    let kept = |llm: &llm_openai::OpenAiLlm| {
+        let llm = llm.clone();
+        let session = session.clone();
+        async move { llm.keep_session(&session).await }
+    };
+
+    // Nothing of the session ran on its slot yet: nothing to save.
+    assert!(matches!(kept(&llm).await, Ok(false)));
+    assert!(slot_calls(&server).is_empty());
+
+    // A new conversation has nothing to restore; its slot is saved when asked.
+    ask(&llm, fresh(&session)).await;
+    assert!(
+        slot_calls(&server).is_empty(),
+        "no restore for a new conversation"
+    );
+    assert!(matches!(kept(&llm).await, Ok(true)));
+    let slot = chats(&server)[0].body["id_slot"].as_u64().unwrap_or(99);
+    assert!(slot < 4);
+    let calls = slot_calls(&server);
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].path, format!("/slots/{slot}?action=save"));
+    assert_eq!(
+        calls[0].body,
+        json!({"filename": "aintern-0b0f4d6c-52a2-4d1e-9a43-0f0c8c1d2e3f.bin"})
+    );
+    assert_eq!(
+        calls[0].header("authorization"),
+        Some("Bearer sk-slots"),
+        "the same server, the same key"
+    );
+
+    // A failure is an error for the agent to log.
+    let error = kept(&llm)
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        error.contains(&format!("could not save slot {slot}")) && error.contains("disk full"),
+        "{error}"
+    );
+
+    // A server without --slot-save-path: nothing saved, and never asked again.
+    assert!(matches!(kept(&llm).await, Ok(false)));
+    assert!(matches!(kept(&llm).await, Ok(false)));
+    ask(&llm, resumed(&key("another"))).await;
+    assert_eq!(
+        slot_calls(&server).len(),
+        3,
+        "no save nor restore after a 501"
+    );
+    assert_eq!(chats(&server).len(), 2);
+}
+
+#[tokio::test]
+async fn a_sessions_slot_is_restored_once_before_its_first_request() {
+    let server = StubServer::start([
+        StubReply::status(
+            400,
+            r#"{"error":{"code":400,"message":"Unable to restore slot: No available space in KV cache or invalid slot save file","type":"invalid_request_error"}}"#,
+        ),
+        StubReply::text_stream(&["first"]),
+        StubReply::text_stream(&["second"]),
+        StubReply::status(200, r#"{"id_slot":0,"n_restored":12}"#),
+        StubReply::text_stream(&["third"]),
+        StubReply::text_stream(&["fresh"]),
+    ])
+    .await;
+    llama_server(&server, Some(2));
+    let mut c = config(&server);
+    c.pin_slots = true;
+    c.save_slots = true;
+    c.affinity_header = Some("X-Session-Affinity".into());
+    let llm = connect(c).await;
+    let (one, two) = (key("resumed-one"), key("resumed-two"));
+    // A failed restore (no saved file) leaves the request as it was.
+    assert_eq!(ask(&llm, resumed(&one)).await, "first");
+    assert_eq!(ask(&llm, resumed(&one)).await, "second", "no restore again");
+    assert_eq!(ask(&llm, resumed(&two)).await, "third");
+    assert_eq!(ask(&llm, fresh(&key("brand-new"))).await, "fresh");
+    let posts: Vec<StubRequest> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST")
+        .collect();
+    let paths: Vec<&str> = posts.iter().map(|r| r.path.as_str()).collect();
+    let slot = |request: &StubRequest| request.body["id_slot"].as_u64().unwrap_or(99);
+    assert_eq!(
+        paths,
+        [
+            format!("/slots/{}?action=restore", slot(&posts[1])).as_str(),
+            "/v1/chat/completions",
+            "/v1/chat/completions",
+            format!("/slots/{}?action=restore", slot(&posts[4])).as_str(),
+            "/v1/chat/completions",
+            "/v1/chat/completions",
+        ]
+    );
+    assert_eq!(
+        posts[0].body,
+        json!({"filename": "aintern-resumed-one.bin"})
+    );
+    assert_eq!(
+        posts[3].body,
+        json!({"filename": "aintern-resumed-two.bin"})
+    );
+    assert_eq!(posts[0].header("x-session-affinity"), Some("resumed-one"));
+    assert_eq!(
+        posts[1].body["messages"].as_array().map(Vec::len),
+        Some(3),
+        "the request as it was"
+    );
+    assert!(posts.iter().all(|p| p.body != Value::Null));
+}
