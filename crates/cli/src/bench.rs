@@ -47,6 +47,10 @@ pub(crate) struct BenchLlmArgs {
     /// generation of the same request, back to back.
     #[arg(long)]
     grammar: bool,
+    /// Also measure prompt-lookup drafting against plain decoding, back to back, on
+    /// replies that copy from the conversation and on free text.
+    #[arg(long)]
+    speculative: bool,
     /// With `--grammar`, a chat template that renders tools measures the grammar of its
     /// own call format.
     #[command(flatten)]
@@ -80,6 +84,8 @@ struct Report {
     turns: Vec<Turn>,
     #[serde(skip_serializing_if = "Option::is_none")]
     grammar: Option<GrammarRun>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    speculative: Option<crate::bench_speculative::SpeculativeRun>,
 }
 
 /// Generation with and without a required-call grammar (`--grammar`).
@@ -200,10 +206,21 @@ pub(crate) async fn run(args: BenchLlmArgs) -> Result<(), String> {
         batch_size: args.prompt_tokens.max(512),
         ..llm_llama::LlamaConfig::new(path)
     };
-    let llm = tokio::task::spawn_blocking(move || llm_llama::LlamaLlm::load(config))
-        .await
-        .map_err(|e| format!("loading the model stopped: {e}"))?
-        .map_err(|e| e.to_string())?;
+    let plain_config = llm_llama::LlamaConfig {
+        speculative: false,
+        ..config.clone()
+    };
+    let drafting_config = llm_llama::LlamaConfig {
+        speculative: true,
+        ..config.clone()
+    };
+    let load = |config: llm_llama::LlamaConfig| async move {
+        tokio::task::spawn_blocking(move || llm_llama::LlamaLlm::load(config))
+            .await
+            .map_err(|e| format!("loading the model stopped: {e}"))?
+            .map_err(|e| e.to_string())
+    };
+    let llm = load(config).await?;
 
     let (mut pp, mut tg) = (Vec::new(), Vec::new());
     for _ in 0..args.reps {
@@ -218,6 +235,17 @@ pub(crate) async fn run(args: BenchLlmArgs) -> Result<(), String> {
     }
     let grammar = if args.grammar {
         Some(constrained(&llm, args.gen_tokens, args.reps).await?)
+    } else {
+        None
+    };
+    let speculative = if args.speculative {
+        let plain = load(plain_config).await?;
+        let drafting = load(drafting_config).await?;
+        let models = crate::bench_speculative::Models {
+            plain: &plain,
+            drafting: &drafting,
+        };
+        Some(crate::bench_speculative::measure(models, args.gen_tokens.max(192), args.reps).await?)
     } else {
         None
     };
@@ -236,6 +264,7 @@ pub(crate) async fn run(args: BenchLlmArgs) -> Result<(), String> {
         tg_tok_s_best: best(&tg),
         turns,
         grammar,
+        speculative,
     };
     print_report(&report, args.json)
 }
@@ -324,7 +353,7 @@ async fn constrained(
 }
 
 /// One whole reply and its usage.
-async fn reply(
+pub(crate) async fn reply(
     llm: &llm_llama::LlamaLlm,
     request: LlmRequest,
 ) -> Result<(String, LlmUsage), String> {
@@ -421,6 +450,9 @@ fn print_report(report: &Report, json: bool) -> Result<(), String> {
                 g.schema_tokens,
                 g.schema_ratio
             ));
+        }
+        if let Some(s) = &report.speculative {
+            text.push_str(&s.text(report.reps));
         }
         if !report.turns.is_empty() {
             text.push_str("\n\nturn  prompt  evaluated  generated  ttft (ms)");

@@ -26,6 +26,8 @@ pub(crate) enum Job {
         request: LlmRequest,
         reply: tokio::sync::oneshot::Sender<Result<u64, Error>>,
     },
+    /// Forget every cached prompt.
+    Clear { reply: mpsc::Sender<()> },
     /// Save the session's state (see [`crate::LlamaConfig::state_dir`]).
     Keep {
         session: core_models::SessionKey,

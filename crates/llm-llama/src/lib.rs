@@ -88,14 +88,23 @@ pub struct LlamaConfig {
     /// Most bytes the saved states may take in `state_dir` (the least recently saved go
     /// first).
     pub state_cap_bytes: u64,
-    /// Draft tokens by prompt lookup and verify them in one batch: the same reply
-    /// (greedy: the same tokens), sooner when it copies from the conversation.
+    /// Draft tokens by prompt lookup and verify them in one batch: sooner when the reply
+    /// copies from the conversation. Every token kept is the one the model chose at its
+    /// place, so the reply follows the model's own distribution; but llama.cpp's CPU
+    /// kernels add up a batch in another order than a single token, so a greedy reply can
+    /// part from plain decoding's at a close choice (`aintern bench llm --speculative`
+    /// counts how often). Off by default.
     pub speculative: bool,
+    /// Let llama.cpp use its flash-attention kernels where it can (the default: faster on
+    /// the CPU, the more so as a conversation grows). While drafting, a greedy choice a
+    /// draft's batch makes by less than a small margin is made again as plain decoding
+    /// makes it, one token at a time.
+    pub flash_attention: bool,
 }
 
 impl LlamaConfig {
     /// Defaults for `model_path`: 4096-token context, every core, batches of 512, CPU
-    /// only, no saved states (a 2 GiB cap once a folder is set), prompt-lookup drafting.
+    /// only, no saved states (a 2 GiB cap once a folder is set), no drafting.
     pub fn new(model_path: impl Into<PathBuf>) -> Self {
         LlamaConfig {
             model_path: model_path.into(),
@@ -106,7 +115,8 @@ impl LlamaConfig {
             chat_template: None,
             state_dir: None,
             state_cap_bytes: 2 << 30,
-            speculative: true,
+            speculative: false,
+            flash_attention: true,
         }
     }
 }
@@ -288,6 +298,19 @@ impl LlamaLlm {
             })
             .map_err(|_| Error::WorkerGone)?;
         rx.recv().map_err(|_| Error::WorkerGone)?
+    }
+
+    /// Forget every prompt the context holds (the next request is evaluated in full), as a
+    /// fresh load would: for measurements that must start from the same state.
+    ///
+    /// # Errors
+    /// [`Error::WorkerGone`] when the worker stopped.
+    pub fn clear_cache(&self) -> Result<(), Error> {
+        let (tx, rx) = mpsc::channel();
+        self.jobs
+            .send(worker::Job::Clear { reply: tx })
+            .map_err(|_| Error::WorkerGone)?;
+        rx.recv().map_err(|_| Error::WorkerGone)
     }
 
     /// The prompt the model would be given for `request` (its chat template applied).

@@ -47,6 +47,8 @@ pub(crate) struct Session<'m, 'c> {
     batch: usize,
     /// Whether replies may be drafted by prompt lookup (see [`crate::speculate`]).
     speculative: bool,
+    /// Whether llama.cpp may use flash attention (see [`crate::LlamaConfig`]).
+    flash_attention: bool,
     out: &'c UnboundedSender<Result<LlmChunk, core_models::Error>>,
 }
 
@@ -79,6 +81,7 @@ impl<'m, 'c> Session<'m, 'c> {
         slots: &'c mut Slots<LlamaToken>,
         batch: usize,
         speculative: bool,
+        flash_attention: bool,
         out: &'c UnboundedSender<Result<LlmChunk, core_models::Error>>,
     ) -> Self {
         Session {
@@ -87,6 +90,7 @@ impl<'m, 'c> Session<'m, 'c> {
             slots,
             batch,
             speculative,
+            flash_attention,
             out,
         }
     }
@@ -281,7 +285,8 @@ impl<'m, 'c> Session<'m, 'c> {
             batch.extend_from_slice(&draft);
             self.decode(seq, &batch, position, Logits::All)?;
             position += 1;
-            let greedy = request.options.temperature <= 0.0;
+            // Without flash attention a batch's outputs are exactly a single token's.
+            let guarded = self.flash_attention && request.options.temperature <= 0.0;
             let mut kept = 0;
             // An output whose best two tokens are too close to call: the batch's
             // arithmetic may pick another than decoding one token would.
@@ -289,7 +294,7 @@ impl<'m, 'c> Session<'m, 'c> {
             let mut ended = false;
             for i in 0..=draft.len() {
                 let index = i32::try_from(i).unwrap_or(0);
-                if greedy && too_close(self.ctx.get_logits_ith(index)) {
+                if guarded && too_close(self.ctx.get_logits_ith(index)) {
                     redo = Some(i);
                     break;
                 }

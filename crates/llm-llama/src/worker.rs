@@ -73,6 +73,8 @@ pub(crate) fn run(
         .with_n_ctx(NonZeroU32::new(n_ctx))
         .with_n_seq_max(SEQUENCES as u32)
         .with_kv_unified(true)
+        // llama.cpp: -1 auto, 0 off.
+        .with_flash_attention_policy(if config.flash_attention { -1 } else { 0 })
         .with_n_batch(batch)
         .with_n_ubatch(batch)
         .with_n_threads(threads)
@@ -194,8 +196,14 @@ pub(crate) fn run(
             } => {
                 // Not streamed: nobody cancels it, so the sender never closes.
                 let (out, _keep) = tokio::sync::mpsc::unbounded_channel();
-                let mut session = Session::new(&model, &mut ctx, &mut slots, batch, false, &out);
+                let mut session =
+                    Session::new(&model, &mut ctx, &mut slots, batch, false, false, &out);
                 let _ = reply.send(session.throughput(prompt_tokens, gen_tokens));
+            }
+            Job::Clear { reply } => {
+                ctx.clear_kv_cache();
+                slots.clear_all();
+                let _ = reply.send(());
             }
             Job::Keep { session, reply } => {
                 let kept = match &store {
@@ -216,6 +224,7 @@ pub(crate) fn run(
                     &mut slots,
                     batch,
                     config.speculative,
+                    config.flash_attention,
                     &out,
                 );
                 if let Err(e) = session.generate(&templates, &request) {

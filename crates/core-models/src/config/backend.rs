@@ -74,7 +74,9 @@ pub struct BackendConfig {
     /// resumed in a new process skip evaluating its conversation again.
     pub session_state_limit_mb: u64,
     /// `llama`: draft tokens from the conversation (prompt lookup) and verify them in one
-    /// batch, when it pays: the same reply, sooner when it copies from the context.
+    /// batch: sooner when a reply copies from the context. Off by default: a greedy reply
+    /// can part from plain decoding's at a close choice (llama.cpp's CPU kernels add up a
+    /// batch in another order than a single token).
     pub speculative: bool,
     /// `openai`: send each session's key as `prompt_cache_key`, which hosted APIs use to
     /// route a conversation to the machine that holds its cache (servers that do not know
@@ -108,7 +110,7 @@ impl Default for BackendConfig {
             idle_timeout_ms: 60_000,
             max_retries: 3,
             session_state_limit_mb: 2048,
-            speculative: true,
+            speculative: false,
             prompt_cache_key: true,
             affinity_header: None,
             pin_slots: false,

@@ -144,15 +144,20 @@ async fn a_damaged_or_foreign_state_is_ignored_and_the_prompt_evaluated_in_full(
     }
 }
 
+/// Drafting's bookkeeping (drafts refused and dropped from the cache, positions, the
+/// token after a draft taken whole) keeps greedy replies the model's own: on these prompts
+/// they match plain decoding's. A mistake in it would change nearly every reply; a close
+/// choice decided differently by llama.cpp's batch arithmetic (which the README's figures
+/// count) does not show on them.
 #[tokio::test]
-async fn drafting_never_changes_a_greedy_reply() {
+async fn drafting_keeps_greedy_replies_the_models_own() {
     let Some(path) = model_path() else { return };
-    let plain = LlamaLlm::load(LlamaConfig {
-        speculative: false,
-        ..config(path.clone())
+    let plain = LlamaLlm::load(config(path.clone())).unwrap();
+    let drafting = LlamaLlm::load(LlamaConfig {
+        speculative: true,
+        ..config(path)
     })
     .unwrap();
-    let drafting = LlamaLlm::load(config(path)).unwrap();
     let file = "fn main() {\n    let names = vec![\"ada\", \"grace\", \"linus\"];\n    for name in &names {\n        println!(\"hello, {name}\");\n    }\n}\n";
     let prompts = [
         format!("Repeat this file exactly:\n{file}"),
@@ -185,10 +190,10 @@ async fn drafting_never_changes_a_greedy_reply() {
     );
 }
 
-/// The same under a grammar (a forced call in several templates' call languages), where
-/// a small model's choices are often close calls.
+/// The same under a grammar (a forced call in several templates' call languages): the
+/// sampler checks each draft token against the grammar as it would a sampled one.
 #[tokio::test]
-async fn drafting_never_changes_a_grammar_held_reply() {
+async fn drafting_keeps_grammar_held_replies_the_models_own() {
     let Some(path) = model_path() else { return };
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/templates");
     for file in [
