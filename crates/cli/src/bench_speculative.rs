@@ -36,8 +36,14 @@ pub fn top_words(text: &str, n: usize) -> Vec<(String, usize)> {
 /// One task: its kind and what the user asks after the file was read (copy) or alone.
 const TASKS: [(&str, &str); 6] = [
     ("copy", "Show the whole file again exactly as it is."),
-    ("copy", "Rename the function `top_words` to `most_common` and show the whole file."),
-    ("copy", "Add a doc comment line to `word_counts` saying it ignores case, and show the whole file."),
+    (
+        "copy",
+        "Rename the function `top_words` to `most_common` and show the whole file.",
+    ),
+    (
+        "copy",
+        "Add a doc comment line to `word_counts` saying it ignores case, and show the whole file.",
+    ),
     ("free", "Write a short poem about autumn leaves."),
     ("free", "Explain in a paragraph why the sky is blue."),
     ("free", "Tell a short story about a lighthouse keeper."),
@@ -123,14 +129,12 @@ pub(crate) async fn measure(
         for (kind, ask) in TASKS {
             let k = usize::from(kind == "free");
             let mut replies = Vec::new();
-            for (m, llm) in [models.plain, models.drafting]
-                .into_iter()
-                .enumerate()
-            {
+            for (m, llm) in [models.plain, models.drafting].into_iter().enumerate() {
                 // Each from an empty cache: where a prompt's cells lie changes the last
                 // bits of attention, and so close greedy choices.
                 llm.clear_cache().map_err(|e| e.to_string())?;
-                let (text, usage) = crate::bench::reply(llm, request(kind, ask, gen_tokens)).await?;
+                let (text, usage) =
+                    crate::bench::reply(llm, request(kind, ask, gen_tokens)).await?;
                 sums[k][m].0 += usage.generated_tokens;
                 sums[k][m].1 += usage.generation_time.as_secs_f64();
                 replies.push(text);

@@ -33,15 +33,15 @@ mod error;
 #[cfg(feature = "llama-cpp")]
 mod grammar;
 mod job;
+#[cfg(feature = "llama-cpp")]
+mod sampler;
+#[cfg(feature = "llama-cpp")]
+mod session;
 mod template;
 #[cfg(feature = "llama-cpp")]
 mod text;
 #[cfg(feature = "llama-cpp")]
 mod worker;
-#[cfg(feature = "llama-cpp")]
-mod sampler;
-#[cfg(feature = "llama-cpp")]
-mod session;
 // Pure bookkeeping, used by the worker (and tested) only with llama.cpp built in.
 #[cfg_attr(not(feature = "llama-cpp"), allow(dead_code))]
 mod slots;

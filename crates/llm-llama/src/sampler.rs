@@ -199,4 +199,3 @@ fn rand_seed() -> u32 {
         .map(|d| d.subsec_nanos() ^ (d.as_secs() as u32))
         .unwrap_or(42)
 }
-

@@ -145,7 +145,12 @@ impl<'m, 'c> Session<'m, 'c> {
                 let pos = offset + i;
                 let wanted = logits == Logits::All || pos + 1 == start + tokens.len();
                 batch
-                    .add(*token, i32::try_from(pos).unwrap_or(i32::MAX), &[seq_id], wanted)
+                    .add(
+                        *token,
+                        i32::try_from(pos).unwrap_or(i32::MAX),
+                        &[seq_id],
+                        wanted,
+                    )
                     .map_err(|e| Error::Backend(e.to_string()))?;
             }
             loop {
@@ -320,7 +325,11 @@ impl<'m, 'c> Session<'m, 'c> {
             if let Some(drafter) = drafter.as_mut() {
                 drafter.record(draft.len(), kept);
             }
-            let keep = if redo.is_some() { position - 1 } else { position };
+            let keep = if redo.is_some() {
+                position - 1
+            } else {
+                position
+            };
             if self.slots.tokens(seq).len() > keep && !self.trim(seq, keep) {
                 self.reset_cache();
                 return Err(Error::Backend(

@@ -218,7 +218,13 @@ mod tests {
         // No sequence is empty: a prompt that starts with b's first 20 of 100 tokens
         // (20% of it) reuses b.
         let d: Vec<u32> = (500..520).chain(2000..2080).collect();
-        assert_eq!(slots.choose(&d), Chosen { seq: sb, common: 20 });
+        assert_eq!(
+            slots.choose(&d),
+            Chosen {
+                seq: sb,
+                common: 20
+            }
+        );
         assert_eq!(slots.held(), vec![sb, sc]);
     }
 
@@ -234,7 +240,13 @@ mod tests {
         assert_eq!(slots.tokens(s_long).len(), 150);
         // Keeping more than half: reused.
         let longer: Vec<u32> = (0..100).chain(400..420).collect();
-        assert_eq!(slots.choose(&longer), Chosen { seq: s_long, common: 100 });
+        assert_eq!(
+            slots.choose(&longer),
+            Chosen {
+                seq: s_long,
+                common: 100
+            }
+        );
     }
 
     #[test]

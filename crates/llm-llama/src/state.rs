@@ -80,9 +80,8 @@ impl Identity {
             model_modified_ns: modified,
             model_head: format!("{:016x}", checksum(&head)),
             n_vocab,
-            template: template.map_or_else(String::new, |t| {
-                format!("{:016x}", checksum(t.as_bytes()))
-            }),
+            template: template
+                .map_or_else(String::new, |t| format!("{:016x}", checksum(t.as_bytes()))),
             context_size,
             sequences,
             gpu_layers,
@@ -123,10 +122,7 @@ fn entry_path(dir: &Path, key: &SessionKey, index: usize) -> PathBuf {
 /// Whether `name` is one of `key`'s state files (`KEY.kv.json`, `KEY.kvN`, or one being
 /// written, `….tmp`).
 fn is_state_file(name: &str, key: &str) -> bool {
-    let Some(rest) = name
-        .strip_prefix(key)
-        .and_then(|r| r.strip_prefix(".kv"))
-    else {
+    let Some(rest) = name.strip_prefix(key).and_then(|r| r.strip_prefix(".kv")) else {
         return false;
     };
     let rest = rest.strip_suffix(".tmp").unwrap_or(rest);
@@ -302,9 +298,7 @@ impl StateStore {
             return Err(format!("its format {} is not {FORMAT}", manifest.format));
         }
         if manifest.identity != self.identity {
-            return Err(
-                "it was saved for another model, template or context settings".into(),
-            );
+            return Err("it was saved for another model, template or context settings".into());
         }
         Ok(Some(manifest))
     }
@@ -321,7 +315,9 @@ impl StateStore {
             .iter()
             .any(|&t| t < 0 || t >= self.identity.n_vocab)
         {
-            return Err(format!("sequence {index} holds tokens outside the vocabulary"));
+            return Err(format!(
+                "sequence {index} holds tokens outside the vocabulary"
+            ));
         }
         let path = entry_path(&self.dir, key, index);
         let size = std::fs::metadata(&path)
@@ -432,16 +428,12 @@ mod llama {
                 };
                 clear(ctx, slots, seq);
                 let path = entry_path(&self.dir, key, index);
-                let loaded = i32::try_from(seq)
-                    .map_err(|e| e.to_string())
-                    .and_then(|s| {
-                        ctx.state_seq_load_file(&path, s, window)
-                            .map_err(|e| e.to_string())
-                    });
+                let loaded = i32::try_from(seq).map_err(|e| e.to_string()).and_then(|s| {
+                    ctx.state_seq_load_file(&path, s, window)
+                        .map_err(|e| e.to_string())
+                });
                 match loaded {
-                    Ok((read, _))
-                        if read.iter().map(|t| t.0).eq(entry.tokens.iter().copied()) =>
-                    {
+                    Ok((read, _)) if read.iter().map(|t| t.0).eq(entry.tokens.iter().copied()) => {
                         slots.set(seq, read);
                         sequences += 1;
                         tokens += n;
@@ -585,7 +577,14 @@ mod tests {
         for name in ["K.kv.json", "K.kv0", "K.kv12", "K.kv3.tmp", "K.kv.json.tmp"] {
             assert!(is_state_file(&name.replace('K', key), key), "{name}");
         }
-        for name in ["K.jsonl", "K.kv", "K.kvx", "K.kv0.bak", "KX.kv0", "other.kv0"] {
+        for name in [
+            "K.jsonl",
+            "K.kv",
+            "K.kvx",
+            "K.kv0.bak",
+            "KX.kv0",
+            "other.kv0",
+        ] {
             assert!(!is_state_file(&name.replace('K', key), key), "{name}");
         }
         let dir = tempfile::tempdir().unwrap();

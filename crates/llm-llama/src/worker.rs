@@ -281,7 +281,11 @@ impl Templates<'_> {
     /// The chat as a prompt: the model's Jinja template, else llama.cpp's built-in
     /// template support, else the plain rendering. Also says whether the prompt already
     /// starts with the beginning-of-sequence token's text (so it must not be added again).
-    pub(crate) fn render(&self, model: &LlamaModel, request: &LlmRequest) -> Result<(String, bool), Error> {
+    pub(crate) fn render(
+        &self,
+        model: &LlamaModel,
+        request: &LlmRequest,
+    ) -> Result<(String, bool), Error> {
         if let Some(jinja) = self.jinja {
             match jinja.render(&request.messages, &request.tools) {
                 Ok(prompt) => {
@@ -316,4 +320,3 @@ impl Templates<'_> {
         Ok((tool_calls::prompt::render_plain(&request.messages), false))
     }
 }
-

@@ -91,13 +91,16 @@ async fn a_new_process_resumes_from_the_saved_state_and_answers_as_before() {
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 
+/// A way to spoil a saved sequence file (or its manifest, beside it).
+type Damage = fn(&std::path::Path);
+
 #[tokio::test]
 async fn a_damaged_or_foreign_state_is_ignored_and_the_prompt_evaluated_in_full() {
     let Some(path) = model_path() else { return };
     let key = SessionKey::new("damaged-test").unwrap();
     let cold = LlamaLlm::load(config(path.clone())).unwrap();
     let mut expected = None;
-    let damages: [(&str, fn(&std::path::Path)); 5] = [
+    let damages: [(&str, Damage); 5] = [
         ("a flipped byte", |file| {
             let mut bytes = std::fs::read(file).unwrap();
             let middle = bytes.len() / 2;
@@ -108,7 +111,9 @@ async fn a_damaged_or_foreign_state_is_ignored_and_the_prompt_evaluated_in_full(
             let bytes = std::fs::read(file).unwrap();
             std::fs::write(file, &bytes[..bytes.len() / 3]).unwrap();
         }),
-        ("garbage", |file| std::fs::write(file, vec![0xffu8; 4096]).unwrap()),
+        ("garbage", |file| {
+            std::fs::write(file, vec![0xffu8; 4096]).unwrap()
+        }),
         ("a damaged manifest", |file| {
             let manifest = file.with_extension("kv.json");
             std::fs::write(manifest, b"{\"format\": 1, \"identity\":").unwrap();
