@@ -51,6 +51,11 @@ pub(crate) struct BenchLlmArgs {
     /// replies that copy from the conversation and on free text.
     #[arg(long)]
     speculative: bool,
+    /// Also measure the time to the first token of a conversation's next turn in the same
+    /// process, in a new one restoring the session's saved state, and in a new one
+    /// without it.
+    #[arg(long)]
+    resume: bool,
     /// With `--grammar`, a chat template that renders tools measures the grammar of its
     /// own call format.
     #[command(flatten)]
@@ -86,6 +91,8 @@ struct Report {
     grammar: Option<GrammarRun>,
     #[serde(skip_serializing_if = "Option::is_none")]
     speculative: Option<crate::bench_speculative::SpeculativeRun>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resume: Option<crate::bench_resume::ResumeRun>,
 }
 
 /// Generation with and without a required-call grammar (`--grammar`).
@@ -220,6 +227,7 @@ pub(crate) async fn run(args: BenchLlmArgs) -> Result<(), String> {
             .map_err(|e| format!("loading the model stopped: {e}"))?
             .map_err(|e| e.to_string())
     };
+    let resume_config = config.clone();
     let llm = load(config).await?;
 
     let (mut pp, mut tg) = (Vec::new(), Vec::new());
@@ -249,6 +257,18 @@ pub(crate) async fn run(args: BenchLlmArgs) -> Result<(), String> {
     } else {
         None
     };
+    let resume = if args.resume {
+        let load_keeping = |state_dir: Option<PathBuf>| {
+            load(llm_llama::LlamaConfig {
+                state_dir,
+                ..resume_config.clone()
+            })
+        };
+        let system = agent_system(&llm);
+        Some(crate::bench_resume::measure(load_keeping, &system, args.reps).await?)
+    } else {
+        None
+    };
     let turns = conversation(&llm, args.turns).await?;
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
     let best = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
@@ -265,18 +285,27 @@ pub(crate) async fn run(args: BenchLlmArgs) -> Result<(), String> {
         turns,
         grammar,
         speculative,
+        resume,
     };
     print_report(&report, args.json)
 }
 
-/// The same request generated `reps` times without a grammar and under a required-call
-/// grammar, alternately (the machines are noisy: only back-to-back figures compare).
-async fn constrained(
-    llm: &llm_llama::LlamaLlm,
-    gen_tokens: u32,
-    reps: u32,
-) -> Result<GrammarRun, String> {
-    let tools = vec![
+/// The agent's system prompt for a small model offered the bench's two tools, as the
+/// agent writes it (the template renders the tools itself when it can).
+fn agent_system(llm: &llm_llama::LlamaLlm) -> String {
+    let config = services_ai::AgentConfig {
+        tool_prompt_style: services_ai::ToolPromptStyle::Compact,
+        ..services_ai::AgentConfig::default()
+    };
+    let tools = bench_tools();
+    let native = llm.info().chat_format.clone().filter(|f| f.renders_tools);
+    let listed: &[ToolDefinition] = if native.is_some() { &[] } else { &tools };
+    services_ai::prompt::system_prompt(&config, None, listed).unwrap_or_default()
+}
+
+/// The two tools the grammar and resume measurements offer.
+fn bench_tools() -> Vec<ToolDefinition> {
+    vec![
         ToolDefinition::new("read_file", "Read File", "Read a text file in the workspace")
             .with_schema(serde_json::json!({
                 "type": "object",
@@ -290,7 +319,17 @@ async fn constrained(
                 "required": ["command"]
             }),
         ),
-    ];
+    ]
+}
+
+/// The same request generated `reps` times without a grammar and under a required-call
+/// grammar, alternately (the machines are noisy: only back-to-back figures compare).
+async fn constrained(
+    llm: &llm_llama::LlamaLlm,
+    gen_tokens: u32,
+    reps: u32,
+) -> Result<GrammarRun, String> {
+    let tools = bench_tools();
     let config = services_ai::AgentConfig {
         tool_prompt_style: services_ai::ToolPromptStyle::Compact,
         ..services_ai::AgentConfig::default()
@@ -453,6 +492,9 @@ fn print_report(report: &Report, json: bool) -> Result<(), String> {
         }
         if let Some(s) = &report.speculative {
             text.push_str(&s.text(report.reps));
+        }
+        if let Some(r) = &report.resume {
+            text.push_str(&r.text(report.reps));
         }
         if !report.turns.is_empty() {
             text.push_str("\n\nturn  prompt  evaluated  generated  ttft (ms)");

@@ -11,6 +11,7 @@ mod approve;
 mod backend;
 mod bench;
 mod bench_openai;
+mod bench_resume;
 mod bench_speculative;
 mod chat;
 mod console;

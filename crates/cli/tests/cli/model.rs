@@ -239,3 +239,92 @@ fn a_long_chat_at_a_small_context_is_compacted_and_never_overflows() {
     let list: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(list[0]["turns"], 40);
 }
+
+/// The first completion's usage among `events`: (prompt tokens, evaluated).
+fn first_usage(events: &[AgentEvent]) -> (u64, u64) {
+    events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::TextGeneration(t) => t
+                .usage
+                .as_ref()
+                .map(|u| (u.prompt_tokens, u.prompt_tokens_evaluated)),
+            _ => None,
+        })
+        .expect("a completion reports its usage")
+}
+
+/// Warm resume: four requests, each in a new `exec --last` process, evaluate only what is
+/// new on each follow-up, from a state saved beside the session (0600); a damaged state
+/// costs only speed; `sessions rm` removes the state with the session.
+#[test]
+fn each_exec_last_resumes_from_the_sessions_saved_state() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(model) = model(false) else { return };
+    let ws = Workspace::new();
+    let backend = format!("llama:{}", model.display());
+    let exec = |last: bool, message: &str| {
+        let mut args = vec![
+            "exec",
+            "--workspace",
+            ws.path(),
+            "--backend",
+            &backend,
+            "--tool-choice",
+            "none",
+        ];
+        if last {
+            args.push("--last");
+        }
+        args.push(message);
+        let out = super::aintern_in(ws.home.path(), &args, b"");
+        completed(&out).0
+    };
+    exec(false, "My favourite colour is green and I live in Lisbon.");
+    let dir = ws.home.path().join("data/aintern/sessions");
+    for message in [
+        "What is my favourite colour?",
+        "Where do I live?",
+        "Suggest a weekend trip from there.",
+    ] {
+        let (prompt, evaluated) = first_usage(&exec(true, message));
+        assert!(
+            evaluated * 100 <= prompt * 15,
+            "{message:?}: evaluated {evaluated} of {prompt} prompt tokens"
+        );
+    }
+    let files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains(".kv"))
+        .collect();
+    assert!(
+        files.len() >= 2,
+        "a manifest and a sequence file: {files:?}"
+    );
+    for file in &files {
+        let mode = std::fs::metadata(file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", file.display());
+    }
+    // Damaged: the request still completes, evaluating the prompt in full.
+    for file in files
+        .iter()
+        .filter(|f| !f.to_string_lossy().ends_with(".json"))
+    {
+        std::fs::write(file, b"not a state").unwrap();
+    }
+    let (prompt, evaluated) = first_usage(&exec(true, "Thanks!"));
+    assert!(evaluated * 2 > prompt, "evaluated {evaluated} of {prompt}");
+
+    let sessions = super::aintern_in(ws.home.path(), &["sessions", "list", "--json"], b"");
+    let listed: Value = serde_json::from_slice(&sessions.stdout).unwrap();
+    let id = listed[0]["id"].as_str().unwrap().to_string();
+    let out = super::aintern_in(ws.home.path(), &["sessions", "rm", &id], b"");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
