@@ -217,6 +217,11 @@ pub(crate) async fn run(args: BenchLlmArgs) -> Result<(), String> {
         speculative: false,
         ..config.clone()
     };
+    let reference_config = llm_llama::LlamaConfig {
+        speculative: false,
+        kv_cache_q8: true,
+        ..config.clone()
+    };
     let drafting_config = llm_llama::LlamaConfig {
         speculative: true,
         ..config.clone()
@@ -248,9 +253,11 @@ pub(crate) async fn run(args: BenchLlmArgs) -> Result<(), String> {
     };
     let speculative = if args.speculative {
         let plain = load(plain_config).await?;
+        let reference = load(reference_config).await?;
         let drafting = load(drafting_config).await?;
         let models = crate::bench_speculative::Models {
             plain: &plain,
+            reference: &reference,
             drafting: &drafting,
         };
         Some(crate::bench_speculative::measure(models, args.gen_tokens.max(192), args.reps).await?)

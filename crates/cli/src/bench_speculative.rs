@@ -1,9 +1,10 @@
 //! `aintern bench llm --speculative`: generation with prompt-lookup drafting (the default)
 //! against plain decoding, back to back on one machine, on replies that copy from the
 //! conversation (a file rewritten after it was read, an edit shown whole) and on free
-//! text. Two loads of the model, the same but for drafting, take each task in turn,
-//! `reps` times, greedy, each from an empty cache; drafting must repeat plain decoding's
-//! replies exactly.
+//! text. Three loads of the model take each task in turn, `reps` times, greedy, each from
+//! an empty cache: plain decoding as configured by default (16-bit KV cache), plain
+//! decoding with drafting's 8-bit cache (the reference, whose replies drafting must
+//! repeat exactly), and drafting.
 
 use core_models::{ChatMessage, InferenceOptions, LlmRequest};
 use serde::Serialize;
@@ -54,17 +55,22 @@ const TASKS: [(&str, &str); 6] = [
 pub(crate) struct Kind {
     /// Tokens the drafting model generated, over every task and repetition.
     tokens: u64,
-    /// Plain decoding: tokens per second.
+    /// Plain decoding (default settings): tokens per second.
     plain_tok_s: f64,
+    /// Plain decoding with drafting's 8-bit cache: tokens per second.
+    reference_tok_s: f64,
     /// With drafting: tokens per second.
     drafted_tok_s: f64,
     /// `drafted_tok_s / plain_tok_s`.
     ratio: f64,
+    /// `drafted_tok_s / reference_tok_s`: drafting alone, the cache the same.
+    ratio_same_cache: f64,
 }
 
-/// The two loads of the model (see the module's documentation).
+/// The three loads of the model (see the module's documentation).
 pub(crate) struct Models<'a> {
     pub(crate) plain: &'a llm_llama::LlamaLlm,
+    pub(crate) reference: &'a llm_llama::LlamaLlm,
     pub(crate) drafting: &'a llm_llama::LlamaLlm,
 }
 
@@ -75,7 +81,7 @@ pub(crate) struct SpeculativeRun {
     copy: Kind,
     /// Free text.
     free: Kind,
-    /// Replies of drafting that differed from plain decoding's (must be 0).
+    /// Replies of drafting that differed from the reference's (must be 0).
     different_replies: usize,
 }
 
@@ -84,12 +90,12 @@ impl SpeculativeRun {
     pub(crate) fn text(&self, reps: u32) -> String {
         let line = |name: &str, k: &Kind| {
             format!(
-                "\n{name:<5} plain {:>7.1} tok/s  drafted {:>7.1} tok/s  ratio {:>6.3}  ({} tokens)",
-                k.plain_tok_s, k.drafted_tok_s, k.ratio, k.tokens
+                "\n{name:<5} plain {:>6.1}  8-bit cache {:>6.1}  drafted {:>6.1} tok/s  ratio {:>5.3} (same cache {:>5.3})  {} tokens",
+                k.plain_tok_s, k.reference_tok_s, k.drafted_tok_s, k.ratio, k.ratio_same_cache, k.tokens
             )
         };
         format!(
-            "\n\nprompt-lookup drafting (greedy, {reps} reps, back to back){}{}\nreplies that differ: {}",
+            "\n\nprompt-lookup drafting (greedy, {reps} reps, back to back){}{}\nreplies that differ from plain decoding's with the same cache: {}",
             line("copy", &self.copy),
             line("free", &self.free),
             self.different_replies
@@ -122,14 +128,17 @@ pub(crate) async fn measure(
     gen_tokens: u32,
     reps: u32,
 ) -> Result<SpeculativeRun, String> {
-    // [kind][plain, drafted] = (tokens, seconds)
-    let mut sums = [[(0u64, 0f64); 2]; 2];
+    // [kind][plain, reference, drafted] = (tokens, seconds)
+    let mut sums = [[(0u64, 0f64); 3]; 2];
     let mut different = 0;
     for _ in 0..reps {
         for (kind, ask) in TASKS {
             let k = usize::from(kind == "free");
             let mut replies = Vec::new();
-            for (m, llm) in [models.plain, models.drafting].into_iter().enumerate() {
+            for (m, llm) in [models.plain, models.reference, models.drafting]
+                .into_iter()
+                .enumerate()
+            {
                 // Each from an empty cache: where a prompt's cells lie changes the last
                 // bits of attention, and so close greedy choices.
                 llm.clear_cache().map_err(|e| e.to_string())?;
@@ -139,18 +148,20 @@ pub(crate) async fn measure(
                 sums[k][m].1 += usage.generation_time.as_secs_f64();
                 replies.push(text);
             }
-            if replies[0] != replies[1] {
+            if replies[1] != replies[2] {
                 different += 1;
-                tracing::warn!(task = ask, plain = %replies[0], drafted = %replies[1], "drafting changed a reply");
+                tracing::warn!(task = ask, reference = %replies[1], drafted = %replies[2], "drafting changed a reply");
             }
         }
     }
     let rate = |(tokens, secs): (u64, f64)| tokens as f64 / secs.max(f64::MIN_POSITIVE);
-    let kind = |s: [(u64, f64); 2]| Kind {
-        tokens: s[1].0,
+    let kind = |s: [(u64, f64); 3]| Kind {
+        tokens: s[2].0,
         plain_tok_s: rate(s[0]),
-        drafted_tok_s: rate(s[1]),
-        ratio: rate(s[1]) / rate(s[0]).max(f64::MIN_POSITIVE),
+        reference_tok_s: rate(s[1]),
+        drafted_tok_s: rate(s[2]),
+        ratio: rate(s[2]) / rate(s[0]).max(f64::MIN_POSITIVE),
+        ratio_same_cache: rate(s[2]) / rate(s[1]).max(f64::MIN_POSITIVE),
     };
     Ok(SpeculativeRun {
         copy: kind(sums[0]),

@@ -18,24 +18,6 @@ use std::collections::VecDeque;
 use std::time::Instant;
 use tokio::sync::mpsc::UnboundedSender;
 
-/// How far apart (in logits) the best two tokens of a draft's output must be for the
-/// output to decide a greedy choice; closer, the choice is made as plain decoding makes it.
-const TIE_MARGIN: f32 = 0.05;
-
-/// Whether the best two of `logits` are within [`TIE_MARGIN`].
-fn too_close(logits: &[f32]) -> bool {
-    let (mut first, mut second) = (f32::NEG_INFINITY, f32::NEG_INFINITY);
-    for &l in logits {
-        if l > first {
-            second = first;
-            first = l;
-        } else if l > second {
-            second = l;
-        }
-    }
-    first - second < TIE_MARGIN
-}
-
 /// The most tokens one draft's batch holds (the token and its draft).
 const DRAFT_BATCH: usize = 17;
 
@@ -47,8 +29,6 @@ pub(crate) struct Session<'m, 'c> {
     batch: usize,
     /// Whether replies may be drafted by prompt lookup (see [`crate::speculate`]).
     speculative: bool,
-    /// Whether llama.cpp may use flash attention (see [`crate::LlamaConfig`]).
-    flash_attention: bool,
     out: &'c UnboundedSender<Result<LlmChunk, core_models::Error>>,
 }
 
@@ -81,7 +61,6 @@ impl<'m, 'c> Session<'m, 'c> {
         slots: &'c mut Slots<LlamaToken>,
         batch: usize,
         speculative: bool,
-        flash_attention: bool,
         out: &'c UnboundedSender<Result<LlmChunk, core_models::Error>>,
     ) -> Self {
         Session {
@@ -90,7 +69,6 @@ impl<'m, 'c> Session<'m, 'c> {
             slots,
             batch,
             speculative,
-            flash_attention,
             out,
         }
     }
@@ -290,19 +268,10 @@ impl<'m, 'c> Session<'m, 'c> {
             batch.extend_from_slice(&draft);
             self.decode(seq, &batch, position, Logits::All)?;
             position += 1;
-            // Without flash attention a batch's outputs are exactly a single token's.
-            let guarded = self.flash_attention && request.options.temperature <= 0.0;
             let mut kept = 0;
-            // An output whose best two tokens are too close to call: the batch's
-            // arithmetic may pick another than decoding one token would.
-            let mut redo = None;
             let mut ended = false;
             for i in 0..=draft.len() {
                 let index = i32::try_from(i).unwrap_or(0);
-                if guarded && too_close(self.ctx.get_logits_ith(index)) {
-                    redo = Some(i);
-                    break;
-                }
                 let next = sampler.sample(self.ctx, index);
                 if draft.get(i) != Some(&next) {
                     // The model's own token where the draft went wrong, or the one after
@@ -325,12 +294,7 @@ impl<'m, 'c> Session<'m, 'c> {
             if let Some(drafter) = drafter.as_mut() {
                 drafter.record(draft.len(), kept);
             }
-            let keep = if redo.is_some() {
-                position - 1
-            } else {
-                position
-            };
-            if self.slots.tokens(seq).len() > keep && !self.trim(seq, keep) {
+            if self.slots.tokens(seq).len() > position && !self.trim(seq, position) {
                 self.reset_cache();
                 return Err(Error::Backend(
                     "the cache cannot drop a refused draft".into(),
@@ -338,10 +302,6 @@ impl<'m, 'c> Session<'m, 'c> {
             }
             if ended {
                 break;
-            }
-            if let Some(i) = redo {
-                // As plain decoding does it: the token before that output, alone.
-                self.decode(seq, &batch[i..=i], position - 1, Logits::Last)?;
             }
         }
         if self.cancelled() {

@@ -44,6 +44,8 @@ pub(crate) struct Identity {
     pub(crate) context_size: u32,
     pub(crate) sequences: usize,
     pub(crate) gpu_layers: u32,
+    /// The KV cache's element type.
+    pub(crate) kv_type: String,
 }
 
 impl Identity {
@@ -58,6 +60,7 @@ impl Identity {
         context_size: u32,
         sequences: usize,
         gpu_layers: u32,
+        kv_type: &str,
     ) -> std::io::Result<Self> {
         let path = std::fs::canonicalize(model_path)?;
         let meta = std::fs::metadata(&path)?;
@@ -85,6 +88,7 @@ impl Identity {
             context_size,
             sequences,
             gpu_layers,
+            kv_type: kv_type.to_string(),
         })
     }
 }
@@ -614,6 +618,7 @@ mod tests {
             context_size: 100,
             sequences: 1,
             gpu_layers: 0,
+            kv_type: "F16".into(),
         };
         let keys: Vec<SessionKey> = (1..=3)
             .map(|i| SessionKey::new(format!("s{i}")).unwrap())

@@ -7,7 +7,7 @@ use crate::state::{Identity, Restored, StateStore};
 use crate::template::ChatTemplate;
 use crate::{Error, LlamaConfig, ModelInfo};
 use core_models::LlmRequest;
-use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::context::params::{KvCacheType, LlamaContextParams};
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
@@ -73,8 +73,16 @@ pub(crate) fn run(
         .with_n_ctx(NonZeroU32::new(n_ctx))
         .with_n_seq_max(SEQUENCES as u32)
         .with_kv_unified(true)
-        // llama.cpp: -1 auto, 0 off.
-        .with_flash_attention_policy(if config.flash_attention { -1 } else { 0 })
+        // llama.cpp: -1 auto, 0 off. An 8-bit V cache needs flash attention.
+        .with_flash_attention_policy(
+            if config.flash_attention || kv_type(&config) != KvCacheType::F16 {
+                -1
+            } else {
+                0
+            },
+        )
+        .with_type_k(kv_type(&config))
+        .with_type_v(kv_type(&config))
         .with_n_batch(batch)
         .with_n_ubatch(batch)
         .with_n_threads(threads)
@@ -165,6 +173,7 @@ pub(crate) fn run(
                 ctx.n_ctx(),
                 SEQUENCES,
                 config.gpu_layers,
+                &format!("{:?}", kv_type(&config)),
             );
             match identity {
                 Ok(identity) => Some(StateStore::new(dir, config.state_cap_bytes, identity)),
@@ -196,8 +205,7 @@ pub(crate) fn run(
             } => {
                 // Not streamed: nobody cancels it, so the sender never closes.
                 let (out, _keep) = tokio::sync::mpsc::unbounded_channel();
-                let mut session =
-                    Session::new(&model, &mut ctx, &mut slots, batch, false, false, &out);
+                let mut session = Session::new(&model, &mut ctx, &mut slots, batch, false, &out);
                 let _ = reply.send(session.throughput(prompt_tokens, gen_tokens));
             }
             Job::Clear { reply } => {
@@ -224,7 +232,6 @@ pub(crate) fn run(
                     &mut slots,
                     batch,
                     config.speculative,
-                    config.flash_attention,
                     &out,
                 );
                 if let Err(e) = session.generate(&templates, &request) {
@@ -232,6 +239,15 @@ pub(crate) fn run(
                 }
             }
         }
+    }
+}
+
+/// The KV cache's type: 8-bit when drafting (see [`LlamaConfig::kv_cache_q8`]).
+fn kv_type(config: &LlamaConfig) -> KvCacheType {
+    if config.kv_cache_q8 || config.speculative {
+        KvCacheType::Q8_0
+    } else {
+        KvCacheType::F16
     }
 }
 
