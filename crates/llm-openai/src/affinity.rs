@@ -341,8 +341,9 @@ impl Inner {
         }
     }
 
-    /// `POST {root}/slots/{slot}?action={action}` with the session's file, once (with the
-    /// client's headers and key, and the session's header); the server's answer.
+    /// `POST {root}/slots/{slot}?action={action}` with the session's file (with the
+    /// client's headers and key, and the session's header), sent again once when the
+    /// connection breaks before any reply; the server's answer.
     async fn slot_action(
         &self,
         key: &SessionKey,
@@ -358,19 +359,29 @@ impl Inner {
             limit,
             ..Context::default()
         };
-        let request = self
-            .http
-            .post(url.clone())
-            .json(&json!({ "filename": slot_file(key) }));
-        let request = self.affinity.with_header(request, Some(key));
-        let response = http::send(
-            request,
-            &url,
-            deadline,
-            self.config.connect_timeout,
-            &context,
-        )
-        .await
+        let send = || {
+            let request = self
+                .http
+                .post(url.clone())
+                .json(&json!({ "filename": slot_file(key) }));
+            let request = self.affinity.with_header(request, Some(key));
+            http::send(
+                request,
+                &url,
+                deadline,
+                self.config.connect_timeout,
+                &context,
+            )
+        };
+        // A kept-alive connection the server closed meanwhile breaks before any reply:
+        // sent again once, on a new connection (saving or restoring twice does no harm).
+        let response = match send().await {
+            Err(failure) if matches!(failure.error, Error::Disconnected { .. }) => {
+                tracing::debug!(error = %failure.error, action, "the slot action is sent again");
+                send().await
+            }
+            sent => sent,
+        }
         .map_err(|f| f.error)?;
         // The answer only tells how much was moved.
         Ok(http::read_json(response, http::DISCOVERY_CAP, deadline)
