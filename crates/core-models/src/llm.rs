@@ -31,7 +31,10 @@ pub struct LlmRequest {
     pub constraint: Option<ReplyConstraint>,
     /// The conversation this request continues, for a backend that keeps conversations'
     /// caches warm: a saved llama state, a server's prompt-cache key, a pinned slot (see
-    /// [`crate::LlmService::keep_session`]). `None`: no affinity.
+    /// [`crate::LlmService::keep_session`]). `None`: no affinity. Side requests (a
+    /// decision among steps, asked with a short prompt of its own) carry none: a backend
+    /// that keeps one cache per session then keeps the conversation's, not the side
+    /// prompt's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionKey>,
 }

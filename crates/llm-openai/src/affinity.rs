@@ -1,8 +1,10 @@
 //! Cache affinity: a conversation sent where its cache is. A request's session key goes
 //! to the server as `prompt_cache_key` (hosted APIs route on it) and, when configured, in
 //! a header (for a router that keeps a session on one replica). On llama-server a session
-//! can be pinned to one slot (`id_slot`, from a hash of its key); that slot is saved when
-//! a request ends and restored before the session's first request in a later process.
+//! can be pinned to a slot (`id_slot`), chosen per request among the idle ones
+//! (`GET /slots`): the slot it last used here, else the one its key hashes to, else any;
+//! that slot is saved when a request ends and restored before a request whose slot, as
+//! far as this client knows, does not hold the session.
 
 use crate::classify::Context;
 use crate::config::OpenAiConfig;
@@ -13,13 +15,18 @@ use crate::Inner;
 use core_models::{LlmRequest, MessageRole, SessionKey};
 use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::{json, Value};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
 use tokio::time::Instant;
 
 /// The body field that carries a session's key for hosted APIs.
 pub(crate) const PROMPT_CACHE_KEY: &str = "prompt_cache_key";
+
+/// How long the slots' state may take (llama-server answers in milliseconds, even while
+/// its slots decode); past it, the session's hash slot.
+const SLOTS_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What one client does to keep sessions' caches warm, and what it learned doing it.
 #[derive(Debug)]
@@ -34,17 +41,19 @@ pub(crate) struct Affinity {
     save: bool,
     /// The server cannot save slots (started without `--slot-save-path`): not asked again.
     save_refused: AtomicBool,
+    /// The server does not list its slots (started with `--no-slots`): not asked again,
+    /// sessions go to their hash slots.
+    listing_refused: AtomicBool,
     /// What this client did with slots.
     state: Mutex<SlotState>,
 }
 
 #[derive(Debug, Default)]
 struct SlotState {
-    /// The sessions seen so far: a restore is only worth it before a session's first
-    /// request.
-    seen: HashSet<SessionKey>,
+    /// The slot each session last used in this client.
+    used: HashMap<SessionKey, u32>,
     /// The session each slot last served for this client: a slot is saved for a session
-    /// only while it holds that session.
+    /// only while it holds that session, and restored before a request unless it does.
     holders: HashMap<u32, SessionKey>,
 }
 
@@ -76,34 +85,47 @@ impl Affinity {
             slots,
             save: config.save_slots && slots.is_some(),
             save_refused: AtomicBool::new(false),
+            listing_refused: AtomicBool::new(false),
             state: Mutex::new(SlotState::default()),
         })
     }
 
-    /// The slot `key` is pinned to, when sessions are pinned.
-    pub(crate) fn slot(&self, key: &SessionKey) -> Option<u32> {
-        self.slots.map(|total| slot_of(key, total))
+    /// Whether slots are saved and restored (and the server can).
+    fn saving(&self) -> bool {
+        self.save && !self.save_refused.load(Ordering::Relaxed)
     }
 
-    /// The slot to save or restore for `key`, when slots are saved and the server can.
-    fn saved_slot(&self, key: &SessionKey) -> Option<u32> {
-        if self.save && !self.save_refused.load(Ordering::Relaxed) {
-            self.slot(key)
-        } else {
-            None
-        }
+    /// The slot for a request of `key` among `total`, given the idle slots when known:
+    /// the slot the session last used here if idle; its hash slot if idle; the lowest
+    /// idle slot; else (all busy, or unknown) its hash slot, where the request waits.
+    fn pick(&self, key: &SessionKey, total: u32, idle: Option<&[u32]>) -> u32 {
+        let hashed = slot_of(key, total);
+        let Some(idle) = idle else {
+            return hashed;
+        };
+        let last = self.lock().used.get(key).copied();
+        last.into_iter()
+            .chain([hashed])
+            .find(|slot| idle.contains(slot))
+            .or_else(|| idle.iter().copied().filter(|&s| s < total).min())
+            .unwrap_or(hashed)
     }
 
     /// The session's fields in a chat-completions body: its key as `prompt_cache_key`,
-    /// its slot as `id_slot`.
-    pub(crate) fn add_to_body(&self, body: &mut Value, session: Option<&SessionKey>) {
+    /// its `slot` as `id_slot`.
+    pub(crate) fn add_to_body(
+        &self,
+        body: &mut Value,
+        session: Option<&SessionKey>,
+        slot: Option<u32>,
+    ) {
         let (Some(key), Some(object)) = (session, body.as_object_mut()) else {
             return;
         };
         if self.prompt_cache_key {
             object.insert(PROMPT_CACHE_KEY.into(), key.as_str().into());
         }
-        if let Some(slot) = self.slot(key) {
+        if let Some(slot) = slot {
             object.insert("id_slot".into(), slot.into());
         }
     }
@@ -123,16 +145,24 @@ impl Affinity {
         }
     }
 
-    /// Note that a request of `key` goes to `slot` now; whether it is the session's first.
+    /// Note that a request of `key` goes to `slot` now; whether the slot already held the
+    /// session (this client's previous request there was the session's).
     fn note_request(&self, key: &SessionKey, slot: u32) -> bool {
         let mut state = self.lock();
-        state.holders.insert(slot, key.clone());
-        state.seen.insert(key.clone())
+        state.used.insert(key.clone(), slot);
+        let held = state.holders.get(&slot) == Some(key);
+        if !held {
+            state.holders.insert(slot, key.clone());
+        }
+        held
     }
 
-    /// Whether `slot` last served `key` for this client.
-    fn holds(&self, slot: u32, key: &SessionKey) -> bool {
-        self.lock().holders.get(&slot) == Some(key)
+    /// The slot to save for `key`: the one it last used here, while that slot still holds
+    /// it.
+    fn kept_slot(&self, key: &SessionKey) -> Option<u32> {
+        let state = self.lock();
+        let slot = *state.used.get(key)?;
+        (state.holders.get(&slot) == Some(key)).then_some(slot)
     }
 
     /// The server cannot save slots: said once, and not asked again.
@@ -173,32 +203,46 @@ pub(crate) fn slot_file(key: &SessionKey) -> String {
     format!("aintern-{}.bin", key.as_str())
 }
 
+/// The ids of the idle slots in llama-server's `GET /slots` answer (a list of slots, each
+/// with its `id` and `is_processing`), lowest first; `None` when it is no such list.
+fn idle_in(slots: &Value) -> Option<Vec<u32>> {
+    let mut idle = Vec::new();
+    for slot in slots.as_array()? {
+        let id = u32::try_from(slot.get("id")?.as_u64()?).ok()?;
+        if !slot.get("is_processing")?.as_bool()? {
+            idle.push(id);
+        }
+    }
+    idle.sort_unstable();
+    Some(idle)
+}
+
 /// Whether a failed slot action says the server cannot save slots at all.
 fn cannot_save(error: &Error) -> bool {
     matches!(error, Error::Server { status: 501, .. })
 }
 
 impl Inner {
-    /// Before a request of a session, when slots are saved: its slot noted as serving the
-    /// session, and before the session's first request in this client, the session's saved
-    /// slot restored. A conversation the model never answered has nothing saved worth
-    /// restoring, and is not asked for (a restore that finds no file empties the slot,
-    /// losing the prefix it may share with other sessions). Any failure is only logged:
-    /// the request goes on as it would have.
-    pub(crate) async fn prepare_session(&self, request: &LlmRequest) {
-        let Some(key) = &request.session else {
-            return;
-        };
-        let Some(slot) = self.affinity.saved_slot(key) else {
-            return;
-        };
-        let first = self.affinity.note_request(key, slot);
+    /// Before a request of a session, when sessions are pinned: the slot it goes to
+    /// (chosen among the idle ones, see [`Affinity::pick`]), noted as serving the
+    /// session; and, when slots are saved and that slot does not hold the session as far
+    /// as this client knows, the session's saved slot restored into it. A conversation the
+    /// model never answered has nothing saved worth restoring, and is not asked for (a
+    /// restore that finds no file empties the slot, losing the prefix it may share with
+    /// other sessions). Any failure is only logged: the request goes on as it would have.
+    pub(crate) async fn prepare_session(&self, request: &LlmRequest) -> Option<u32> {
+        let key = request.session.as_ref()?;
+        let total = self.affinity.slots?;
+        let idle = self.idle_slots().await;
+        let slot = self.affinity.pick(key, total, idle.as_deref());
+        let held = self.affinity.note_request(key, slot);
+        tracing::debug!(slot, held, ?idle, "the session's slot");
         let answered = request
             .messages
             .iter()
             .any(|m| m.role == MessageRole::Assistant);
-        if !first || !answered {
-            return;
+        if held || !answered || !self.affinity.saving() {
+            return Some(slot);
         }
         match self.slot_action(key, slot, "restore").await {
             Ok(answer) => {
@@ -212,23 +256,73 @@ impl Inner {
                 tracing::debug!(slot, error = %e, "the session's slot was not restored");
             }
         }
+        Some(slot)
+    }
+
+    /// The ids of llama-server's idle slots (`GET {root}/slots`), or `None` when the
+    /// server does not say in time (a server that does not list its slots is not asked
+    /// again).
+    async fn idle_slots(&self) -> Option<Vec<u32>> {
+        if self.affinity.listing_refused.load(Ordering::Relaxed) {
+            return None;
+        }
+        let url = &self.urls.slots;
+        let deadline = Instant::now() + SLOTS_TIMEOUT;
+        let context = Context {
+            url: url.to_string(),
+            key_sent: self.config.api_key.is_some(),
+            limit: SLOTS_TIMEOUT,
+            ..Context::default()
+        };
+        let sent = http::send(
+            self.http.get(url.clone()),
+            url,
+            deadline,
+            self.config.connect_timeout,
+            &context,
+        )
+        .await;
+        let listed = match sent {
+            Ok(response) => http::read_json(response, http::DISCOVERY_CAP, deadline).await,
+            Err(failure) => Err(failure.error),
+        };
+        let slots = match listed {
+            Ok(slots) => slots,
+            Err(e) => {
+                if matches!(
+                    e,
+                    Error::Server { status: 501, .. } | Error::NotFound { .. }
+                ) && !self.affinity.listing_refused.swap(true, Ordering::Relaxed)
+                {
+                    tracing::debug!(error = %e, "the server does not list its slots: sessions go to their hash slots");
+                } else {
+                    tracing::debug!(error = %e, "the slots' state is unknown: the session's hash slot");
+                }
+                return None;
+            }
+        };
+        let idle = idle_in(&slots);
+        if idle.is_none() {
+            tracing::debug!("the slots' state is not a list of slots: the session's hash slot");
+        }
+        idle
     }
 
     /// Save the slot of `key` on llama-server, for a later process to restore; whether it
-    /// was saved. Nothing is saved unless slots are saved and the slot still holds the
-    /// session (another session of this client may have taken it since).
+    /// was saved. Nothing is saved unless slots are saved and the slot the session last
+    /// used here still holds it (another session of this client may have taken it since).
     ///
     /// # Errors
     /// [`Error::Slot`] when the server could not save it (a server without
     /// `--slot-save-path` is no error: it is not asked again).
     pub(crate) async fn keep_session(&self, key: &SessionKey) -> Result<bool, Error> {
-        let Some(slot) = self.affinity.saved_slot(key) else {
-            return Ok(false);
-        };
-        if !self.affinity.holds(slot, key) {
-            tracing::debug!(slot, "the slot serves another session now: not saved");
+        if !self.affinity.saving() {
             return Ok(false);
         }
+        let Some(slot) = self.affinity.kept_slot(key) else {
+            tracing::debug!("no slot here holds the session: not saved");
+            return Ok(false);
+        };
         match self.slot_action(key, slot, "save").await {
             Ok(answer) => {
                 let tokens = answer.get("n_saved").and_then(Value::as_u64);
@@ -247,8 +341,9 @@ impl Inner {
         }
     }
 
-    /// `POST {root}/slots/{slot}?action={action}` with the session's file, once (with the
-    /// client's headers and key, and the session's header); the server's answer.
+    /// `POST {root}/slots/{slot}?action={action}` with the session's file (with the
+    /// client's headers and key, and the session's header), sent again once when the
+    /// connection breaks before any reply; the server's answer.
     async fn slot_action(
         &self,
         key: &SessionKey,
@@ -264,19 +359,29 @@ impl Inner {
             limit,
             ..Context::default()
         };
-        let request = self
-            .http
-            .post(url.clone())
-            .json(&json!({ "filename": slot_file(key) }));
-        let request = self.affinity.with_header(request, Some(key));
-        let response = http::send(
-            request,
-            &url,
-            deadline,
-            self.config.connect_timeout,
-            &context,
-        )
-        .await
+        let send = || {
+            let request = self
+                .http
+                .post(url.clone())
+                .json(&json!({ "filename": slot_file(key) }));
+            let request = self.affinity.with_header(request, Some(key));
+            http::send(
+                request,
+                &url,
+                deadline,
+                self.config.connect_timeout,
+                &context,
+            )
+        };
+        // A kept-alive connection the server closed meanwhile breaks before any reply:
+        // sent again once, on a new connection (saving or restoring twice does no harm).
+        let response = match send().await {
+            Err(failure) if matches!(failure.error, Error::Disconnected { .. }) => {
+                tracing::debug!(error = %failure.error, action, "the slot action is sent again");
+                send().await
+            }
+            sent => sent,
+        }
         .map_err(|f| f.error)?;
         // The answer only tells how much was moved.
         Ok(http::read_json(response, http::DISCOVERY_CAP, deadline)
@@ -288,6 +393,7 @@ impl Inner {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashSet;
 
     fn key(text: &str) -> SessionKey {
         SessionKey::new(text).unwrap_or_else(|| panic!("not a key: {text}"))
@@ -329,5 +435,64 @@ mod tests {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)));
         assert!(!name.contains(".."));
+    }
+
+    fn pinned(total: u32) -> Affinity {
+        let mut config = OpenAiConfig::new("http://127.0.0.1:1/v1");
+        config.pin_slots = true;
+        let info = ServerInfo {
+            llama_server: true,
+            total_slots: Some(total),
+            ..ServerInfo::default()
+        };
+        Affinity::new(&config, &info).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_slot_is_chosen_idle_first() {
+        let affinity = pinned(4);
+        let session = key("foobar");
+        let hashed = slot_of(&session, 4);
+        let other = (hashed + 1) % 4;
+        // Unknown state, or every slot busy: the hash slot.
+        assert_eq!(affinity.pick(&session, 4, None), hashed);
+        assert_eq!(affinity.pick(&session, 4, Some(&[])), hashed);
+        // The hash slot when idle, else the lowest idle slot.
+        assert_eq!(affinity.pick(&session, 4, Some(&[0, 1, 2, 3])), hashed);
+        let idle: Vec<u32> = (0..4).filter(|&s| s != hashed).collect();
+        assert_eq!(affinity.pick(&session, 4, Some(&idle)), idle[0]);
+        // The slot the session last used, while idle, before its hash slot.
+        assert!(!affinity.note_request(&session, other));
+        assert!(affinity.note_request(&session, other), "it holds it now");
+        assert_eq!(affinity.pick(&session, 4, Some(&[0, 1, 2, 3])), other);
+        assert_eq!(affinity.pick(&session, 4, Some(&[hashed])), hashed);
+        assert_eq!(affinity.kept_slot(&session), Some(other));
+        // Another session takes it: it no longer holds the first.
+        assert!(!affinity.note_request(&key("else"), other));
+        assert_eq!(affinity.kept_slot(&session), None);
+        assert!(!affinity.note_request(&session, other));
+        // A slot the server names beyond its count is not chosen.
+        assert_eq!(
+            affinity.pick(&key("new"), 4, Some(&[7])),
+            slot_of(&key("new"), 4)
+        );
+    }
+
+    #[test]
+    fn idle_slots_are_read_from_the_slot_list() {
+        let slots = json!([
+            {"id": 2, "is_processing": false, "n_ctx": 4096},
+            {"id": 0, "is_processing": true},
+            {"id": 1, "is_processing": false, "params": {}},
+        ]);
+        assert_eq!(idle_in(&slots), Some(vec![1, 2]));
+        assert_eq!(idle_in(&json!([])), Some(vec![]));
+        for odd in [
+            json!({"id": 0}),
+            json!([{"id": 0}]),
+            json!([{"id": -1, "is_processing": false}]),
+        ] {
+            assert_eq!(idle_in(&odd), None, "{odd}");
+        }
     }
 }

@@ -60,15 +60,19 @@ pub struct OpenAiConfig {
     /// An HTTP header that carries a request's session key, for a router that keeps a
     /// session on one replica; `None` sends none.
     pub affinity_header: Option<String>,
-    /// Pin each session to one of llama-server's slots (`id_slot`, chosen from the
-    /// session's key), so that concurrent sessions do not evict each other's caches. Only
-    /// when the server says how many slots it has (`total_slots` in `/props`).
+    /// Pin each session's requests to one of llama-server's slots (`id_slot`), so that
+    /// concurrent sessions do not evict each other's caches: chosen per request from the
+    /// slots' state (`GET /slots`), the idle slot the session last used, else the slot its
+    /// key hashes to when idle, else the lowest idle slot, else (all busy, or no state)
+    /// the hash slot. Only when the server says how many slots it has (`total_slots` in
+    /// `/props`).
     pub pin_slots: bool,
     /// With sessions pinned: save a session's slot on llama-server when a request ends
     /// ([`core_models::LlmService::keep_session`]), as `aintern-<key>.bin` under the
-    /// server's `--slot-save-path`, and restore it before the session's first request in a
-    /// later process (when that request continues a conversation the model answered
-    /// before). Without `--slot-save-path` nothing is saved.
+    /// server's `--slot-save-path`, and restore it before a request whose slot, as far as
+    /// this client knows, does not hold the session (its first request in a process, or
+    /// after another session used the slot), when that request continues a conversation
+    /// the model answered before. Without `--slot-save-path` nothing is saved.
     pub save_slots: bool,
 }
 

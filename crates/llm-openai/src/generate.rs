@@ -47,8 +47,9 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
             None if mode == Mode::Text => inner.text_grammar(&request),
             None => None,
         };
-        // A session's saved slot restored, before its first request here.
-        inner.prepare_session(&request).await;
+        // A session's slot chosen (and its saved state restored there when the slot may
+        // hold another session).
+        let slot = inner.prepare_session(&request).await;
         let mut attempt: u32 = 0;
         // Whether anything was handed to the consumer: from then on nothing is retried.
         let mut delivered = false;
@@ -61,7 +62,7 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
                 true,
                 grammar.as_deref(),
             );
-            inner.affinity.add_to_body(&mut body, request.session.as_ref());
+            inner.affinity.add_to_body(&mut body, request.session.as_ref(), slot);
             let body = inner.without_refused(body);
             let started = Instant::now();
             let deadline = started + inner.config.first_token_timeout;

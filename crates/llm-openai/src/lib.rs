@@ -25,9 +25,10 @@
 //! - **Cache affinity**: a request's session key goes out as `prompt_cache_key` (hosted
 //!   APIs route a conversation to its cache; a server that refuses the field is asked
 //!   without it) and, when configured, in a header for a router. On llama-server a session
-//!   can be pinned to one slot (`id_slot`), saved when a request ends
-//!   ([`core_models::LlmService::keep_session`]) and restored before the session's first
-//!   request in a later process.
+//!   can be pinned to a slot (`id_slot`: the idle slot it last used, else the one its key
+//!   hashes to, else any idle one), saved when a request ends
+//!   ([`core_models::LlmService::keep_session`]) and restored before a request whose slot
+//!   may hold another session (in a later process, or after another session took it).
 //!
 //! The API key is sent as a bearer token, marked sensitive, and never printed or logged.
 

@@ -4,7 +4,9 @@
 //! client goes away.
 //!
 //! `GET …/models` answers with [`StubServer::models`]'s list; `GET /props` with
-//! llama-server's properties when [`StubServer::props`] set them (404 otherwise); every
+//! llama-server's properties when [`StubServer::props`] set them (404 otherwise); `GET
+//! /slots` with llama-server's slots when [`StubServer::slots`] set them (501, as
+//! llama-server started with `--no-slots`, otherwise); every
 //! `POST` takes the next scripted [`StubReply`] (a 500 naming the problem when none is
 //! left).
 
@@ -129,6 +131,7 @@ struct State {
     requests: Vec<StubRequest>,
     models: Value,
     props: Option<Value>,
+    slots: Option<Value>,
     /// When a client left a reply the server was still writing.
     client_gone: Vec<Instant>,
 }
@@ -184,6 +187,11 @@ impl StubServer {
         self.lock().props = Some(props);
     }
 
+    /// Answer `GET /slots` as llama-server does (a list of slots: `id`, `is_processing`…).
+    pub fn slots(&self, slots: Value) {
+        self.lock().slots = Some(slots);
+    }
+
     /// Add replies at the end of the queue.
     pub fn push(&self, replies: impl IntoIterator<Item = StubReply>) {
         self.lock().replies.extend(replies);
@@ -229,6 +237,14 @@ async fn serve(mut socket: TcpStream, state: Arc<Mutex<State>>) {
                 None => {
                     StubReply::status(404, r#"{"error":{"code":404,"message":"File Not Found"}}"#)
                 }
+            }
+        } else if request.method == "GET" && request.path.ends_with("/slots") {
+            match &s.slots {
+                Some(slots) => StubReply::status(200, slots.to_string()),
+                None => StubReply::status(
+                    501,
+                    r#"{"error":{"code":501,"message":"This server does not support slots endpoint. Start it with `--slots`","type":"not_supported_error"}}"#,
+                ),
             }
         } else {
             s.replies.pop_front().unwrap_or_else(|| {

@@ -1,7 +1,7 @@
 //! Cache affinity against the scripted server: a session's key as `prompt_cache_key` (and
 //! the field dropped where refused) and in a configured header; llama-server's slots
-//! pinned from the key, saved when a session's request ends and restored before its first
-//! request.
+//! chosen idle-first (from `GET /slots`, else from the key), saved when a session's
+//! request ends and restored before a request whose slot may hold another session.
 
 use super::{collect, config, connect, request, text};
 use core_models::{ChatMessage, LlmRequest, LlmService, SessionKey};
@@ -36,12 +36,39 @@ fn chats(server: &StubServer) -> Vec<StubRequest> {
         .collect()
 }
 
+/// Slot actions (save, restore).
 fn slot_calls(server: &StubServer) -> Vec<StubRequest> {
     server
         .requests()
         .into_iter()
-        .filter(|r| r.path.starts_with("/slots"))
+        .filter(|r| r.method == "POST" && r.path.starts_with("/slots"))
         .collect()
+}
+
+/// How many times the slots' state was asked for.
+fn slot_listings(server: &StubServer) -> usize {
+    server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "GET" && r.path == "/slots")
+        .count()
+}
+
+/// llama-server's `GET /slots` for `total` slots, the `busy` ones processing.
+fn listing(total: u64, busy: &[u64]) -> Value {
+    Value::Array(
+        (0..total)
+            .map(|id| json!({"id": id, "n_ctx": 4096, "is_processing": busy.contains(&id), "params": {}}))
+            .collect(),
+    )
+}
+
+/// The slot the last chat request was sent to.
+fn last_slot(server: &StubServer) -> u64 {
+    chats(server)
+        .last()
+        .and_then(|c| c.body["id_slot"].as_u64())
+        .unwrap_or_else(|| panic!("no slot in the last chat request"))
 }
 
 /// The server says it is llama-server, with `slots` slots when given.
@@ -163,6 +190,11 @@ async fn sessions_are_pinned_to_a_stable_slot_only_when_the_slots_are_known() {
     }
     assert!(sent[6].body.get("id_slot").is_none(), "no session, no slot");
     assert!(slot_calls(&server).is_empty(), "nothing saved unless asked");
+    assert_eq!(
+        slot_listings(&server),
+        2,
+        "a server that does not list its slots (501) is asked once per client"
+    );
 
     // Pinning off; a llama-server that says no slot count; another server.
     let server = StubServer::start(vec![StubReply::text_stream(&["ok"]); 3]).await;
@@ -260,7 +292,50 @@ async fn keep_session_saves_the_sessions_slot_until_the_server_cannot() {
 }
 
 #[tokio::test]
-async fn a_sessions_slot_is_restored_once_before_its_first_request() {
+async fn a_sessions_slot_is_chosen_idle_first() {
+    let server = StubServer::start(vec![StubReply::text_stream(&["ok"]); 7]).await;
+    llama_server(&server, Some(4));
+    let mut c = config(&server);
+    c.pin_slots = true;
+    let llm = connect(c).await;
+    let session = key("idle-first");
+
+    // Every slot busy: its hash slot, where the request waits.
+    server.slots(listing(4, &[0, 1, 2, 3]));
+    ask(&llm, fresh(&session)).await;
+    let hashed = last_slot(&server);
+    let others: Vec<u64> = (0..4).filter(|&s| s != hashed).collect();
+    // Its hash slot busy: the lowest idle one.
+    server.slots(listing(4, &[hashed]));
+    ask(&llm, fresh(&session)).await;
+    assert_eq!(last_slot(&server), others[0]);
+    // Every slot idle: the one it last used, before its hash slot.
+    server.slots(listing(4, &[]));
+    ask(&llm, fresh(&session)).await;
+    assert_eq!(last_slot(&server), others[0]);
+    // That one busy: its hash slot, idle.
+    server.slots(listing(4, &[others[0]]));
+    ask(&llm, fresh(&session)).await;
+    assert_eq!(last_slot(&server), hashed);
+    // Only one idle slot: that one.
+    server.slots(listing(4, &[hashed, others[0], others[1]]));
+    ask(&llm, fresh(&session)).await;
+    assert_eq!(last_slot(&server), others[2]);
+    assert_eq!(slot_listings(&server), 5, "asked before every request");
+
+    // A state that is no list of slots: the hash slot, and asked again next time.
+    server.slots(json!({"error": "odd"}));
+    ask(&llm, fresh(&session)).await;
+    assert_eq!(last_slot(&server), hashed);
+    server.slots(listing(4, &[hashed]));
+    ask(&llm, fresh(&session)).await;
+    assert_eq!(last_slot(&server), others[0]);
+    assert_eq!(slot_listings(&server), 7);
+    assert!(slot_calls(&server).is_empty(), "nothing saved unless asked");
+}
+
+#[tokio::test]
+async fn a_sessions_slot_is_restored_unless_it_holds_the_session() {
     let server = StubServer::start([
         StubReply::status(
             400,
@@ -270,10 +345,14 @@ async fn a_sessions_slot_is_restored_once_before_its_first_request() {
         StubReply::text_stream(&["second"]),
         StubReply::status(200, r#"{"id_slot":0,"n_restored":12}"#),
         StubReply::text_stream(&["third"]),
+        StubReply::status(200, r#"{"id_slot":0,"n_restored":30}"#),
+        StubReply::text_stream(&["fourth"]),
         StubReply::text_stream(&["fresh"]),
+        StubReply::status(200, r#"{"id_slot":0,"n_saved":40}"#),
     ])
     .await;
     llama_server(&server, Some(2));
+    server.slots(listing(2, &[]));
     let mut c = config(&server);
     c.pin_slots = true;
     c.save_slots = true;
@@ -282,40 +361,62 @@ async fn a_sessions_slot_is_restored_once_before_its_first_request() {
     let (one, two) = (key("resumed-one"), key("resumed-two"));
     // A failed restore (no saved file) leaves the request as it was.
     assert_eq!(ask(&llm, resumed(&one)).await, "first");
-    assert_eq!(ask(&llm, resumed(&one)).await, "second", "no restore again");
+    let slot = last_slot(&server);
+    // The slot holds the session now: no restore.
+    assert_eq!(ask(&llm, resumed(&one)).await, "second");
+    // Another session takes the slot (the only idle one), restoring its own state there.
+    server.slots(listing(2, &[1 - slot]));
     assert_eq!(ask(&llm, resumed(&two)).await, "third");
+    assert_eq!(last_slot(&server), slot);
+    // The first session's slot no longer holds it: restored again before its request.
+    server.slots(listing(2, &[]));
+    assert_eq!(ask(&llm, resumed(&one)).await, "fourth");
+    assert_eq!(last_slot(&server), slot, "the slot it last used");
+    // A new conversation has nothing saved to restore.
+    server.slots(listing(2, &[slot]));
     assert_eq!(ask(&llm, fresh(&key("brand-new"))).await, "fresh");
+    // The second session's slot serves another session now: not saved; the first's is.
+    assert!(matches!(llm.keep_session(&two).await, Ok(false)));
+    assert!(matches!(llm.keep_session(&one).await, Ok(true)));
+
     let posts: Vec<StubRequest> = server
         .requests()
         .into_iter()
         .filter(|r| r.method == "POST")
         .collect();
     let paths: Vec<&str> = posts.iter().map(|r| r.path.as_str()).collect();
-    let slot = |request: &StubRequest| request.body["id_slot"].as_u64().unwrap_or(99);
+    let restore = format!("/slots/{slot}?action=restore");
+    let save = format!("/slots/{slot}?action=save");
+    let chat = "/v1/chat/completions";
     assert_eq!(
         paths,
         [
-            format!("/slots/{}?action=restore", slot(&posts[1])).as_str(),
-            "/v1/chat/completions",
-            "/v1/chat/completions",
-            format!("/slots/{}?action=restore", slot(&posts[4])).as_str(),
-            "/v1/chat/completions",
-            "/v1/chat/completions",
+            restore.as_str(),
+            chat,
+            chat,
+            restore.as_str(),
+            chat,
+            restore.as_str(),
+            chat,
+            chat,
+            save.as_str(),
         ]
     );
-    assert_eq!(
-        posts[0].body,
-        json!({"filename": "aintern-resumed-one.bin"})
-    );
-    assert_eq!(
-        posts[3].body,
-        json!({"filename": "aintern-resumed-two.bin"})
-    );
+    let file = |name: &str| json!({ "filename": format!("aintern-{name}.bin") });
+    assert_eq!(posts[0].body, file("resumed-one"));
+    assert_eq!(posts[3].body, file("resumed-two"));
+    assert_eq!(posts[5].body, file("resumed-one"));
+    assert_eq!(posts[8].body, file("resumed-one"));
     assert_eq!(posts[0].header("x-session-affinity"), Some("resumed-one"));
     assert_eq!(
         posts[1].body["messages"].as_array().map(Vec::len),
         Some(3),
         "the request as it was"
+    );
+    assert_eq!(
+        posts[7].body["id_slot"].as_u64(),
+        Some(1 - slot),
+        "the idle one"
     );
     assert!(posts.iter().all(|p| p.body != Value::Null));
 }

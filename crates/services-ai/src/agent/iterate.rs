@@ -141,7 +141,6 @@ impl Run {
         }
         let chooser = ModelChooser {
             llm: Arc::clone(&self.shared.ports.llm),
-            session: self.session_key(),
             stop: self.handle.stop.clone(),
             spent: std::sync::Mutex::new(Vec::new()),
         };

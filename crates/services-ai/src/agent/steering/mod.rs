@@ -123,8 +123,6 @@ pub(crate) fn select(config: &AgentConfig, details: &ModelDetails) -> Arc<dyn St
 /// The model, asked for a choice: its reply collected, nothing shown.
 pub(crate) struct ModelChooser {
     pub(crate) llm: Arc<dyn LlmService>,
-    /// The conversation the choices belong to (see [`LlmRequest::session`]).
-    pub(crate) session: core_models::SessionKey,
     pub(crate) stop: tokio_util::sync::CancellationToken,
     /// What each choice cost, as the backend reported it.
     pub(crate) spent: std::sync::Mutex<Vec<LlmUsage>>,
@@ -132,9 +130,11 @@ pub(crate) struct ModelChooser {
 
 #[async_trait]
 impl Chooser for ModelChooser {
-    async fn choose(&self, mut request: LlmRequest) -> Result<Option<String>, Halt> {
+    /// A choice is a side prompt, not the conversation: it carries no session (see
+    /// [`LlmRequest::session`]), so that it does not take the conversation's place in a
+    /// backend's cache.
+    async fn choose(&self, request: LlmRequest) -> Result<Option<String>, Halt> {
         use futures::StreamExt;
-        request.session.get_or_insert_with(|| self.session.clone());
         let options = match &request.constraint {
             Some(core_models::ReplyConstraint::OneOf(options)) => options.clone(),
             _ => return Ok(None),
