@@ -193,7 +193,6 @@ impl Run {
         }
         let llm = Arc::clone(&self.shared.ports.llm);
         let stop = self.handle.stop.clone();
-        request.session = Some(self.session_key());
         let mut stream = tokio::select! {
             s = llm.generate(request) => s.ok()?,
             _ = stop.cancelled() => return None,

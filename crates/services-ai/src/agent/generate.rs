@@ -45,10 +45,9 @@ impl Run {
     /// Ask the model and stream its reply through the parser.
     pub(super) async fn generate(
         &mut self,
-        mut request: LlmRequest,
+        request: LlmRequest,
         parser: &FunctionCallParser,
     ) -> Result<Reply, Result<Stopped, Error>> {
-        request.session.get_or_insert_with(|| self.session_key());
         let stop = self.handle.stop.clone();
         let llm = Arc::clone(&self.shared.ports.llm);
         let choice = request.tool_choice.clone();

@@ -112,9 +112,12 @@ impl Run {
     }
 
     /// The request this iteration would send as it is, path arguments held to what
-    /// exists.
+    /// exists. It is the conversation, so it carries the conversation's key; requests a
+    /// steering builds apart (a decision, an answer asked from the results alone) do not,
+    /// and a backend keeps only the conversation warm.
     fn base_request(&self, setup: &Setup) -> LlmRequest {
         llm_request(setup, &self.request, &self.history, self.iteration)
+            .with_session(Some(self.session_key()))
     }
 
     /// What the steering sees of the turn, with `base` the request as it is.
