@@ -3,8 +3,11 @@
 //! decision asked apart from the conversation, a summary) does not evict the
 //! conversation's cache. Pure bookkeeping over token lists; the worker does the KV work.
 
-/// How many sequences the context keeps.
-pub(crate) const SEQUENCES: usize = 4;
+/// How many sequences the context keeps. One: with several, llama.cpp's unified cache
+/// lays a prompt's cells among the others', its attention then sums in another order, and
+/// a small model's close greedy choices moved (the README demo's answer among them). The
+/// bookkeeping handles any number.
+pub(crate) const SEQUENCES: usize = 1;
 
 /// The least share of a prompt a cached sequence must start with to be reused for it;
 /// below — or when reusing it would discard more than half of what it holds while a

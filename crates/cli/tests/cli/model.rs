@@ -272,6 +272,9 @@ fn each_exec_last_resumes_from_the_sessions_saved_state() {
             &backend,
             "--tool-choice",
             "none",
+            // Short replies: a reply the repetition detector stops reports no usage.
+            "--max-tokens",
+            "24",
         ];
         if last {
             args.push("--last");
@@ -280,7 +283,16 @@ fn each_exec_last_resumes_from_the_sessions_saved_state() {
         let out = super::aintern_in(ws.home.path(), &args, b"");
         completed(&out).0
     };
-    exec(false, "My favourite colour is green and I live in Lisbon.");
+    // A first request with some context, as a real one has: the follow-ups' new words are
+    // then a small part of their prompts.
+    exec(
+        false,
+        "Some facts about me, for later questions. My favourite colour is green. I live in \
+         Lisbon, near the river, in a small flat with a balcony full of plants. I work as a \
+         baker and start every day at five in the morning. On weekends I like to walk by \
+         the sea, read old novels and cook fish with my two brothers. I have a grey cat \
+         called Pimenta who sleeps all day on the sofa. Please just say you noted it.",
+    );
     let dir = ws.home.path().join("data/aintern/sessions");
     for message in [
         "What is my favourite colour?",
