@@ -2,9 +2,18 @@
 //! to the server as `prompt_cache_key` (hosted APIs route on it) and, when configured, in
 //! a header (for a router that keeps a session on one replica). On llama-server a session
 //! can be pinned to a slot (`id_slot`), chosen per request among the idle ones
-//! (`GET /slots`): the slot it last used here, else the one its key hashes to, else any;
-//! that slot is saved when a request ends and restored before a request whose slot, as
-//! far as this client knows, does not hold the session.
+//! (`GET /slots`): the slot it last used here, else the idle one that went longest without
+//! a task, else (all busy) the one its key hashes to.
+//!
+//! With slots saved, the slot is saved as soon as a reply of the session ends (while it
+//! still holds that reply), and restored before a request unless the slot still holds
+//! what was saved: the server's listing names the last task each slot ran, so a slot
+//! another request used meanwhile is known. A session may send prompts of more than one
+//! shape (a conversation with its tools described, and the same conversation without
+//! them): each shape, its leading message and its tools, is saved in a file of its own,
+//! so that neither evicts the other. Everything here only saves work: the server reuses a
+//! restored state only as far as its tokens match the prompt, so a stale or foreign file
+//! costs time, never a wrong reply.
 
 use crate::classify::Context;
 use crate::config::OpenAiConfig;
@@ -12,10 +21,10 @@ use crate::discover::ServerInfo;
 use crate::error::Error;
 use crate::http;
 use crate::Inner;
-use core_models::{LlmRequest, MessageRole, SessionKey};
+use core_models::{LlmRequest, LlmUsage, MessageRole, SessionKey};
 use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::{json, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -48,13 +57,60 @@ pub(crate) struct Affinity {
     state: Mutex<SlotState>,
 }
 
+/// One slot as llama-server lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SlotView {
+    /// The slot's id.
+    pub(crate) id: u32,
+    /// Whether it is processing a task.
+    pub(crate) busy: bool,
+    /// The last task it ran (none before its first).
+    pub(crate) task: Option<u64>,
+    /// How many tokens it holds (`n_prompt_tokens`: after a reply, its prompt and the
+    /// reply's tokens but the last).
+    pub(crate) tokens: Option<u64>,
+}
+
+/// A session's prompt of one shape, pinned to a slot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Pinned {
+    /// The slot it goes to.
+    pub(crate) slot: u32,
+    /// The session.
+    key: SessionKey,
+    /// The shape of its prompt (see [`shape_of`]).
+    shape: u64,
+}
+
+/// What a slot holds, as far as this client knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Held {
+    key: SessionKey,
+    shape: u64,
+    /// The slot's last task when it was saved; a slot whose last task is another ran
+    /// something since.
+    task: Option<u64>,
+}
+
+/// What became of a session's last reply's state.
+#[derive(Debug)]
+enum Kept {
+    Saved,
+    NotSaved,
+    Failed(Error),
+}
+
 #[derive(Debug, Default)]
 struct SlotState {
     /// The slot each session last used in this client.
     used: HashMap<SessionKey, u32>,
-    /// The session each slot last served for this client: a slot is saved for a session
-    /// only while it holds that session, and restored before a request unless it does.
-    holders: HashMap<u32, SessionKey>,
+    /// What each slot holds, as far as this client knows.
+    held: HashMap<u32, Held>,
+    /// Shapes of sessions the server has no file for (a restore failed, and nothing was
+    /// saved since): not asked to restore again.
+    missing: HashSet<(SessionKey, u64)>,
+    /// What became of each session's last reply.
+    kept: HashMap<SessionKey, Kept>,
 }
 
 impl Affinity {
@@ -95,20 +151,103 @@ impl Affinity {
         self.save && !self.save_refused.load(Ordering::Relaxed)
     }
 
-    /// The slot for a request of `key` among `total`, given the idle slots when known:
-    /// the slot the session last used here if idle; its hash slot if idle; the lowest
-    /// idle slot; else (all busy, or unknown) its hash slot, where the request waits.
-    fn pick(&self, key: &SessionKey, total: u32, idle: Option<&[u32]>) -> u32 {
+    /// The slot for a request of `key` among `total`, given the slots when listed: the
+    /// slot the session last used here if idle; else the idle slot that went longest
+    /// without a task (one that never ran one first), whose cache is the least likely to
+    /// be wanted again; else (all busy, or unknown) its hash slot, where the request waits.
+    fn pick(&self, key: &SessionKey, total: u32, listed: Option<&[SlotView]>) -> u32 {
         let hashed = slot_of(key, total);
-        let Some(idle) = idle else {
+        let Some(listed) = listed else {
             return hashed;
         };
+        let idle = |slot: &u32| listed.iter().any(|s| s.id == *slot && !s.busy);
         let last = self.lock().used.get(key).copied();
-        last.into_iter()
-            .chain([hashed])
-            .find(|slot| idle.contains(slot))
-            .or_else(|| idle.iter().copied().filter(|&s| s < total).min())
+        last.filter(idle)
+            .or_else(|| {
+                listed
+                    .iter()
+                    .filter(|s| !s.busy && s.id < total)
+                    .min_by_key(|s| (s.task.map_or(0, |t| t.saturating_add(1)), s.id))
+                    .map(|s| s.id)
+            })
             .unwrap_or(hashed)
+    }
+
+    /// Note that `pinned` goes to its slot now; whether the slot still holds its state:
+    /// this client left it there and (when the slots are listed) the slot ran nothing
+    /// since.
+    fn note_request(&self, pinned: &Pinned, listed: Option<&[SlotView]>) -> bool {
+        let mut state = self.lock();
+        state.used.insert(pinned.key.clone(), pinned.slot);
+        let Some(held) = state.held.get(&pinned.slot) else {
+            return false;
+        };
+        let same = held.key == pinned.key && held.shape == pinned.shape;
+        match listed.and_then(|l| l.iter().find(|s| s.id == pinned.slot)) {
+            Some(now) => same && held.task.is_some() && now.task == held.task,
+            None => same,
+        }
+    }
+
+    /// Whether a restore of `pinned`'s state is worth asking for: slots are saved, the
+    /// server was not found without that file, and the conversation was answered before
+    /// (a conversation the model never answered has nothing saved worth restoring; a
+    /// restore that finds no file empties the slot, losing the prefix it may share with
+    /// other sessions).
+    fn worth_restoring(&self, pinned: &Pinned, request: &LlmRequest) -> bool {
+        self.saving()
+            && request
+                .messages
+                .iter()
+                .any(|m| m.role == MessageRole::Assistant)
+            && !self
+                .lock()
+                .missing
+                .contains(&(pinned.key.clone(), pinned.shape))
+    }
+
+    /// `pinned`'s state is in its slot (restored, or saved from it with the slot's last
+    /// task `task`).
+    fn note_held(&self, pinned: &Pinned, task: Option<u64>) {
+        let mut state = self.lock();
+        state.missing.remove(&(pinned.key.clone(), pinned.shape));
+        state.held.insert(
+            pinned.slot,
+            Held {
+                key: pinned.key.clone(),
+                shape: pinned.shape,
+                task,
+            },
+        );
+    }
+
+    /// The server has no file for `pinned`'s state.
+    fn note_missing(&self, pinned: &Pinned) {
+        let mut state = self.lock();
+        state.missing.insert((pinned.key.clone(), pinned.shape));
+        state.held.remove(&pinned.slot);
+    }
+
+    /// `pinned`'s slot holds something else now, or nothing known.
+    fn note_lost(&self, pinned: &Pinned) {
+        self.lock().held.remove(&pinned.slot);
+    }
+
+    fn note_kept(&self, key: &SessionKey, kept: Kept) {
+        self.lock().kept.insert(key.clone(), kept);
+    }
+
+    /// The server cannot save slots: said once, and not asked again.
+    fn refuse_saving(&self) {
+        if !self.save_refused.swap(true, Ordering::Relaxed) {
+            tracing::info!(
+                "llama-server was started without --slot-save-path: sessions' slots are not saved"
+            );
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, SlotState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The session's fields in a chat-completions body: its key as `prompt_cache_key`,
@@ -144,39 +283,6 @@ impl Affinity {
             Err(_) => request,
         }
     }
-
-    /// Note that a request of `key` goes to `slot` now; whether the slot already held the
-    /// session (this client's previous request there was the session's).
-    fn note_request(&self, key: &SessionKey, slot: u32) -> bool {
-        let mut state = self.lock();
-        state.used.insert(key.clone(), slot);
-        let held = state.holders.get(&slot) == Some(key);
-        if !held {
-            state.holders.insert(slot, key.clone());
-        }
-        held
-    }
-
-    /// The slot to save for `key`: the one it last used here, while that slot still holds
-    /// it.
-    fn kept_slot(&self, key: &SessionKey) -> Option<u32> {
-        let state = self.lock();
-        let slot = *state.used.get(key)?;
-        (state.holders.get(&slot) == Some(key)).then_some(slot)
-    }
-
-    /// The server cannot save slots: said once, and not asked again.
-    fn refuse_saving(&self) {
-        if !self.save_refused.swap(true, Ordering::Relaxed) {
-            tracing::info!(
-                "llama-server was started without --slot-save-path: sessions' slots are not saved"
-            );
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, SlotState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
 }
 
 /// The slot of `key` among `total`: FNV-1a (64 bits) of the key's bytes, modulo `total`.
@@ -196,25 +302,43 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
-/// The file a session's slot is saved in, under llama-server's `--slot-save-path`: the
-/// key's characters (letters, digits, `-`, `_`) between a prefix and a suffix, which
-/// llama-server's file-name check accepts.
-pub(crate) fn slot_file(key: &SessionKey) -> String {
-    format!("aintern-{}.bin", key.as_str())
+/// The shape of `request`'s prompt: what its rendering starts with, the leading message
+/// (role and text) and the tools the template describes. Two prompts of one shape share
+/// their beginning; prompts of different shapes share next to nothing.
+pub(crate) fn shape_of(request: &LlmRequest) -> u64 {
+    let mut text = String::new();
+    if let Some(first) = request.messages.first() {
+        text.push_str(&format!("{:?}\u{0}{}\u{0}", first.role, first.content));
+    }
+    for tool in &request.tools {
+        text.push_str(&serde_json::to_string(tool).unwrap_or_default());
+        text.push('\u{0}');
+    }
+    fnv1a(text.as_bytes())
 }
 
-/// The ids of the idle slots in llama-server's `GET /slots` answer (a list of slots, each
-/// with its `id` and `is_processing`), lowest first; `None` when it is no such list.
-fn idle_in(slots: &Value) -> Option<Vec<u32>> {
-    let mut idle = Vec::new();
+/// The file a session's slot is saved in for prompts of `shape`, under llama-server's
+/// `--slot-save-path`: the key's characters (letters, digits, `-`, `_`) and the shape in
+/// hexadecimal between a prefix and a suffix, which llama-server's file-name check accepts.
+pub(crate) fn slot_file(key: &SessionKey, shape: u64) -> String {
+    format!("aintern-{}-{shape:016x}.bin", key.as_str())
+}
+
+/// The slots in llama-server's `GET /slots` answer (a list of slots, each with its `id`,
+/// `is_processing` and, once it ran one, `id_task`), lowest first; `None` when it is no
+/// such list.
+fn slots_in(slots: &Value) -> Option<Vec<SlotView>> {
+    let mut listed = Vec::new();
     for slot in slots.as_array()? {
-        let id = u32::try_from(slot.get("id")?.as_u64()?).ok()?;
-        if !slot.get("is_processing")?.as_bool()? {
-            idle.push(id);
-        }
+        listed.push(SlotView {
+            id: u32::try_from(slot.get("id")?.as_u64()?).ok()?,
+            busy: slot.get("is_processing")?.as_bool()?,
+            task: slot.get("id_task").and_then(Value::as_u64),
+            tokens: slot.get("n_prompt_tokens").and_then(Value::as_u64),
+        });
     }
-    idle.sort_unstable();
-    Some(idle)
+    listed.sort_unstable_by_key(|s| s.id);
+    Some(listed)
 }
 
 /// Whether a failed slot action says the server cannot save slots at all.
@@ -222,47 +346,110 @@ fn cannot_save(error: &Error) -> bool {
     matches!(error, Error::Server { status: 501, .. })
 }
 
+/// Whether a failed restore says the server has no such file (llama-server answers 400
+/// when it cannot read the file it was named).
+fn no_file(error: &Error) -> bool {
+    matches!(error, Error::Rejected { .. } | Error::NotFound { .. })
+}
+
 impl Inner {
     /// Before a request of a session, when sessions are pinned: the slot it goes to
-    /// (chosen among the idle ones, see [`Affinity::pick`]), noted as serving the
-    /// session; and, when slots are saved and that slot does not hold the session as far
-    /// as this client knows, the session's saved slot restored into it. A conversation the
-    /// model never answered has nothing saved worth restoring, and is not asked for (a
-    /// restore that finds no file empties the slot, losing the prefix it may share with
-    /// other sessions). Any failure is only logged: the request goes on as it would have.
-    pub(crate) async fn prepare_session(&self, request: &LlmRequest) -> Option<u32> {
+    /// (chosen among the idle ones, see [`Affinity::pick`]); and, when slots are saved
+    /// and that slot does not hold the session's state of this prompt's shape, that state
+    /// restored into it. Any failure is only logged: the request goes on as it would have.
+    pub(crate) async fn prepare_session(&self, request: &LlmRequest) -> Option<Pinned> {
         let key = request.session.as_ref()?;
         let total = self.affinity.slots?;
-        let idle = self.idle_slots().await;
-        let slot = self.affinity.pick(key, total, idle.as_deref());
-        let held = self.affinity.note_request(key, slot);
-        tracing::debug!(slot, held, ?idle, "the session's slot");
-        let answered = request
-            .messages
-            .iter()
-            .any(|m| m.role == MessageRole::Assistant);
-        if held || !answered || !self.affinity.saving() {
-            return Some(slot);
+        let listed = self.list_slots().await;
+        let pinned = Pinned {
+            slot: self.affinity.pick(key, total, listed.as_deref()),
+            key: key.clone(),
+            shape: shape_of(request),
+        };
+        let held = self.affinity.note_request(&pinned, listed.as_deref());
+        tracing::debug!(slot = pinned.slot, held, "the session's slot");
+        if held || !self.affinity.worth_restoring(&pinned, request) {
+            return Some(pinned);
         }
-        match self.slot_action(key, slot, "restore").await {
+        match self.slot_action(&pinned, "restore").await {
             Ok(answer) => {
                 let tokens = answer.get("n_restored").and_then(Value::as_u64);
-                tracing::debug!(slot, ?tokens, "the session's slot was restored");
+                tracing::debug!(
+                    slot = pinned.slot,
+                    ?tokens,
+                    "the session's slot was restored"
+                );
             }
             Err(e) => {
                 if cannot_save(&e) {
                     self.affinity.refuse_saving();
+                } else if no_file(&e) {
+                    self.affinity.note_missing(&pinned);
                 }
-                tracing::debug!(slot, error = %e, "the session's slot was not restored");
+                tracing::debug!(slot = pinned.slot, error = %e, "the session's slot was not restored");
             }
         }
-        Some(slot)
+        Some(pinned)
     }
 
-    /// The ids of llama-server's idle slots (`GET {root}/slots`), or `None` when the
-    /// server does not say in time (a server that does not list its slots is not asked
-    /// again).
-    async fn idle_slots(&self) -> Option<Vec<u32>> {
+    /// After a reply of a pinned session ended: its slot saved, when slots are saved and
+    /// the slot still holds the reply: idle, and holding as many tokens as the reply's
+    /// prompt and its tokens but the last (what llama-server keeps of a reply). A slot
+    /// already serving another request, or that served one since, is not saved. What
+    /// became of it is what [`Inner::keep_session`] says.
+    pub(crate) async fn after_reply(&self, pinned: &Pinned, usage: Option<&LlmUsage>) {
+        if !self.affinity.saving() {
+            return;
+        }
+        let listed = self.list_slots().await;
+        let now = listed
+            .as_deref()
+            .and_then(|l| l.iter().find(|s| s.id == pinned.slot).copied());
+        let holds = |slot: &SlotView| {
+            !slot.busy
+                && match (slot.tokens, usage) {
+                    (Some(tokens), Some(usage)) => {
+                        tokens + 1 == usage.prompt_tokens + usage.generated_tokens
+                    }
+                    _ => true,
+                }
+        };
+        if now.is_some_and(|s| !holds(&s)) {
+            tracing::debug!(
+                slot = pinned.slot,
+                ?now,
+                "the slot holds another request now: not saved"
+            );
+            self.affinity.note_lost(pinned);
+            self.affinity.note_kept(&pinned.key, Kept::NotSaved);
+            return;
+        }
+        let kept = match self.slot_action(pinned, "save").await {
+            Ok(answer) => {
+                let tokens = answer.get("n_saved").and_then(Value::as_u64);
+                tracing::debug!(slot = pinned.slot, ?tokens, "the session's slot was saved");
+                self.affinity.note_held(pinned, now.and_then(|s| s.task));
+                Kept::Saved
+            }
+            Err(e) if cannot_save(&e) => {
+                self.affinity.refuse_saving();
+                Kept::NotSaved
+            }
+            Err(e) => {
+                self.affinity.note_lost(pinned);
+                Kept::Failed(Error::Slot {
+                    action: "save",
+                    slot: pinned.slot,
+                    source: Box::new(e),
+                })
+            }
+        };
+        self.affinity.note_kept(&pinned.key, kept);
+    }
+
+    /// llama-server's slots (`GET {root}/slots`), or `None` when the server does not say
+    /// in time (a server that does not list its slots is not asked again).
+    async fn list_slots(&self) -> Option<Vec<SlotView>> {
         if self.affinity.listing_refused.load(Ordering::Relaxed) {
             return None;
         }
@@ -301,56 +488,32 @@ impl Inner {
                 return None;
             }
         };
-        let idle = idle_in(&slots);
-        if idle.is_none() {
+        let listed = slots_in(&slots);
+        if listed.is_none() {
             tracing::debug!("the slots' state is not a list of slots: the session's hash slot");
         }
-        idle
+        listed
     }
 
-    /// Save the slot of `key` on llama-server, for a later process to restore; whether it
-    /// was saved. Nothing is saved unless slots are saved and the slot the session last
-    /// used here still holds it (another session of this client may have taken it since).
+    /// Whether the state of `key`'s last reply was saved for a later process (slots are
+    /// saved as soon as a reply ends, see [`Inner::after_reply`]).
     ///
     /// # Errors
     /// [`Error::Slot`] when the server could not save it (a server without
     /// `--slot-save-path` is no error: it is not asked again).
-    pub(crate) async fn keep_session(&self, key: &SessionKey) -> Result<bool, Error> {
-        if !self.affinity.saving() {
-            return Ok(false);
-        }
-        let Some(slot) = self.affinity.kept_slot(key) else {
-            tracing::debug!("no slot here holds the session: not saved");
-            return Ok(false);
-        };
-        match self.slot_action(key, slot, "save").await {
-            Ok(answer) => {
-                let tokens = answer.get("n_saved").and_then(Value::as_u64);
-                tracing::debug!(slot, ?tokens, "the session's slot was saved");
-                Ok(true)
-            }
-            Err(e) if cannot_save(&e) => {
-                self.affinity.refuse_saving();
-                Ok(false)
-            }
-            Err(e) => Err(Error::Slot {
-                action: "save",
-                slot,
-                source: Box::new(e),
-            }),
+    pub(crate) fn keep_session(&self, key: &SessionKey) -> Result<bool, Error> {
+        match self.affinity.lock().kept.remove(key) {
+            Some(Kept::Saved) => Ok(true),
+            Some(Kept::Failed(e)) => Err(e),
+            Some(Kept::NotSaved) | None => Ok(false),
         }
     }
 
-    /// `POST {root}/slots/{slot}?action={action}` with the session's file (with the
-    /// client's headers and key, and the session's header), sent again once when the
+    /// `POST {root}/slots/{slot}?action={action}` with the file of `pinned`'s state (with
+    /// the client's headers and key, and the session's header), sent again once when the
     /// connection breaks before any reply; the server's answer.
-    async fn slot_action(
-        &self,
-        key: &SessionKey,
-        slot: u32,
-        action: &'static str,
-    ) -> Result<Value, Error> {
-        let url = self.urls.slot_action(slot, action);
+    async fn slot_action(&self, pinned: &Pinned, action: &'static str) -> Result<Value, Error> {
+        let url = self.urls.slot_action(pinned.slot, action);
         let limit = self.config.first_token_timeout;
         let deadline = Instant::now() + limit;
         let context = Context {
@@ -359,12 +522,13 @@ impl Inner {
             limit,
             ..Context::default()
         };
+        let file = slot_file(&pinned.key, pinned.shape);
         let send = || {
             let request = self
                 .http
                 .post(url.clone())
-                .json(&json!({ "filename": slot_file(key) }));
-            let request = self.affinity.with_header(request, Some(key));
+                .json(&json!({ "filename": file }));
+            let request = self.affinity.with_header(request, Some(&pinned.key));
             http::send(
                 request,
                 &url,
@@ -426,15 +590,48 @@ mod tests {
     }
 
     #[test]
-    fn slot_files_hold_only_the_key() {
+    fn slot_files_hold_only_the_key_and_the_shape() {
         let id = key("Ab_9-z");
-        assert_eq!(slot_file(&id), "aintern-Ab_9-z.bin");
+        assert_eq!(slot_file(&id, 0xab), "aintern-Ab_9-z-00000000000000ab.bin");
         let longest = key(&"x".repeat(SessionKey::MAX_LEN));
-        let name = slot_file(&longest);
+        let name = slot_file(&longest, u64::MAX);
         assert!(name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)));
         assert!(!name.contains(".."));
+        assert!(name.len() < 128, "{name}");
+    }
+
+    #[test]
+    fn a_shape_is_the_leading_message_and_the_tools() {
+        use core_models::ChatMessage;
+        let conversation = |system: &str, rest: &[&str]| {
+            LlmRequest::new(
+                std::iter::once(ChatMessage::system(system))
+                    .chain(rest.iter().map(|m| ChatMessage::user(*m)))
+                    .collect(),
+            )
+        };
+        let base = shape_of(&conversation("plain", &["hi"]));
+        // The same beginning, a longer conversation: one shape.
+        assert_eq!(
+            base,
+            shape_of(&conversation("plain", &["hi", "more", "again"]))
+        );
+        // Another leading message, another role, or tools described: another shape.
+        assert_ne!(base, shape_of(&conversation("with tools", &["hi"])));
+        assert_ne!(
+            base,
+            shape_of(&LlmRequest::new(vec![ChatMessage::user("plain")]))
+        );
+        let mut with_tools = conversation("plain", &["hi"]);
+        with_tools.tools.push(core_models::ToolDefinition::new(
+            "read_file",
+            "Read File",
+            "Reads a file.",
+        ));
+        assert_ne!(base, shape_of(&with_tools));
+        assert_eq!(shape_of(&LlmRequest::new(vec![])), fnv1a(b""));
     }
 
     fn pinned(total: u32) -> Affinity {
@@ -448,51 +645,165 @@ mod tests {
         Affinity::new(&config, &info).unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// Slots `0..total`, those in `idle` idle, each slot's last task its id plus `task`.
+    fn listing(total: u32, idle: &[u32], task: u64) -> Vec<SlotView> {
+        (0..total)
+            .map(|id| SlotView {
+                id,
+                busy: !idle.contains(&id),
+                task: Some(u64::from(id) + task),
+                tokens: None,
+            })
+            .collect()
+    }
+
     #[test]
     fn a_slot_is_chosen_idle_first() {
         let affinity = pinned(4);
         let session = key("foobar");
         let hashed = slot_of(&session, 4);
-        let other = (hashed + 1) % 4;
         // Unknown state, or every slot busy: the hash slot.
         assert_eq!(affinity.pick(&session, 4, None), hashed);
-        assert_eq!(affinity.pick(&session, 4, Some(&[])), hashed);
-        // The hash slot when idle, else the lowest idle slot.
-        assert_eq!(affinity.pick(&session, 4, Some(&[0, 1, 2, 3])), hashed);
-        let idle: Vec<u32> = (0..4).filter(|&s| s != hashed).collect();
-        assert_eq!(affinity.pick(&session, 4, Some(&idle)), idle[0]);
-        // The slot the session last used, while idle, before its hash slot.
-        assert!(!affinity.note_request(&session, other));
-        assert!(affinity.note_request(&session, other), "it holds it now");
-        assert_eq!(affinity.pick(&session, 4, Some(&[0, 1, 2, 3])), other);
-        assert_eq!(affinity.pick(&session, 4, Some(&[hashed])), hashed);
-        assert_eq!(affinity.kept_slot(&session), Some(other));
-        // Another session takes it: it no longer holds the first.
-        assert!(!affinity.note_request(&key("else"), other));
-        assert_eq!(affinity.kept_slot(&session), None);
-        assert!(!affinity.note_request(&session, other));
-        // A slot the server names beyond its count is not chosen.
         assert_eq!(
-            affinity.pick(&key("new"), 4, Some(&[7])),
+            affinity.pick(&session, 4, Some(&listing(4, &[], 0))),
+            hashed
+        );
+        // The idle slot whose last task is the oldest; one that never ran any first.
+        let mut slots = listing(4, &[1, 2, 3], 0);
+        slots[1].task = Some(9);
+        slots[2].task = Some(4);
+        slots[3].task = Some(7);
+        assert_eq!(affinity.pick(&session, 4, Some(&slots)), 2);
+        slots[3].task = None;
+        assert_eq!(affinity.pick(&session, 4, Some(&slots)), 3);
+        // The slot the session last used, while idle, before any other.
+        let there = Pinned {
+            slot: 1,
+            key: session.clone(),
+            shape: 7,
+        };
+        assert!(!affinity.note_request(&there, Some(&slots)));
+        assert_eq!(affinity.pick(&session, 4, Some(&slots)), 1);
+        slots[1].busy = true;
+        assert_eq!(affinity.pick(&session, 4, Some(&slots)), 3);
+        // A slot the server names beyond its count is not chosen.
+        let beyond = [SlotView {
+            id: 7,
+            busy: false,
+            task: None,
+            tokens: None,
+        }];
+        assert_eq!(
+            affinity.pick(&key("new"), 4, Some(&beyond)),
             slot_of(&key("new"), 4)
         );
     }
 
     #[test]
-    fn idle_slots_are_read_from_the_slot_list() {
+    fn a_slot_holds_a_state_until_it_runs_another_task() {
+        let affinity = pinned(4);
+        let session = key("held");
+        let at = |slot: u32, shape: u64| Pinned {
+            slot,
+            key: session.clone(),
+            shape,
+        };
+        let before = listing(4, &[0, 1, 2, 3], 10);
+        assert!(
+            !affinity.note_request(&at(1, 7), Some(&before)),
+            "nothing saved"
+        );
+        // Saved from slot 1 after its task 11.
+        affinity.note_held(&at(1, 7), Some(11));
+        assert!(affinity.note_request(&at(1, 7), Some(&before)));
+        // Not for another shape, another slot or another session.
+        assert!(!affinity.note_request(&at(1, 8), Some(&before)));
+        assert!(!affinity.note_request(&at(2, 7), Some(&before)));
+        let other = Pinned {
+            slot: 1,
+            key: key("other"),
+            shape: 7,
+        };
+        assert!(!affinity.note_request(&other, Some(&before)));
+        // The slot ran another task since: no longer.
+        let after = listing(4, &[0, 1, 2, 3], 20);
+        assert!(!affinity.note_request(&at(1, 7), Some(&after)));
+        // Unlisted slots: what this client left there.
+        assert!(affinity.note_request(&at(1, 7), None));
+        // A state saved with no task known is not trusted against a listing.
+        affinity.note_held(&at(1, 7), None);
+        assert!(!affinity.note_request(&at(1, 7), Some(&before)));
+        // Lost, it is not held anywhere.
+        affinity.note_lost(&at(1, 7));
+        assert!(!affinity.note_request(&at(1, 7), None));
+    }
+
+    #[test]
+    fn a_missing_file_is_not_asked_for_again_until_saved() {
+        let mut config = OpenAiConfig::new("http://127.0.0.1:1/v1");
+        config.pin_slots = true;
+        config.save_slots = true;
+        let info = ServerInfo {
+            llama_server: true,
+            total_slots: Some(2),
+            ..ServerInfo::default()
+        };
+        let affinity = Affinity::new(&config, &info).unwrap_or_else(|e| panic!("{e}"));
+        let session = key("missing");
+        let pinned = Pinned {
+            slot: 0,
+            key: session.clone(),
+            shape: 3,
+        };
+        let fresh = LlmRequest::new(vec![core_models::ChatMessage::user("hi")]);
+        let answered = LlmRequest::new(vec![
+            core_models::ChatMessage::user("hi"),
+            core_models::ChatMessage::assistant("hello"),
+            core_models::ChatMessage::user("and?"),
+        ]);
+        assert!(!affinity.worth_restoring(&pinned, &fresh), "never answered");
+        assert!(affinity.worth_restoring(&pinned, &answered));
+        affinity.note_missing(&pinned);
+        assert!(!affinity.worth_restoring(&pinned, &answered));
+        let other_shape = Pinned {
+            shape: 4,
+            ..pinned.clone()
+        };
+        assert!(affinity.worth_restoring(&other_shape, &answered));
+        affinity.note_held(&pinned, Some(1));
+        assert!(affinity.worth_restoring(&pinned, &answered), "saved since");
+        affinity.refuse_saving();
+        assert!(!affinity.worth_restoring(&pinned, &answered), "cannot save");
+    }
+
+    #[test]
+    fn slots_are_read_from_the_slot_list() {
         let slots = json!([
-            {"id": 2, "is_processing": false, "n_ctx": 4096},
-            {"id": 0, "is_processing": true},
+            {"id": 2, "is_processing": false, "n_ctx": 4096, "id_task": 41, "n_prompt_tokens": 69},
+            {"id": 0, "is_processing": true, "id_task": 40},
             {"id": 1, "is_processing": false, "params": {}},
         ]);
-        assert_eq!(idle_in(&slots), Some(vec![1, 2]));
-        assert_eq!(idle_in(&json!([])), Some(vec![]));
+        let view = |id, busy, task, tokens| SlotView {
+            id,
+            busy,
+            task,
+            tokens,
+        };
+        assert_eq!(
+            slots_in(&slots),
+            Some(vec![
+                view(0, true, Some(40), None),
+                view(1, false, None, None),
+                view(2, false, Some(41), Some(69))
+            ])
+        );
+        assert_eq!(slots_in(&json!([])), Some(vec![]));
         for odd in [
             json!({"id": 0}),
             json!([{"id": 0}]),
             json!([{"id": -1, "is_processing": false}]),
         ] {
-            assert_eq!(idle_in(&odd), None, "{odd}");
+            assert_eq!(slots_in(&odd), None, "{odd}");
         }
     }
 }

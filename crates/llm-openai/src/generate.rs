@@ -8,7 +8,7 @@ use crate::error::Error;
 use crate::http::{self, Failure};
 use crate::wire::{self, Chunk, Mode};
 use crate::{Inner, OpenAiConfig};
-use core_models::{LlmRequest, LlmStream};
+use core_models::{LlmChunk, LlmRequest, LlmStream, LlmUsage};
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use std::sync::atomic::Ordering;
@@ -48,8 +48,9 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
             None => None,
         };
         // A session's slot chosen (and its saved state restored there when the slot may
-        // hold another session).
-        let slot = inner.prepare_session(&request).await;
+        // hold something else).
+        let pinned = inner.prepare_session(&request).await;
+        let slot = pinned.as_ref().map(|p| p.slot);
         let mut attempt: u32 = 0;
         // Whether anything was handed to the consumer: from then on nothing is retried.
         let mut delivered = false;
@@ -114,8 +115,12 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
                 });
                 match ending {
                     Ok(chunks) => {
+                        let used = usage_in(&chunks);
                         for chunk in chunks {
                             yield Ok(chunk);
+                        }
+                        if let Some(pinned) = &pinned {
+                            inner.after_reply(pinned, used.as_ref()).await;
                         }
                     }
                     Err(e) => yield Err(e.into()),
@@ -124,6 +129,8 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
             }
             let mut events = http::bounded_body(response.bytes_stream(), http::EVENT_CAP).eventsource();
             let mut first: Option<Duration> = None;
+            // What the server said the reply used.
+            let mut used: Option<LlmUsage> = None;
             // The idle limit counts from the last event that moved the reply on: events
             // with nothing in them do not keep a stalled reply alive.
             let mut moved = Instant::now();
@@ -155,6 +162,9 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
                                 moved = Instant::now();
                                 first.get_or_insert_with(|| started.elapsed());
                             }
+                            if let Some(found) = usage_in(&chunks) {
+                                used = Some(found);
+                            }
                             for chunk in chunks {
                                 delivered = true;
                                 yield Ok(chunk);
@@ -162,8 +172,16 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
                             if decoder.is_done() {
                                 match decoder.finish(Ending::Complete, first, started.elapsed()) {
                                     Ok(chunks) => {
+                                        if let Some(found) = usage_in(&chunks) {
+                                            used = Some(found);
+                                        }
                                         for chunk in chunks {
                                             yield Ok(chunk);
+                                        }
+                                        // The reply is whole: its state saved while
+                                        // the slot still holds it.
+                                        if let Some(pinned) = &pinned {
+                                            inner.after_reply(pinned, used.as_ref()).await;
                                         }
                                     }
                                     Err(e) => yield Err(e.into()),
@@ -188,6 +206,14 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
                 return;
             }
         }
+    })
+}
+
+/// The usage among `chunks`, if any.
+fn usage_in(chunks: &[LlmChunk]) -> Option<LlmUsage> {
+    chunks.iter().rev().find_map(|c| match c {
+        LlmChunk::Usage(usage) => Some(usage.clone()),
+        _ => None,
     })
 }
 

@@ -26,9 +26,9 @@
 //!   APIs route a conversation to its cache; a server that refuses the field is asked
 //!   without it) and, when configured, in a header for a router. On llama-server a session
 //!   can be pinned to a slot (`id_slot`: the idle slot it last used, else the one its key
-//!   hashes to, else any idle one), saved when a request ends
-//!   ([`core_models::LlmService::keep_session`]) and restored before a request whose slot
-//!   may hold another session (in a later process, or after another session took it).
+//!   hashes to, else any idle one), saved as soon as a reply ends and restored before a
+//!   request whose slot no longer holds it (in a later process, or after another request
+//!   used the slot), one file for each shape of prompt the session sends.
 //!
 //! The API key is sent as a bearer token, marked sensitive, and never printed or logged.
 
@@ -588,13 +588,16 @@ impl LlmService for OpenAiLlm {
         Ok(generate::stream(Arc::clone(&self.inner), request))
     }
 
-    /// With `save_slots` on llama-server whose slots sessions are pinned to: save the
-    /// session's slot (`POST /slots/{id}?action=save`, in `aintern-<key>.bin` under the
-    /// server's `--slot-save-path`). `Ok(false)` when nothing was saved: not configured,
-    /// the slot serves another session now, or the server cannot save (said once, then
-    /// not asked again).
+    /// With `save_slots` on llama-server whose slots sessions are pinned to, the session's
+    /// slot was saved as soon as its last reply ended (`POST /slots/{id}?action=save`, in
+    /// `aintern-<key>-<shape>.bin` under the server's `--slot-save-path`): whether it was.
+    /// `Ok(false)` when nothing was saved: not configured, the slot already served another
+    /// request, or the server cannot save (said once, then not asked again).
+    ///
+    /// # Errors
+    /// The server's failure to save the last reply's slot.
     async fn keep_session(&self, session: &SessionKey) -> Result<bool, core_models::Error> {
-        Ok(self.inner.keep_session(session).await?)
+        Ok(self.inner.keep_session(session)?)
     }
 }
 

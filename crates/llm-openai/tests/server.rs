@@ -375,7 +375,17 @@ async fn a_saved_slot_lets_the_next_client_continue_from_the_cache() {
     let (reply, _) = answer(&llm, first).await;
     let kept = llm.keep_session(&session).await;
     assert!(matches!(kept, Ok(true)), "{kept:?}\n{}", server.log_text());
-    assert!(dir.0.join("aintern-live-slot-test.bin").is_file());
+    let saved: Vec<String> = std::fs::read_dir(&dir.0)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        saved.len() == 1 && saved[0].starts_with("aintern-live-slot-test-"),
+        "{saved:?}"
+    );
 
     // The conversation goes on in a new client, on a server whose slots are empty.
     let next = LlmRequest::new(vec![

@@ -132,6 +132,8 @@ struct State {
     models: Value,
     props: Option<Value>,
     slots: Option<Value>,
+    /// Listings of `GET /slots` served once each, in order, before `slots`.
+    next_slots: VecDeque<Value>,
     /// When a client left a reply the server was still writing.
     client_gone: Vec<Instant>,
 }
@@ -189,7 +191,19 @@ impl StubServer {
 
     /// Answer `GET /slots` as llama-server does (a list of slots: `id`, `is_processing`…).
     pub fn slots(&self, slots: Value) {
-        self.lock().slots = Some(slots);
+        let mut state = self.lock();
+        state.next_slots.clear();
+        state.slots = Some(slots);
+    }
+
+    /// Answer the next `GET /slots` with each of `listings` in turn, then with the last
+    /// of them from then on (as slots change while requests run).
+    pub fn slots_in_turn(&self, listings: impl IntoIterator<Item = Value>) {
+        let mut state = self.lock();
+        state.next_slots = listings.into_iter().collect();
+        if let Some(last) = state.next_slots.pop_back() {
+            state.slots = Some(last);
+        }
     }
 
     /// Add replies at the end of the queue.
@@ -239,7 +253,7 @@ async fn serve(mut socket: TcpStream, state: Arc<Mutex<State>>) {
                 }
             }
         } else if request.method == "GET" && request.path.ends_with("/slots") {
-            match &s.slots {
+            match s.next_slots.pop_front().as_ref().or(s.slots.as_ref()) {
                 Some(slots) => StubReply::status(200, slots.to_string()),
                 None => StubReply::status(
                     501,

@@ -1,7 +1,7 @@
 //! Cache affinity against the scripted server: a session's key as `prompt_cache_key` (and
 //! the field dropped where refused) and in a configured header; llama-server's slots
-//! chosen idle-first (from `GET /slots`, else from the key), saved when a session's
-//! request ends and restored before a request whose slot may hold another session.
+//! chosen idle-first (from `GET /slots`, else from the key), saved as soon as a session's
+//! reply ends and restored before a request unless its slot ran nothing since.
 
 use super::{collect, config, connect, request, text};
 use core_models::{ChatMessage, LlmRequest, LlmService, SessionKey};
@@ -61,6 +61,33 @@ fn listing(total: u64, busy: &[u64]) -> Value {
             .map(|id| json!({"id": id, "n_ctx": 4096, "is_processing": busy.contains(&id), "params": {}}))
             .collect(),
     )
+}
+
+/// llama-server's `GET /slots` for `total` slots, none busy, each with the last task it
+/// ran: `tasks[id]`.
+fn ran(tasks: &[u64]) -> Value {
+    Value::Array(
+        tasks
+            .iter()
+            .enumerate()
+            .map(|(id, task)| json!({"id": id, "is_processing": false, "id_task": task}))
+            .collect(),
+    )
+}
+
+/// The file a slot action named.
+fn file_of(call: &StubRequest) -> String {
+    call.body["filename"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Whether `name` is the file of `key`'s state of one shape.
+fn is_file_of(name: &str, key: &str) -> bool {
+    name.strip_prefix(&format!("aintern-{key}-"))
+        .and_then(|rest| rest.strip_suffix(".bin"))
+        .is_some_and(|shape| shape.len() == 16 && shape.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// The slot the last chat request was sent to.
@@ -214,14 +241,16 @@ async fn sessions_are_pinned_to_a_stable_slot_only_when_the_slots_are_known() {
 }
 
 #[tokio::test]
-async fn keep_session_saves_the_sessions_slot_until_the_server_cannot() {
+async fn a_reply_is_saved_as_soon_as_it_ends_until_the_server_cannot() {
     let server = StubServer::start([
         StubReply::text_stream(&["ok"]),
         StubReply::status(
             200,
             r#"{"id_slot":1,"filename":"x","n_saved":45,"n_written":1038296}"#,
         ),
+        StubReply::text_stream(&["ok"]),
         StubReply::status(500, r#"{"error":{"code":500,"message":"disk full"}}"#),
+        StubReply::text_stream(&["ok"]),
         StubReply::status(
             501,
             r#"{"error":{"code":501,"message":"This server does not support slots action. Start it with `--slot-save-path`","type":"not_supported_error"}}"#,
@@ -242,33 +271,33 @@ async fn keep_session_saves_the_sessions_slot_until_the_server_cannot() {
         async move { llm.keep_session(&session).await }
     };
 
-    // Nothing of the session ran on its slot yet: nothing to save.
+    // Nothing of the session ran yet: nothing saved.
     assert!(matches!(kept(&llm).await, Ok(false)));
     assert!(slot_calls(&server).is_empty());
 
-    // A new conversation has nothing to restore; its slot is saved when asked.
+    // A new conversation has nothing to restore; its slot is saved when the reply ends,
+    // before the stream does.
     ask(&llm, fresh(&session)).await;
-    assert!(
-        slot_calls(&server).is_empty(),
-        "no restore for a new conversation"
-    );
-    assert!(matches!(kept(&llm).await, Ok(true)));
+    let calls = slot_calls(&server);
     let slot = chats(&server)[0].body["id_slot"].as_u64().unwrap_or(99);
     assert!(slot < 4);
-    let calls = slot_calls(&server);
-    assert_eq!(calls.len(), 1);
+    assert_eq!(calls.len(), 1, "saved, no restore for a new conversation");
     assert_eq!(calls[0].path, format!("/slots/{slot}?action=save"));
-    assert_eq!(
-        calls[0].body,
-        json!({"filename": "aintern-0b0f4d6c-52a2-4d1e-9a43-0f0c8c1d2e3f.bin"})
+    assert!(
+        is_file_of(&file_of(&calls[0]), session.as_str()),
+        "{}",
+        calls[0].body
     );
     assert_eq!(
         calls[0].header("authorization"),
         Some("Bearer sk-slots"),
         "the same server, the same key"
     );
+    assert!(matches!(kept(&llm).await, Ok(true)));
+    assert!(matches!(kept(&llm).await, Ok(false)), "said once");
 
-    // A failure is an error for the agent to log.
+    // A failure leaves the reply whole, and is an error for the agent to log.
+    assert_eq!(ask(&llm, fresh(&session)).await, "ok");
     let error = kept(&llm)
         .await
         .err()
@@ -280,7 +309,7 @@ async fn keep_session_saves_the_sessions_slot_until_the_server_cannot() {
     );
 
     // A server without --slot-save-path: nothing saved, and never asked again.
-    assert!(matches!(kept(&llm).await, Ok(false)));
+    ask(&llm, fresh(&session)).await;
     assert!(matches!(kept(&llm).await, Ok(false)));
     ask(&llm, resumed(&key("another"))).await;
     assert_eq!(
@@ -288,7 +317,7 @@ async fn keep_session_saves_the_sessions_slot_until_the_server_cannot() {
         3,
         "no save nor restore after a 501"
     );
-    assert_eq!(chats(&server).len(), 2);
+    assert_eq!(chats(&server).len(), 4);
 }
 
 #[tokio::test]
@@ -304,23 +333,39 @@ async fn a_sessions_slot_is_chosen_idle_first() {
     server.slots(listing(4, &[0, 1, 2, 3]));
     ask(&llm, fresh(&session)).await;
     let hashed = last_slot(&server);
-    let others: Vec<u64> = (0..4).filter(|&s| s != hashed).collect();
-    // Its hash slot busy: the lowest idle one.
-    server.slots(listing(4, &[hashed]));
-    ask(&llm, fresh(&session)).await;
-    assert_eq!(last_slot(&server), others[0]);
-    // Every slot idle: the one it last used, before its hash slot.
-    server.slots(listing(4, &[]));
-    ask(&llm, fresh(&session)).await;
-    assert_eq!(last_slot(&server), others[0]);
-    // That one busy: its hash slot, idle.
-    server.slots(listing(4, &[others[0]]));
-    ask(&llm, fresh(&session)).await;
-    assert_eq!(last_slot(&server), hashed);
+    // Idle slots: the one whose last task is the oldest (one that never ran any first),
+    // whose cache is the least likely to be wanted again.
+    let tasks = |tasks: [Option<u64>; 4], busy: &[u64]| {
+        Value::Array(
+            tasks
+                .iter()
+                .enumerate()
+                .map(|(id, task)| {
+                    let mut slot = json!({"id": id, "is_processing": busy.contains(&(id as u64))});
+                    if let Some(task) = task {
+                        slot["id_task"] = json!(task);
+                    }
+                    slot
+                })
+                .collect(),
+        )
+    };
+    let other = key("oldest-first");
+    server.slots(tasks([Some(8), Some(3), Some(5), Some(9)], &[]));
+    ask(&llm, fresh(&other)).await;
+    assert_eq!(last_slot(&server), 1);
+    // The slot it last used while idle, however old.
+    server.slots(tasks([Some(8), Some(30), None, Some(9)], &[]));
+    ask(&llm, fresh(&other)).await;
+    assert_eq!(last_slot(&server), 1);
+    // That one busy: the oldest idle one, a slot that never ran a task first.
+    server.slots(tasks([Some(8), Some(30), None, Some(9)], &[1]));
+    ask(&llm, fresh(&other)).await;
+    assert_eq!(last_slot(&server), 2);
     // Only one idle slot: that one.
-    server.slots(listing(4, &[hashed, others[0], others[1]]));
-    ask(&llm, fresh(&session)).await;
-    assert_eq!(last_slot(&server), others[2]);
+    server.slots(listing(4, &[0, 1, 2]));
+    ask(&llm, fresh(&other)).await;
+    assert_eq!(last_slot(&server), 3);
     assert_eq!(slot_listings(&server), 5, "asked before every request");
 
     // A state that is no list of slots: the hash slot, and asked again next time.
@@ -329,55 +374,85 @@ async fn a_sessions_slot_is_chosen_idle_first() {
     assert_eq!(last_slot(&server), hashed);
     server.slots(listing(4, &[hashed]));
     ask(&llm, fresh(&session)).await;
-    assert_eq!(last_slot(&server), others[0]);
+    assert_eq!(
+        last_slot(&server),
+        u64::from(hashed == 0),
+        "the lowest idle one"
+    );
     assert_eq!(slot_listings(&server), 7);
     assert!(slot_calls(&server).is_empty(), "nothing saved unless asked");
 }
 
 #[tokio::test]
-async fn a_sessions_slot_is_restored_unless_it_holds_the_session() {
+async fn a_sessions_slot_is_restored_unless_it_ran_nothing_since_it_was_saved() {
+    let saved = || StubReply::status(200, r#"{"id_slot":0,"n_saved":40}"#);
     let server = StubServer::start([
         StubReply::status(
             400,
             r#"{"error":{"code":400,"message":"Unable to restore slot: No available space in KV cache or invalid slot save file","type":"invalid_request_error"}}"#,
         ),
         StubReply::text_stream(&["first"]),
+        saved(),
         StubReply::text_stream(&["second"]),
+        saved(),
         StubReply::status(200, r#"{"id_slot":0,"n_restored":12}"#),
         StubReply::text_stream(&["third"]),
+        saved(),
         StubReply::status(200, r#"{"id_slot":0,"n_restored":30}"#),
         StubReply::text_stream(&["fourth"]),
+        StubReply::status(
+            400,
+            r#"{"error":{"code":400,"message":"Unable to restore slot: No available space in KV cache or invalid slot save file","type":"invalid_request_error"}}"#,
+        ),
+        StubReply::text_stream(&["other shape"]),
+        saved(),
         StubReply::text_stream(&["fresh"]),
-        StubReply::status(200, r#"{"id_slot":0,"n_saved":40}"#),
     ])
     .await;
     llama_server(&server, Some(2));
-    server.slots(listing(2, &[]));
     let mut c = config(&server);
     c.pin_slots = true;
     c.save_slots = true;
     c.affinity_header = Some("X-Session-Affinity".into());
     let llm = connect(c).await;
     let (one, two) = (key("resumed-one"), key("resumed-two"));
-    // A failed restore (no saved file) leaves the request as it was.
+    // A failed restore (no saved file) leaves the request as it was; its reply is saved
+    // from the slot whose last task was 5.
+    server.slots(ran(&[5, 5]));
     assert_eq!(ask(&llm, resumed(&one)).await, "first");
     let slot = last_slot(&server);
-    // The slot holds the session now: no restore.
+    let other = 1 - slot;
+    // The slot ran nothing since it was saved: no restore.
     assert_eq!(ask(&llm, resumed(&one)).await, "second");
+    assert_eq!(last_slot(&server), slot);
     // Another session takes the slot (the only idle one), restoring its own state there.
-    server.slots(listing(2, &[1 - slot]));
+    let mut busy = listing(2, &[other]);
+    busy[usize::try_from(slot).unwrap_or(0)]["id_task"] = json!(5);
+    server.slots(busy);
     assert_eq!(ask(&llm, resumed(&two)).await, "third");
     assert_eq!(last_slot(&server), slot);
-    // The first session's slot no longer holds it: restored again before its request.
-    server.slots(listing(2, &[]));
+    // The slot ran another task since the first session's state was saved: restored
+    // again before its request. Its reply is not saved: the slot is busy again by the
+    // time the reply ends (another request took it).
+    let mut tasks = [5, 5];
+    tasks[usize::try_from(slot).unwrap_or(0)] = 9;
+    let mut taken = listing(2, &[slot]);
+    taken[usize::try_from(slot).unwrap_or(0)]["id_task"] = json!(10);
+    server.slots_in_turn([ran(&tasks), taken]);
     assert_eq!(ask(&llm, resumed(&one)).await, "fourth");
     assert_eq!(last_slot(&server), slot, "the slot it last used");
-    // A new conversation has nothing saved to restore.
-    server.slots(listing(2, &[slot]));
-    assert_eq!(ask(&llm, fresh(&key("brand-new"))).await, "fresh");
-    // The second session's slot serves another session now: not saved; the first's is.
-    assert!(matches!(llm.keep_session(&two).await, Ok(false)));
-    assert!(matches!(llm.keep_session(&one).await, Ok(true)));
+    assert!(matches!(llm.keep_session(&one).await, Ok(false)));
+    // A prompt of another shape (another system prompt) is another state, in a file of
+    // its own (this server has none yet).
+    server.slots(ran(&[20, 20]));
+    let mut shaped = resumed(&one);
+    shaped
+        .messages
+        .insert(0, ChatMessage::system("You are terse."));
+    assert_eq!(ask(&llm, shaped).await, "other shape");
+    // A new conversation has nothing saved to restore, and a session with no key is not
+    // pinned.
+    assert_eq!(ask(&llm, request("no session")).await, "fresh");
 
     let posts: Vec<StubRequest> = server
         .requests()
@@ -393,30 +468,81 @@ async fn a_sessions_slot_is_restored_unless_it_holds_the_session() {
         [
             restore.as_str(),
             chat,
-            chat,
-            restore.as_str(),
-            chat,
-            restore.as_str(),
-            chat,
+            save.as_str(),
             chat,
             save.as_str(),
+            restore.as_str(),
+            chat,
+            save.as_str(),
+            restore.as_str(),
+            chat,
+            restore.as_str(),
+            chat,
+            save.as_str(),
+            chat,
         ]
     );
-    let file = |name: &str| json!({ "filename": format!("aintern-{name}.bin") });
-    assert_eq!(posts[0].body, file("resumed-one"));
-    assert_eq!(posts[3].body, file("resumed-two"));
-    assert_eq!(posts[5].body, file("resumed-one"));
-    assert_eq!(posts[8].body, file("resumed-one"));
+    for (i, owner) in [
+        (0, &one),
+        (2, &one),
+        (5, &two),
+        (7, &two),
+        (8, &one),
+        (10, &one),
+        (12, &one),
+    ] {
+        assert!(
+            is_file_of(&file_of(&posts[i]), owner.as_str()),
+            "{i}: {}",
+            posts[i].body
+        );
+    }
+    assert_eq!(
+        file_of(&posts[0]),
+        file_of(&posts[8]),
+        "one shape, one file"
+    );
+    assert_ne!(
+        file_of(&posts[0]),
+        file_of(&posts[10]),
+        "another shape, another file"
+    );
+    assert_eq!(file_of(&posts[10]), file_of(&posts[12]));
     assert_eq!(posts[0].header("x-session-affinity"), Some("resumed-one"));
     assert_eq!(
         posts[1].body["messages"].as_array().map(Vec::len),
         Some(3),
         "the request as it was"
     );
-    assert_eq!(
-        posts[7].body["id_slot"].as_u64(),
-        Some(1 - slot),
-        "the idle one"
-    );
+    assert!(posts[13].body.get("id_slot").is_none());
     assert!(posts.iter().all(|p| p.body != Value::Null));
+}
+
+#[tokio::test]
+async fn a_slot_that_holds_another_reply_is_not_saved() {
+    let server = StubServer::start([
+        StubReply::text_stream(&["one"]),
+        StubReply::text_stream(&["two"]),
+        StubReply::status(200, r#"{"id_slot":0,"n_saved":12}"#),
+    ])
+    .await;
+    llama_server(&server, Some(1));
+    let mut c = config(&server);
+    c.pin_slots = true;
+    c.save_slots = true;
+    let llm = connect(c).await;
+    let session = key("fingerprint");
+    // The stub's reply: 12 prompt tokens and 1 token, of which llama-server keeps 12.
+    // Idle, but holding 30 tokens: another request ran there since.
+    server.slots(json!([{"id": 0, "is_processing": false, "id_task": 3, "n_prompt_tokens": 30}]));
+    assert_eq!(ask(&llm, fresh(&session)).await, "one");
+    assert!(matches!(llm.keep_session(&session).await, Ok(false)));
+    assert!(slot_calls(&server).is_empty());
+    // Holding what the reply left: saved.
+    server.slots(json!([{"id": 0, "is_processing": false, "id_task": 4, "n_prompt_tokens": 12}]));
+    assert_eq!(ask(&llm, fresh(&session)).await, "two");
+    assert!(matches!(llm.keep_session(&session).await, Ok(true)));
+    let calls = slot_calls(&server);
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].path, "/slots/0?action=save");
 }
