@@ -17,12 +17,12 @@
 //!   coprocess or arithmetic command;
 //! * no redirection of any kind, no variable assignment, and every word is literal: no
 //!   `$…` (parameters, `$(…)`, `$((…))`, `$'…'`), no backquote, no unquoted glob or brace
-//!   character, no `~` a shell would expand (see [`words`]);
-//! * each program is a bare word on the read-only list ([`table`], plus `echo`, `true`,
+//!   character, no `~` a shell would expand (see `words.rs`);
+//! * each program is a bare word on the read-only list (`table.rs`, plus `echo`, `true`,
 //!   `false`, `test`, `find`, `xxd`, `sed` and `git` judged by their own code), used only
 //!   with options known to be safe, read as the program reads them (unknown and abbreviated
 //!   long options, obsolete forms, and value-taking letters in clusters a program reads its
-//!   own way are refused; see [`programs`]);
+//!   own way are refused; see `programs.rs`);
 //! * every operand a program may open is inside the workspace: not absolute, its `..`
 //!   never above the workspace root from the call's folder, and — when the workspace is
 //!   known — where it leads on disk is inside too (a symlink `docs -> /etc` is outside).
@@ -35,7 +35,7 @@
 //! * an independent lexical scan finds none of `$`, backquote, `<`, `>`, a lone `&`,
 //!   parentheses, braces, glob characters, a leading `~` or `#`, control characters.
 //!
-//! Anything else is at least **medium**, and the deny-list ([`severity`]) applied to every
+//! Anything else is at least **medium**, and the deny-list (`severity.rs`) applied to every
 //! simple command found anywhere — in pipelines and lists, compound commands, function
 //! bodies, command and process substitutions, here-documents, the script of `sh -c` (and
 //! `su -c`, `eval`, `watch`…), and the command behind a wrapper (`env`, `sudo`, `xargs`,
@@ -59,14 +59,14 @@
 //! `poetry run`, `go generate`; the code `cargo build` or `cargo test` compiles and runs is
 //! taken as the project's own, its command line being the subject); a wrapper's options are
 //! not understood (only exact spellings from its
-//! table, see [`optscan`]: then the words that could start its command are followed as
+//! table, see `optscan.rs`: then the words that could start its command are followed as
 //! guesses, for the deny-list and deny patterns); a word that decides what a wrapper runs is
 //! not literal; `alias`, `source`/`.`, `exec` without a command, `hash -p`, `enable`, `fc`;
 //! `eval` or a script of non-literal text; a variable that can change what runs is set
 //! (`PATH=…`, `export LD_PRELOAD=…`, `read IFS`: only names without capitals, `LC_*` and a
 //! few more are inert); git with `-c`, `--config-env`, `--exec-path`, an alias or a program
 //! named by `git config`; sed with `-f`, `e` without a command or `s///e`; options of tar,
-//! rsync, sort, rg… that run commands (see [`launchers`]); `xargs -I` putting what it reads
+//! rsync, sort, rg… that run commands (see `launchers.rs`); `xargs -I` putting what it reads
 //! into the program's name, `find -exec {}`.
 
 pub mod git_config;

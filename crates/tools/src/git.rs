@@ -4,7 +4,7 @@
 //! Every program they start goes through [`crate::program::run`]: git read-only (it only
 //! reads, and the sandbox keeps it so whatever the repository's configuration says),
 //! formatters in the configured mode. Git goes through [`git`] first, which makes it run
-//! nothing the repository names (see [`crate::git_config`]).
+//! nothing the repository names (see `crate::git_config`).
 
 use crate::error::Error;
 use crate::git_config::{hardened, Repository};
@@ -77,7 +77,7 @@ pub(crate) async fn git(
 /// configuration names, in a read-only sandbox, and only the workspace's: a workspace
 /// whose repository is outside it has no head here, and in a folder of a larger
 /// repository only the commits that change the folder are listed, with their files
-/// relative to it (see [`crate::git_config`]).
+/// relative to it (see `crate::git_config`).
 #[derive(Debug, Clone, Default)]
 pub struct GitCommandInspector {
     launcher: Arc<Launcher>,
