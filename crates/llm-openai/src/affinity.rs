@@ -2,8 +2,10 @@
 //! to the server as `prompt_cache_key` (hosted APIs route on it) and, when configured, in
 //! a header (for a router that keeps a session on one replica). On llama-server a session
 //! can be pinned to a slot (`id_slot`), chosen per request among the idle ones
-//! (`GET /slots`): the slot it last used here, else the idle one that went longest without
-//! a task, else (all busy) the one its key hashes to.
+//! (`GET /slots`): the slot it last used here; else, when slots are saved, the idle one
+//! that went longest without a task, and when they are not, the one its key hashes to
+//! (where an earlier process left the session) if idle, else any idle one; else (all
+//! busy) the one its key hashes to.
 //!
 //! With slots saved, the slot is saved as soon as a reply of the session ends (while it
 //! still holds that reply), and restored before a request unless the slot still holds
@@ -152,9 +154,12 @@ impl Affinity {
     }
 
     /// The slot for a request of `key` among `total`, given the slots when listed: the
-    /// slot the session last used here if idle; else the idle slot that went longest
-    /// without a task (one that never ran one first), whose cache is the least likely to
-    /// be wanted again; else (all busy, or unknown) its hash slot, where the request waits.
+    /// slot the session last used here if idle; then, when slots are saved (the state is
+    /// restored wherever it goes), the idle slot that went longest without a task (one
+    /// that never ran one first), whose cache is the least likely to be wanted again; when
+    /// they are not, its hash slot if idle (where an earlier process left it), else the
+    /// lowest idle slot; else (all busy, or unknown) its hash slot, where the request
+    /// waits.
     fn pick(&self, key: &SessionKey, total: u32, listed: Option<&[SlotView]>) -> u32 {
         let hashed = slot_of(key, total);
         let Some(listed) = listed else {
@@ -162,15 +167,16 @@ impl Affinity {
         };
         let idle = |slot: &u32| listed.iter().any(|s| s.id == *slot && !s.busy);
         let last = self.lock().used.get(key).copied();
-        last.filter(idle)
-            .or_else(|| {
-                listed
-                    .iter()
-                    .filter(|s| !s.busy && s.id < total)
-                    .min_by_key(|s| (s.task.map_or(0, |t| t.saturating_add(1)), s.id))
-                    .map(|s| s.id)
-            })
-            .unwrap_or(hashed)
+        let free = listed.iter().filter(|s| !s.busy && s.id < total);
+        let other = if self.saving() {
+            free.min_by_key(|s| (s.task.map_or(0, |t| t.saturating_add(1)), s.id))
+                .map(|s| s.id)
+        } else {
+            Some(hashed)
+                .filter(idle)
+                .or_else(|| free.map(|s| s.id).min())
+        };
+        last.filter(idle).or(other).unwrap_or(hashed)
     }
 
     /// Note that `pinned` goes to its slot now; whether the slot still holds its state:
@@ -657,6 +663,18 @@ mod tests {
             .collect()
     }
 
+    fn saving(total: u32) -> Affinity {
+        let mut config = OpenAiConfig::new("http://127.0.0.1:1/v1");
+        config.pin_slots = true;
+        config.save_slots = true;
+        let info = ServerInfo {
+            llama_server: true,
+            total_slots: Some(total),
+            ..ServerInfo::default()
+        };
+        Affinity::new(&config, &info).unwrap_or_else(|e| panic!("{e}"))
+    }
+
     #[test]
     fn a_slot_is_chosen_idle_first() {
         let affinity = pinned(4);
@@ -668,24 +686,27 @@ mod tests {
             affinity.pick(&session, 4, Some(&listing(4, &[], 0))),
             hashed
         );
-        // The idle slot whose last task is the oldest; one that never ran any first.
-        let mut slots = listing(4, &[1, 2, 3], 0);
-        slots[1].task = Some(9);
-        slots[2].task = Some(4);
-        slots[3].task = Some(7);
-        assert_eq!(affinity.pick(&session, 4, Some(&slots)), 2);
-        slots[3].task = None;
-        assert_eq!(affinity.pick(&session, 4, Some(&slots)), 3);
+        // Slots not saved: the hash slot when idle, else the lowest idle slot.
+        let all = listing(4, &[0, 1, 2, 3], 0);
+        assert_eq!(affinity.pick(&session, 4, Some(&all)), hashed);
+        let idle: Vec<u32> = (0..4).filter(|&s| s != hashed).collect();
+        assert_eq!(
+            affinity.pick(&session, 4, Some(&listing(4, &idle, 0))),
+            idle[0]
+        );
         // The slot the session last used, while idle, before any other.
+        let other = (hashed + 1) % 4;
         let there = Pinned {
-            slot: 1,
+            slot: other,
             key: session.clone(),
             shape: 7,
         };
-        assert!(!affinity.note_request(&there, Some(&slots)));
-        assert_eq!(affinity.pick(&session, 4, Some(&slots)), 1);
-        slots[1].busy = true;
-        assert_eq!(affinity.pick(&session, 4, Some(&slots)), 3);
+        assert!(!affinity.note_request(&there, Some(&all)));
+        assert_eq!(affinity.pick(&session, 4, Some(&all)), other);
+        assert_eq!(
+            affinity.pick(&session, 4, Some(&listing(4, &[hashed], 0))),
+            hashed
+        );
         // A slot the server names beyond its count is not chosen.
         let beyond = [SlotView {
             id: 7,
@@ -696,6 +717,38 @@ mod tests {
         assert_eq!(
             affinity.pick(&key("new"), 4, Some(&beyond)),
             slot_of(&key("new"), 4)
+        );
+    }
+
+    #[test]
+    fn a_saved_session_takes_the_slot_longest_without_a_task() {
+        let affinity = saving(4);
+        let session = key("foobar");
+        let mut slots = listing(4, &[1, 2, 3], 0);
+        slots[1].task = Some(9);
+        slots[2].task = Some(4);
+        slots[3].task = Some(7);
+        assert_eq!(affinity.pick(&session, 4, Some(&slots)), 2);
+        slots[3].task = None;
+        assert_eq!(
+            affinity.pick(&session, 4, Some(&slots)),
+            3,
+            "never used first"
+        );
+        // The slot it last used, while idle, before any other.
+        let there = Pinned {
+            slot: 1,
+            key: session.clone(),
+            shape: 7,
+        };
+        assert!(!affinity.note_request(&there, Some(&slots)));
+        assert_eq!(affinity.pick(&session, 4, Some(&slots)), 1);
+        slots[1].busy = true;
+        assert_eq!(affinity.pick(&session, 4, Some(&slots)), 3);
+        // Every slot busy: the hash slot.
+        assert_eq!(
+            affinity.pick(&session, 4, Some(&listing(4, &[], 0))),
+            slot_of(&session, 4)
         );
     }
 
@@ -740,15 +793,7 @@ mod tests {
 
     #[test]
     fn a_missing_file_is_not_asked_for_again_until_saved() {
-        let mut config = OpenAiConfig::new("http://127.0.0.1:1/v1");
-        config.pin_slots = true;
-        config.save_slots = true;
-        let info = ServerInfo {
-            llama_server: true,
-            total_slots: Some(2),
-            ..ServerInfo::default()
-        };
-        let affinity = Affinity::new(&config, &info).unwrap_or_else(|e| panic!("{e}"));
+        let affinity = saving(2);
         let session = key("missing");
         let pinned = Pinned {
             slot: 0,

@@ -333,39 +333,23 @@ async fn a_sessions_slot_is_chosen_idle_first() {
     server.slots(listing(4, &[0, 1, 2, 3]));
     ask(&llm, fresh(&session)).await;
     let hashed = last_slot(&server);
-    // Idle slots: the one whose last task is the oldest (one that never ran any first),
-    // whose cache is the least likely to be wanted again.
-    let tasks = |tasks: [Option<u64>; 4], busy: &[u64]| {
-        Value::Array(
-            tasks
-                .iter()
-                .enumerate()
-                .map(|(id, task)| {
-                    let mut slot = json!({"id": id, "is_processing": busy.contains(&(id as u64))});
-                    if let Some(task) = task {
-                        slot["id_task"] = json!(task);
-                    }
-                    slot
-                })
-                .collect(),
-        )
-    };
-    let other = key("oldest-first");
-    server.slots(tasks([Some(8), Some(3), Some(5), Some(9)], &[]));
-    ask(&llm, fresh(&other)).await;
-    assert_eq!(last_slot(&server), 1);
-    // The slot it last used while idle, however old.
-    server.slots(tasks([Some(8), Some(30), None, Some(9)], &[]));
-    ask(&llm, fresh(&other)).await;
-    assert_eq!(last_slot(&server), 1);
-    // That one busy: the oldest idle one, a slot that never ran a task first.
-    server.slots(tasks([Some(8), Some(30), None, Some(9)], &[1]));
-    ask(&llm, fresh(&other)).await;
-    assert_eq!(last_slot(&server), 2);
+    let others: Vec<u64> = (0..4).filter(|&s| s != hashed).collect();
+    // Its hash slot busy: the lowest idle one.
+    server.slots(listing(4, &[hashed]));
+    ask(&llm, fresh(&session)).await;
+    assert_eq!(last_slot(&server), others[0]);
+    // Every slot idle: the one it last used, before its hash slot.
+    server.slots(listing(4, &[]));
+    ask(&llm, fresh(&session)).await;
+    assert_eq!(last_slot(&server), others[0]);
+    // That one busy: its hash slot, idle.
+    server.slots(listing(4, &[others[0]]));
+    ask(&llm, fresh(&session)).await;
+    assert_eq!(last_slot(&server), hashed);
     // Only one idle slot: that one.
-    server.slots(listing(4, &[0, 1, 2]));
-    ask(&llm, fresh(&other)).await;
-    assert_eq!(last_slot(&server), 3);
+    server.slots(listing(4, &[hashed, others[0], others[1]]));
+    ask(&llm, fresh(&session)).await;
+    assert_eq!(last_slot(&server), others[2]);
     assert_eq!(slot_listings(&server), 5, "asked before every request");
 
     // A state that is no list of slots: the hash slot, and asked again next time.
@@ -374,11 +358,7 @@ async fn a_sessions_slot_is_chosen_idle_first() {
     assert_eq!(last_slot(&server), hashed);
     server.slots(listing(4, &[hashed]));
     ask(&llm, fresh(&session)).await;
-    assert_eq!(
-        last_slot(&server),
-        u64::from(hashed == 0),
-        "the lowest idle one"
-    );
+    assert_eq!(last_slot(&server), others[0]);
     assert_eq!(slot_listings(&server), 7);
     assert!(slot_calls(&server).is_empty(), "nothing saved unless asked");
 }
@@ -416,11 +396,12 @@ async fn a_sessions_slot_is_restored_unless_it_ran_nothing_since_it_was_saved() 
     c.affinity_header = Some("X-Session-Affinity".into());
     let llm = connect(c).await;
     let (one, two) = (key("resumed-one"), key("resumed-two"));
-    // A failed restore (no saved file) leaves the request as it was; its reply is saved
-    // from the slot whose last task was 5.
-    server.slots(ran(&[5, 5]));
+    // The idle slot longest without a task. A failed restore (no saved file) leaves the
+    // request as it was; its reply is saved from the slot, whose last task was 5.
+    server.slots(ran(&[7, 5]));
     assert_eq!(ask(&llm, resumed(&one)).await, "first");
     let slot = last_slot(&server);
+    assert_eq!(slot, 1);
     let other = 1 - slot;
     // The slot ran nothing since it was saved: no restore.
     assert_eq!(ask(&llm, resumed(&one)).await, "second");
