@@ -212,8 +212,7 @@ impl Affinity {
                 .contains(&(pinned.key.clone(), pinned.shape))
     }
 
-    /// `pinned`'s state is in its slot (restored, or saved from it with the slot's last
-    /// task `task`).
+    /// `pinned`'s state is in its slot: saved from it, the slot's last task `task`.
     fn note_held(&self, pinned: &Pinned, task: Option<u64>) {
         let mut state = self.lock();
         state.missing.remove(&(pinned.key.clone(), pinned.shape));
@@ -385,6 +384,9 @@ impl Inner {
                     ?tokens,
                     "the session's slot was restored"
                 );
+                // Whatever this client left there is gone; what is there now is known
+                // once the reply is saved.
+                self.affinity.note_lost(&pinned);
             }
             Err(e) => {
                 if cannot_save(&e) {

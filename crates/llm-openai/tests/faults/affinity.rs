@@ -527,3 +527,52 @@ async fn a_slot_that_holds_another_reply_is_not_saved() {
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].path, "/slots/0?action=save");
 }
+
+#[tokio::test]
+async fn a_restore_for_another_session_means_the_slot_no_longer_holds_the_first() {
+    let server = StubServer::start([
+        StubReply::text_stream(&["one"]),
+        StubReply::status(200, r#"{"id_slot":0,"n_saved":12}"#),
+        StubReply::status(200, r#"{"id_slot":0,"n_restored":30}"#),
+        StubReply::status(
+            400,
+            r#"{"error":{"code":400,"message":"bad request","type":"invalid_request_error"}}"#,
+        ),
+        StubReply::status(200, r#"{"id_slot":0,"n_restored":12}"#),
+        StubReply::text_stream(&["one again"]),
+        StubReply::status(200, r#"{"id_slot":0,"n_saved":14}"#),
+    ])
+    .await;
+    llama_server(&server, Some(1));
+    // One slot whose last task never changes: only what this client did tells.
+    server.slots(ran(&[5]));
+    let mut c = config(&server);
+    c.pin_slots = true;
+    c.save_slots = true;
+    let llm = connect(c).await;
+    let (one, two) = (key("first-session"), key("second-session"));
+    assert_eq!(ask(&llm, fresh(&one)).await, "one");
+    // The second session's state is restored there; its request then fails.
+    let (_, error) = collect(&llm, resumed(&two)).await;
+    assert!(error.is_some());
+    // The first session's state is restored again before its request.
+    assert_eq!(ask(&llm, resumed(&one)).await, "one again");
+    let posts: Vec<String> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST")
+        .map(|r| r.path)
+        .collect();
+    assert_eq!(
+        posts,
+        [
+            "/v1/chat/completions",
+            "/slots/0?action=save",
+            "/slots/0?action=restore",
+            "/v1/chat/completions",
+            "/slots/0?action=restore",
+            "/v1/chat/completions",
+            "/slots/0?action=save",
+        ]
+    );
+}
