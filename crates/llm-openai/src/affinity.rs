@@ -73,22 +73,37 @@ pub(crate) struct SlotView {
     pub(crate) tokens: Option<u64>,
 }
 
+/// A session's state for prompts of one shape: what one saved file holds.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Shaped {
+    /// The session.
+    key: SessionKey,
+    /// The shape of its prompts (see [`shape_of`]).
+    shape: u64,
+}
+
 /// A session's prompt of one shape, pinned to a slot.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Pinned {
     /// The slot it goes to.
     pub(crate) slot: u32,
-    /// The session.
-    key: SessionKey,
-    /// The shape of its prompt (see [`shape_of`]).
-    shape: u64,
+    /// Whose state, of which shape.
+    of: Shaped,
+}
+
+impl Pinned {
+    fn new(slot: u32, key: SessionKey, shape: u64) -> Self {
+        Pinned {
+            slot,
+            of: Shaped { key, shape },
+        }
+    }
 }
 
 /// What a slot holds, as far as this client knows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Held {
-    key: SessionKey,
-    shape: u64,
+    of: Shaped,
     /// The slot's last task when it was saved; a slot whose last task is another ran
     /// something since.
     task: Option<u64>,
@@ -110,7 +125,7 @@ struct SlotState {
     held: HashMap<u32, Held>,
     /// Shapes of sessions the server has no file for (a restore failed, and nothing was
     /// saved since): not asked to restore again.
-    missing: HashSet<(SessionKey, u64)>,
+    missing: HashSet<Shaped>,
     /// What became of each session's last reply.
     kept: HashMap<SessionKey, Kept>,
 }
@@ -184,11 +199,11 @@ impl Affinity {
     /// since.
     fn note_request(&self, pinned: &Pinned, listed: Option<&[SlotView]>) -> bool {
         let mut state = self.lock();
-        state.used.insert(pinned.key.clone(), pinned.slot);
+        state.used.insert(pinned.of.key.clone(), pinned.slot);
         let Some(held) = state.held.get(&pinned.slot) else {
             return false;
         };
-        let same = held.key == pinned.key && held.shape == pinned.shape;
+        let same = held.of == pinned.of;
         match listed.and_then(|l| l.iter().find(|s| s.id == pinned.slot)) {
             Some(now) => same && held.task.is_some() && now.task == held.task,
             None => same,
@@ -206,30 +221,21 @@ impl Affinity {
                 .messages
                 .iter()
                 .any(|m| m.role == MessageRole::Assistant)
-            && !self
-                .lock()
-                .missing
-                .contains(&(pinned.key.clone(), pinned.shape))
+            && !self.lock().missing.contains(&pinned.of)
     }
 
     /// `pinned`'s state is in its slot: saved from it, the slot's last task `task`.
     fn note_held(&self, pinned: &Pinned, task: Option<u64>) {
         let mut state = self.lock();
-        state.missing.remove(&(pinned.key.clone(), pinned.shape));
-        state.held.insert(
-            pinned.slot,
-            Held {
-                key: pinned.key.clone(),
-                shape: pinned.shape,
-                task,
-            },
-        );
+        state.missing.remove(&pinned.of);
+        let of = pinned.of.clone();
+        state.held.insert(pinned.slot, Held { of, task });
     }
 
     /// The server has no file for `pinned`'s state.
     fn note_missing(&self, pinned: &Pinned) {
         let mut state = self.lock();
-        state.missing.insert((pinned.key.clone(), pinned.shape));
+        state.missing.insert(pinned.of.clone());
         state.held.remove(&pinned.slot);
     }
 
@@ -366,11 +372,11 @@ impl Inner {
         let key = request.session.as_ref()?;
         let total = self.affinity.slots?;
         let listed = self.list_slots().await;
-        let pinned = Pinned {
-            slot: self.affinity.pick(key, total, listed.as_deref()),
-            key: key.clone(),
-            shape: shape_of(request),
-        };
+        let pinned = Pinned::new(
+            self.affinity.pick(key, total, listed.as_deref()),
+            key.clone(),
+            shape_of(request),
+        );
         let held = self.affinity.note_request(&pinned, listed.as_deref());
         tracing::debug!(slot = pinned.slot, held, "the session's slot");
         if held || !self.affinity.worth_restoring(&pinned, request) {
@@ -429,7 +435,7 @@ impl Inner {
                 "the slot holds another request now: not saved"
             );
             self.affinity.note_lost(pinned);
-            self.affinity.note_kept(&pinned.key, Kept::NotSaved);
+            self.affinity.note_kept(&pinned.of.key, Kept::NotSaved);
             return;
         }
         let kept = match self.slot_action(pinned, "save").await {
@@ -452,7 +458,7 @@ impl Inner {
                 })
             }
         };
-        self.affinity.note_kept(&pinned.key, kept);
+        self.affinity.note_kept(&pinned.of.key, kept);
     }
 
     /// llama-server's slots (`GET {root}/slots`), or `None` when the server does not say
@@ -530,13 +536,13 @@ impl Inner {
             limit,
             ..Context::default()
         };
-        let file = slot_file(&pinned.key, pinned.shape);
+        let file = slot_file(&pinned.of.key, pinned.of.shape);
         let send = || {
             let request = self
                 .http
                 .post(url.clone())
                 .json(&json!({ "filename": file }));
-            let request = self.affinity.with_header(request, Some(&pinned.key));
+            let request = self.affinity.with_header(request, Some(&pinned.of.key));
             http::send(
                 request,
                 &url,
@@ -642,15 +648,25 @@ mod tests {
         assert_eq!(shape_of(&LlmRequest::new(vec![])), fnv1a(b""));
     }
 
-    fn pinned(total: u32) -> Affinity {
+    /// Sessions pinned to `total` slots of llama-server, the slots saved when `save`.
+    fn on_slots(total: u32, save: bool) -> Affinity {
         let mut config = OpenAiConfig::new("http://127.0.0.1:1/v1");
         config.pin_slots = true;
+        config.save_slots = save;
         let info = ServerInfo {
             llama_server: true,
             total_slots: Some(total),
             ..ServerInfo::default()
         };
         Affinity::new(&config, &info).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn pinned(total: u32) -> Affinity {
+        on_slots(total, false)
+    }
+
+    fn saving(total: u32) -> Affinity {
+        on_slots(total, true)
     }
 
     /// Slots `0..total`, those in `idle` idle, each slot's last task its id plus `task`.
@@ -663,18 +679,6 @@ mod tests {
                 tokens: None,
             })
             .collect()
-    }
-
-    fn saving(total: u32) -> Affinity {
-        let mut config = OpenAiConfig::new("http://127.0.0.1:1/v1");
-        config.pin_slots = true;
-        config.save_slots = true;
-        let info = ServerInfo {
-            llama_server: true,
-            total_slots: Some(total),
-            ..ServerInfo::default()
-        };
-        Affinity::new(&config, &info).unwrap_or_else(|e| panic!("{e}"))
     }
 
     #[test]
@@ -698,11 +702,7 @@ mod tests {
         );
         // The slot the session last used, while idle, before any other.
         let other = (hashed + 1) % 4;
-        let there = Pinned {
-            slot: other,
-            key: session.clone(),
-            shape: 7,
-        };
+        let there = Pinned::new(other, session.clone(), 7);
         assert!(!affinity.note_request(&there, Some(&all)));
         assert_eq!(affinity.pick(&session, 4, Some(&all)), other);
         assert_eq!(
@@ -738,11 +738,7 @@ mod tests {
             "never used first"
         );
         // The slot it last used, while idle, before any other.
-        let there = Pinned {
-            slot: 1,
-            key: session.clone(),
-            shape: 7,
-        };
+        let there = Pinned::new(1, session.clone(), 7);
         assert!(!affinity.note_request(&there, Some(&slots)));
         assert_eq!(affinity.pick(&session, 4, Some(&slots)), 1);
         slots[1].busy = true;
@@ -758,11 +754,7 @@ mod tests {
     fn a_slot_holds_a_state_until_it_runs_another_task() {
         let affinity = pinned(4);
         let session = key("held");
-        let at = |slot: u32, shape: u64| Pinned {
-            slot,
-            key: session.clone(),
-            shape,
-        };
+        let at = |slot: u32, shape: u64| Pinned::new(slot, session.clone(), shape);
         let before = listing(4, &[0, 1, 2, 3], 10);
         assert!(
             !affinity.note_request(&at(1, 7), Some(&before)),
@@ -774,11 +766,7 @@ mod tests {
         // Not for another shape, another slot or another session.
         assert!(!affinity.note_request(&at(1, 8), Some(&before)));
         assert!(!affinity.note_request(&at(2, 7), Some(&before)));
-        let other = Pinned {
-            slot: 1,
-            key: key("other"),
-            shape: 7,
-        };
+        let other = Pinned::new(1, key("other"), 7);
         assert!(!affinity.note_request(&other, Some(&before)));
         // The slot ran another task since: no longer.
         let after = listing(4, &[0, 1, 2, 3], 20);
@@ -797,11 +785,7 @@ mod tests {
     fn a_missing_file_is_not_asked_for_again_until_saved() {
         let affinity = saving(2);
         let session = key("missing");
-        let pinned = Pinned {
-            slot: 0,
-            key: session.clone(),
-            shape: 3,
-        };
+        let pinned = Pinned::new(0, session.clone(), 3);
         let fresh = LlmRequest::new(vec![core_models::ChatMessage::user("hi")]);
         let answered = LlmRequest::new(vec![
             core_models::ChatMessage::user("hi"),
@@ -812,10 +796,7 @@ mod tests {
         assert!(affinity.worth_restoring(&pinned, &answered));
         affinity.note_missing(&pinned);
         assert!(!affinity.worth_restoring(&pinned, &answered));
-        let other_shape = Pinned {
-            shape: 4,
-            ..pinned.clone()
-        };
+        let other_shape = Pinned::new(0, session.clone(), 4);
         assert!(affinity.worth_restoring(&other_shape, &answered));
         affinity.note_held(&pinned, Some(1));
         assert!(affinity.worth_restoring(&pinned, &answered), "saved since");

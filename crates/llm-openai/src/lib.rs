@@ -25,10 +25,10 @@
 //! - **Cache affinity**: a request's session key goes out as `prompt_cache_key` (hosted
 //!   APIs route a conversation to its cache; a server that refuses the field is asked
 //!   without it) and, when configured, in a header for a router. On llama-server a session
-//!   can be pinned to a slot (`id_slot`: the idle slot it last used, else the one its key
-//!   hashes to, else any idle one), saved as soon as a reply ends and restored before a
-//!   request whose slot no longer holds it (in a later process, or after another request
-//!   used the slot), one file for each shape of prompt the session sends.
+//!   can be pinned to a slot (`id_slot`, chosen among the idle ones), saved as soon as a
+//!   reply ends and restored before a request whose slot no longer holds it (in a later
+//!   process, or after another request used the slot), one file for each shape of prompt
+//!   the session sends.
 //!
 //! The API key is sent as a bearer token, marked sensitive, and never printed or logged.
 
