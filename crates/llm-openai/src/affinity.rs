@@ -352,6 +352,23 @@ fn slots_in(slots: &Value) -> Option<Vec<SlotView>> {
     Some(listed)
 }
 
+/// Whether `slot` still holds the reply `usage` describes: idle, and holding its prompt
+/// and its tokens but the last (what llama-server keeps of a reply), when both counts are
+/// known. The counts come from the server: any value is compared, none overflows.
+fn holds_reply(slot: &SlotView, usage: Option<&LlmUsage>) -> bool {
+    !slot.busy
+        && match (slot.tokens, usage) {
+            (Some(tokens), Some(usage)) => {
+                Some(tokens)
+                    == usage
+                        .prompt_tokens
+                        .checked_add(usage.generated_tokens)
+                        .and_then(|all| all.checked_sub(1))
+            }
+            _ => true,
+        }
+}
+
 /// Whether a failed slot action says the server cannot save slots at all.
 fn cannot_save(error: &Error) -> bool {
     matches!(error, Error::Server { status: 501, .. })
@@ -419,16 +436,7 @@ impl Inner {
         let now = listed
             .as_deref()
             .and_then(|l| l.iter().find(|s| s.id == pinned.slot).copied());
-        let holds = |slot: &SlotView| {
-            !slot.busy
-                && match (slot.tokens, usage) {
-                    (Some(tokens), Some(usage)) => {
-                        tokens + 1 == usage.prompt_tokens + usage.generated_tokens
-                    }
-                    _ => true,
-                }
-        };
-        if now.is_some_and(|s| !holds(&s)) {
+        if now.is_some_and(|s| !holds_reply(&s, usage)) {
             tracing::debug!(
                 slot = pinned.slot,
                 ?now,
@@ -802,6 +810,37 @@ mod tests {
         assert!(affinity.worth_restoring(&pinned, &answered), "saved since");
         affinity.refuse_saving();
         assert!(!affinity.worth_restoring(&pinned, &answered), "cannot save");
+    }
+
+    #[test]
+    fn a_slot_holds_a_reply_by_its_token_count_whatever_the_server_says() {
+        let slot = |busy, tokens| SlotView {
+            id: 0,
+            busy,
+            task: Some(1),
+            tokens,
+        };
+        let usage = |prompt, generated| {
+            LlmUsage::default()
+                .with_prompt_tokens(prompt)
+                .with_generated_tokens(generated)
+        };
+        assert!(holds_reply(&slot(false, Some(69)), Some(&usage(40, 30))));
+        assert!(!holds_reply(&slot(false, Some(70)), Some(&usage(40, 30))));
+        assert!(!holds_reply(&slot(true, Some(69)), Some(&usage(40, 30))));
+        // A count unknown on either side: idle is enough.
+        assert!(holds_reply(&slot(false, None), Some(&usage(40, 30))));
+        assert!(holds_reply(&slot(false, Some(5)), None));
+        // Absurd counts are compared, not added up past their range.
+        assert!(!holds_reply(
+            &slot(false, Some(u64::MAX)),
+            Some(&usage(40, 30))
+        ));
+        assert!(!holds_reply(
+            &slot(false, Some(1)),
+            Some(&usage(u64::MAX, u64::MAX))
+        ));
+        assert!(!holds_reply(&slot(false, Some(0)), Some(&usage(0, 0))));
     }
 
     #[test]
