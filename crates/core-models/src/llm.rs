@@ -202,7 +202,11 @@ pub enum LlmChunk {
     },
     /// A whole tool call, already separated from the text (sent once it is complete).
     ToolCall(LlmToolCall),
-    /// The statistics, sent once after the last text piece.
+    /// The statistics: the whole usage so far, never an increment. Sent after the last
+    /// text piece; a backend may send one earlier too (the prompt's counts as soon as it
+    /// is evaluated, before the reply), so a reader that stops a reply early (a loop cut
+    /// short) still knows what its prompt cost. The last one received holds: reports are
+    /// never added up.
     Usage(LlmUsage),
 }
 

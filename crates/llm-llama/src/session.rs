@@ -205,6 +205,15 @@ impl<'m, 'c> Session<'m, 'c> {
         if self.cancelled() {
             return Ok(());
         }
+        // The prompt's counts before the reply (the last report holds): a reply its reader
+        // stops early (a loop cut short) has still reported what its prompt cost.
+        let prompt_usage = LlmUsage::default()
+            .with_prompt_tokens(tokens.len() as u64)
+            .with_prompt_tokens_evaluated(evaluated as u64)
+            .with_cached_prompt_tokens((tokens.len() as u64).saturating_sub(evaluated as u64))
+            .with_prompt_time(prompt_time)
+            .with_time_to_first_token(prompt_time);
+        let _ = self.out.send(Ok(LlmChunk::Usage(prompt_usage.clone())));
 
         let mut sampler =
             ReplySampler::new(self.model, request, &templates.grammar_target(&prompt))?;
@@ -329,13 +338,9 @@ impl<'m, 'c> Session<'m, 'c> {
                 "prompt-lookup drafts"
             );
         }
-        let usage = LlmUsage::default()
-            .with_prompt_tokens(tokens.len() as u64)
-            .with_prompt_tokens_evaluated(evaluated as u64)
-            .with_cached_prompt_tokens((tokens.len() as u64).saturating_sub(evaluated as u64))
+        let usage = prompt_usage
             .with_generated_tokens(reply.generated)
             .with_time_to_first_token(reply.first_token.unwrap_or_else(|| started.elapsed()))
-            .with_prompt_time(prompt_time)
             .with_generation_time(gen_started.elapsed())
             .with_hit_token_limit(!reply.stopped && reply.generated >= reply.max);
         let _ = self.out.send(Ok(LlmChunk::Usage(usage)));

@@ -208,8 +208,23 @@ async fn dropping_the_stream_stops_generation_promptly() {
         greedy(1500),
     );
     let mut stream = llm.generate(long).await.unwrap();
+    // The prompt's counts come before the reply: a reader that stops it early (a loop
+    // cut short) still knows what its prompt cost.
+    match stream.next().await {
+        Some(Ok(LlmChunk::Usage(early))) => assert!(
+            early.prompt_tokens > 5
+                && early.prompt_tokens_evaluated + early.cached_prompt_tokens
+                    == early.prompt_tokens
+                && early.generated_tokens == 0,
+            "{early:?}"
+        ),
+        other => panic!("expected the prompt's counts first: {other:?}"),
+    }
     for _ in 0..3 {
-        stream.next().await.unwrap().unwrap();
+        assert!(matches!(
+            stream.next().await,
+            Some(Ok(LlmChunk::Text { .. }))
+        ));
     }
     drop(stream);
     // The worker is free again at once: a short request finishes quickly.

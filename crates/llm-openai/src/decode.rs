@@ -9,7 +9,7 @@
 
 use crate::classify::Context;
 use crate::error::Error;
-use crate::wire::{Chunk, Delta, Timings, ToolCallDelta, Usage};
+use crate::wire::{Chunk, Delta, PromptProgress, Timings, ToolCallDelta, Usage};
 use core_models::{LlmChunk, LlmToolCall, LlmUsage};
 use serde_json::Value;
 use std::time::Duration;
@@ -43,6 +43,8 @@ pub(crate) struct Decoder {
     bytes: usize,
     /// Text and reasoning pieces delivered (a token count when the server gives none).
     pieces: u64,
+    /// Whether the prompt's counts were reported before the reply.
+    prompt_reported: bool,
 }
 
 /// What a reply's end looks like.
@@ -108,6 +110,9 @@ impl Decoder {
             self.timings = chunk.timings;
         }
         let mut out = Vec::new();
+        if let Some(progress) = chunk.prompt_progress {
+            out.extend(self.prompt_done(&progress).map(LlmChunk::Usage));
+        }
         for choice in chunk.choices {
             if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
                 self.finish_reason = Some(reason);
@@ -250,6 +255,29 @@ impl Decoder {
         }
         out.push(LlmChunk::Usage(self.usage_record(ttft, total)));
         Ok(out)
+    }
+
+    /// The prompt's counts, once, when the server reports the whole prompt in its cache:
+    /// the usage so far, which the reply's own replaces when it ends.
+    fn prompt_done(&mut self, progress: &PromptProgress) -> Option<LlmUsage> {
+        let total = progress.total.filter(|&t| t > 0)?;
+        if self.prompt_reported || progress.processed? < total {
+            return None;
+        }
+        self.prompt_reported = true;
+        let cached = progress.cache.unwrap_or_default().min(total);
+        let time = progress
+            .time_ms
+            .and_then(|v| Duration::try_from_secs_f64(v / 1000.0).ok())
+            .unwrap_or_default();
+        Some(
+            LlmUsage::default()
+                .with_prompt_tokens(total)
+                .with_prompt_tokens_evaluated(total - cached)
+                .with_cached_prompt_tokens(cached)
+                .with_prompt_time(time)
+                .with_time_to_first_token(time),
+        )
     }
 
     /// The usage: the server's counts and timings where it sent them, the client's view
@@ -477,6 +505,77 @@ mod tests {
         assert_eq!(usage.generated_tokens, 3);
         assert_eq!(usage.prompt_time, Duration::from_millis(50));
         assert_eq!(usage.generation_time, Duration::from_millis(30));
+    }
+
+    #[test]
+    fn the_prompts_counts_come_once_when_the_server_has_the_whole_prompt() {
+        // llama-server's `return_progress`: `processed` counts the cached tokens too.
+        let chunks = decode(&[
+            r#"{"choices":[{"delta":{"role":"assistant","content":null}}],"prompt_progress":{"total":45,"cache":44,"processed":44,"time_ms":0}}"#,
+            r#"{"choices":[{"delta":{"role":"assistant","content":null}}],"prompt_progress":{"total":45,"cache":44,"processed":45,"time_ms":13}}"#,
+            r#"{"choices":[],"prompt_progress":{"total":45,"cache":44,"processed":45,"time_ms":13}}"#,
+            r#"{"choices":[{"delta":{"content":"Hi"}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"stop"}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":45,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":44}}}"#,
+            "[DONE]",
+        ])
+        .unwrap_or_else(|e| panic!("{e}"));
+        let reports: Vec<&LlmUsage> = chunks
+            .iter()
+            .filter_map(|c| match c {
+                LlmChunk::Usage(u) => Some(u),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(reports.len(), 2, "{chunks:?}");
+        // Before the text: the prompt's counts alone.
+        assert!(matches!(chunks[0], LlmChunk::Usage(_)), "{chunks:?}");
+        let early = reports[0];
+        assert_eq!(
+            (
+                early.prompt_tokens,
+                early.cached_prompt_tokens,
+                early.prompt_tokens_evaluated,
+                early.generated_tokens
+            ),
+            (45, 44, 1, 0)
+        );
+        assert_eq!(early.prompt_time, Duration::from_millis(13));
+        // After it: the whole usage, which replaces it.
+        assert_eq!(reports[1].generated_tokens, 1);
+
+        // Progress that never covers the prompt, or is nonsense, reports nothing early;
+        // a cache count past the prompt is held to it.
+        let reports_of = |progress: &str| -> Vec<LlmUsage> {
+            decode(&[
+                &format!(r#"{{"choices":[],"prompt_progress":{progress}}}"#),
+                "[DONE]",
+            ])
+            .unwrap_or_else(|e| panic!("{e}"))
+            .into_iter()
+            .filter_map(|c| match c {
+                LlmChunk::Usage(u) => Some(u),
+                _ => None,
+            })
+            .collect()
+        };
+        for progress in [
+            r#"{"total":45,"cache":0,"processed":20}"#,
+            r#"{"total":0,"processed":0}"#,
+            r#"{"cache":3}"#,
+        ] {
+            assert_eq!(reports_of(progress).len(), 1, "{progress}");
+        }
+        let reports = reports_of(r#"{"total":10,"cache":99,"processed":10,"time_ms":-1}"#);
+        assert_eq!(reports.len(), 2);
+        assert_eq!(
+            (
+                reports[0].cached_prompt_tokens,
+                reports[0].prompt_tokens_evaluated
+            ),
+            (10, 0)
+        );
+        assert_eq!(reports[0].prompt_time, Duration::ZERO);
     }
 
     #[test]

@@ -166,7 +166,9 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
                                 used = Some(found);
                             }
                             for chunk in chunks {
-                                delivered = true;
+                                // Counts are not output: a request that failed after them
+                                // may still be tried again.
+                                delivered |= !matches!(chunk, LlmChunk::Usage(_));
                                 yield Ok(chunk);
                             }
                             if decoder.is_done() {

@@ -97,6 +97,11 @@ pub(crate) fn request_body(
     if stream {
         body.insert("stream".into(), true.into());
         body.insert("stream_options".into(), json!({"include_usage": true}));
+        if dialect.llama_server {
+            // Its progress through the prompt, whose last report gives the prompt's counts
+            // before the reply: a reply stopped early still knows them.
+            body.insert("return_progress".into(), true.into());
+        }
     }
     Value::Object(body)
 }
@@ -220,6 +225,9 @@ pub(crate) struct Chunk {
     /// llama-server's own timings.
     #[serde(default)]
     pub(crate) timings: Option<Timings>,
+    /// llama-server's progress through the prompt (`return_progress`).
+    #[serde(default)]
+    pub(crate) prompt_progress: Option<PromptProgress>,
     /// An error reported inside the stream.
     #[serde(default)]
     pub(crate) error: Option<Value>,
@@ -327,6 +335,20 @@ pub(crate) struct Timings {
     pub(crate) predicted_ms: Option<f64>,
     #[serde(default)]
     pub(crate) cache_n: Option<u64>,
+}
+
+/// llama-server's progress through a prompt: `processed` of its `total` tokens are in
+/// the cache, `cache` of them were there before the request.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct PromptProgress {
+    #[serde(default)]
+    pub(crate) total: Option<u64>,
+    #[serde(default)]
+    pub(crate) cache: Option<u64>,
+    #[serde(default)]
+    pub(crate) processed: Option<u64>,
+    #[serde(default)]
+    pub(crate) time_ms: Option<f64>,
 }
 
 #[cfg(test)]
@@ -488,6 +510,22 @@ mod tests {
             body["messages"][0]["content"],
             "Looking.\n\n```tool_call\n{\"tool\":\"list_dir\",\"parameters\":{\"path\":\".\"}}\n```"
         );
+    }
+
+    #[test]
+    fn llama_server_alone_is_asked_for_its_progress_through_the_prompt() {
+        let request = LlmRequest::new(vec![ChatMessage::user("hi")]);
+        let llama = Dialect {
+            llama_server: true,
+            ..Dialect::default()
+        };
+        let body = request_body("m", &request, Mode::Native, llama, true, None);
+        assert_eq!(body["return_progress"], true);
+        // Not without a stream to carry it, nor to other servers (which may refuse it).
+        let body = request_body("m", &request, Mode::Native, llama, false, None);
+        assert!(body.get("return_progress").is_none());
+        let body = request_body("m", &request, Mode::Native, Dialect::default(), true, None);
+        assert!(body.get("return_progress").is_none());
     }
 
     #[test]

@@ -262,6 +262,18 @@ async fn dropping_a_stream_stops_the_generation_at_once() {
         .generate(request)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
+    // The prompt's counts come before the reply (llama-server's `return_progress`): a
+    // reader that stops it early still knows what its prompt cost.
+    match stream.next().await {
+        Some(Ok(LlmChunk::Usage(early))) => assert!(
+            early.prompt_tokens > 10
+                && early.prompt_tokens_evaluated + early.cached_prompt_tokens
+                    == early.prompt_tokens
+                && early.generated_tokens == 0,
+            "{early:?}"
+        ),
+        other => panic!("expected the prompt's counts first: {other:?}"),
+    }
     let mut first = None;
     for _ in 0..9 {
         assert!(matches!(

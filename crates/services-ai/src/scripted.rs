@@ -300,20 +300,32 @@ impl LlmService for ScriptedLlm {
             .items
             .iter()
             .any(|i| matches!(i, LlmChunk::Usage(_)));
-        let items: Vec<LlmChunk> = response
-            .chunks
+        // As the real backends do, the prompt's counts come first (the usage so far), and
+        // the whole usage after the reply replaces them.
+        let prompt_usage = (!own_usage).then(|| {
+            LlmChunk::Usage(
+                LlmUsage::default()
+                    .with_prompt_tokens(prompt_tokens)
+                    .with_prompt_tokens_evaluated(prompt_tokens),
+            )
+        });
+        let items: Vec<LlmChunk> = prompt_usage
             .into_iter()
-            .map(LlmChunk::text)
+            .chain(response.chunks.into_iter().map(LlmChunk::text))
             .chain(response.items)
             .collect();
         let stream = futures::stream::unfold(
             (items.into_iter(), Some(fail_after), None::<Duration>),
             move |(mut chunks, tail, mut first)| async move {
                 if let Some(chunk) = chunks.next() {
-                    if !delay.is_zero() {
+                    // Counts come at once; the delay is the model's, before each piece.
+                    let counts = matches!(chunk, LlmChunk::Usage(_));
+                    if !delay.is_zero() && !counts {
                         tokio::time::sleep(delay).await;
                     }
-                    first.get_or_insert_with(|| started.elapsed());
+                    if !counts {
+                        first.get_or_insert_with(|| started.elapsed());
+                    }
                     return Some((Ok(chunk), (chunks, tail, first)));
                 }
                 match tail {

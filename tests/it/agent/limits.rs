@@ -286,6 +286,17 @@ async fn a_stream_that_stalls_mid_reply_ends_with_a_clear_error() {
     assert!(took < Duration::from_millis(3_000), "{took:?}");
 }
 
+/// The usage on the first reply's completion event.
+fn reply_usage(events: &[AgentEvent]) -> core_models::LlmUsage {
+    events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::TextGeneration(t) if t.is_complete => t.usage.clone(),
+            _ => None,
+        })
+        .expect("the reply's usage")
+}
+
 #[tokio::test]
 async fn a_looping_reply_is_stopped_cut_to_one_copy_and_reported() {
     let unit = "I will read the file now. ";
@@ -319,6 +330,16 @@ async fn a_looping_reply_is_stopped_cut_to_one_copy_and_reported() {
     // Stopped early: far fewer than the 201 pieces were read.
     assert!(done.completion_tokens < 40, "{done:?}");
     assert_eq!(h.llm.calls(), 1);
+    // The backend's last report (the prompt's counts, sent before the reply) is the
+    // generation's usage, counted once; the pieces read are its generated tokens.
+    let reported = reply_usage(&events);
+    assert!(reported.prompt_tokens > 0, "{reported:?}");
+    assert_eq!(done.prompt_tokens, reported.prompt_tokens, "{done:?}");
+    assert_eq!(
+        reported.generated_tokens, done.completion_tokens,
+        "{reported:?} {done:?}"
+    );
+    assert!(reported.generated_tokens >= 5, "{reported:?}");
 
     // A reply that repeats a little (a list, a table) is left alone.
     let list: Vec<String> = (1..=60).map(|i| format!("- item {i}\n")).collect();
@@ -329,7 +350,16 @@ async fn a_looping_reply_is_stopped_cut_to_one_copy_and_reported() {
     );
     let events = run(&h.agent, AgentRequest::new("x")).await;
     assert!(!kinds(&events).contains(&"repetition_detected"));
-    assert_eq!(complete(&events).final_response, list.concat().trim_end());
+    let done = complete(&events);
+    assert_eq!(done.final_response, list.concat().trim_end());
+    // Two reports (the prompt's, then the whole usage): the last one, counted once.
+    let reported = reply_usage(&events);
+    assert_eq!(reported.generated_tokens, 60, "{reported:?}");
+    assert_eq!(
+        (done.prompt_tokens, done.completion_tokens),
+        (reported.prompt_tokens, 60),
+        "{done:?}"
+    );
 }
 
 #[tokio::test]

@@ -74,9 +74,10 @@ pub struct BackendConfig {
     /// resumed in a new process skip evaluating its conversation again.
     pub session_state_limit_mb: u64,
     /// `llama`: draft tokens from the conversation (prompt lookup) and verify them in one
-    /// batch: sooner when a reply copies from the context. Off by default: a greedy reply
-    /// can part from plain decoding's at a close choice (llama.cpp's CPU kernels add up a
-    /// batch in another order than a single token).
+    /// batch: sooner when a reply copies from the context. Drafting keeps the KV cache in
+    /// 8 bits, where a greedy reply is plain decoding's token for token; off by default,
+    /// because that cache shifts a small model's close choices (measured with `aintern
+    /// eval`).
     pub speculative: bool,
     /// `openai`: send each session's key as `prompt_cache_key`, which hosted APIs use to
     /// route a conversation to the machine that holds its cache (servers that do not know

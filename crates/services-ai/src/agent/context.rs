@@ -198,6 +198,7 @@ impl Run {
             _ = stop.cancelled() => return None,
         };
         let mut summary = String::new();
+        let mut usage: Option<core_models::LlmUsage> = None;
         loop {
             let item = tokio::select! {
                 item = stream.next() => item,
@@ -206,21 +207,24 @@ impl Run {
             let Some(item) = item else { break };
             match item {
                 Ok(LlmChunk::Text { text }) => summary.push_str(&text),
-                Ok(LlmChunk::Usage(usage)) => {
-                    self.prompt_tokens = self.prompt_tokens.saturating_add(usage.prompt_tokens);
-                    self.completion_tokens = self
-                        .completion_tokens
-                        .saturating_add(usage.generated_tokens);
-                }
+                // Each report is the whole usage so far; the last one is counted.
+                Ok(LlmChunk::Usage(reported)) => usage = Some(reported),
                 Ok(_) => {}
                 Err(e) => {
                     tracing::debug!(error = %e, "the summary failed");
-                    return None;
+                    summary.clear();
+                    break;
                 }
             }
             if summary.len() > usize::try_from(SUMMARY_TOKENS).unwrap_or(256) * 8 {
                 break;
             }
+        }
+        if let Some(usage) = usage {
+            self.prompt_tokens = self.prompt_tokens.saturating_add(usage.prompt_tokens);
+            self.completion_tokens = self
+                .completion_tokens
+                .saturating_add(usage.generated_tokens);
         }
         let summary = summary.trim().to_string();
         (!summary.is_empty()).then_some(summary)

@@ -78,6 +78,8 @@ impl Run {
         let mut looping = RepetitionGuard::new(self.shared.config.repetition_min_chars as usize);
         let idle = Duration::from_millis(self.shared.config.stream_idle_timeout_ms);
         let started = self.tokens;
+        // Whether the stream ended of itself (not stopped here, a loop cut short).
+        let mut whole = false;
         loop {
             // Before the first piece, only the request timeout bounds the wait.
             let quiet = if self.tokens == started {
@@ -89,13 +91,13 @@ impl Run {
                 item = tokio::time::timeout(quiet, stream.next()) => item,
                 _ = stop.cancelled() => {
                     self.flush_text(&mut pending);
-                    self.count_streamed();
+                    self.settle_usage(usage, started, false);
                     return Err(Ok(Stopped));
                 }
             };
             let Ok(item) = item else {
                 self.flush_text(&mut pending);
-                self.count_streamed();
+                self.settle_usage(usage, started, false);
                 return Err(Err(Error::llm(format!(
                     "the model sent nothing for {}s in the middle of its reply; the \
                      generation was stopped (stream_idle_timeout_ms)",
@@ -103,16 +105,17 @@ impl Run {
                 ))));
             };
             match item {
-                None => break,
+                None => {
+                    whole = true;
+                    break;
+                }
                 Some(Err(e)) => {
                     self.flush_text(&mut pending);
-                    self.count_streamed();
+                    self.settle_usage(usage, started, false);
                     return Err(Err(e));
                 }
-                Some(Ok(LlmChunk::Usage(reported))) => {
-                    self.count_usage(&reported);
-                    usage = Some(reported);
-                }
+                // Each report is the whole usage so far; the last one holds.
+                Some(Ok(LlmChunk::Usage(reported))) => usage = Some(reported),
                 Some(Ok(LlmChunk::Reasoning { text })) => {
                     self.tokens += 1;
                     pending.2 += 1;
@@ -154,7 +157,7 @@ impl Run {
         self.handle_parse_events(events, &mut reply, &mut pending, buffer, &mut looping);
         self.flush_text(&mut pending);
         drop(stream);
-        self.count_streamed();
+        let usage = self.settle_usage(usage, started, whole);
         let mut complete = TextGenerationEvent::complete(
             self.request.request_id,
             u32::try_from(self.tokens).unwrap_or(u32::MAX),
@@ -190,12 +193,30 @@ impl Run {
         }
     }
 
-    /// Without counts from the backend (none yet, or a generation cut short), the pieces
-    /// streamed are the generated tokens.
-    fn count_streamed(&mut self) {
-        if self.completion_tokens == 0 {
-            self.completion_tokens = self.tokens;
+    /// Count one reply's usage, once: the last report the backend sent. A backend may
+    /// report the prompt's counts as soon as it is evaluated, before the reply, so a reply
+    /// stopped early (a loop cut, a cancellation, an error) still counts its prompt; the
+    /// pieces streamed since `started` are then its generated tokens, when the report
+    /// counts fewer. With no report at all, the pieces streamed in the whole request stand
+    /// for its generated tokens.
+    fn settle_usage(
+        &mut self,
+        usage: Option<LlmUsage>,
+        started: u64,
+        whole: bool,
+    ) -> Option<LlmUsage> {
+        let Some(mut usage) = usage else {
+            if self.completion_tokens == 0 {
+                self.completion_tokens = self.tokens;
+            }
+            return None;
+        };
+        if !whole {
+            let streamed = self.tokens.saturating_sub(started);
+            usage.generated_tokens = usage.generated_tokens.max(streamed);
         }
+        self.count_usage(&usage);
+        Some(usage)
     }
 
     /// The reply looped: the repeats after the first are cut from it (the text shown

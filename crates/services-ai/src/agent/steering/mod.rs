@@ -152,6 +152,8 @@ impl Chooser for ModelChooser {
             Err(e) => return Err(Halt::Failed(e)),
         };
         let mut text = String::new();
+        // Each report is the whole usage so far; the last one is kept.
+        let mut usage = None;
         loop {
             let item = tokio::select! {
                 item = stream.next() => item,
@@ -166,12 +168,7 @@ impl Chooser for ModelChooser {
                         break;
                     }
                 }
-                Some(Ok(core_models::LlmChunk::Usage(usage))) => {
-                    self.spent
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push(usage);
-                }
+                Some(Ok(core_models::LlmChunk::Usage(reported))) => usage = Some(reported),
                 Some(Ok(_)) => {}
                 Some(Err(Error::Unsupported(why))) => {
                     tracing::debug!(%why, "the backend cannot hold a choice");
@@ -179,6 +176,12 @@ impl Chooser for ModelChooser {
                 }
                 Some(Err(e)) => return Err(Halt::Failed(e)),
             }
+        }
+        if let Some(usage) = usage {
+            self.spent
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(usage);
         }
         let chosen = text.trim();
         Ok(options.iter().find(|o| o.as_str() == chosen).cloned())
