@@ -3,6 +3,7 @@
 //! decoded. The whole of it is one lazy stream: dropping it drops the response, which
 //! closes the connection at once.
 
+use crate::affinity::CutSave;
 use crate::decode::{Decoder, Ending};
 use crate::error::Error;
 use crate::http::{self, Failure};
@@ -51,6 +52,8 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
         // hold something else).
         let pinned = inner.prepare_session(&request).await;
         let slot = pinned.as_ref().map(|p| p.slot);
+        // A reply its reader stops early still has its slot saved.
+        let mut cut = CutSave::new(&inner, pinned.as_ref());
         let mut attempt: u32 = 0;
         // Whether anything was handed to the consumer: from then on nothing is retried.
         let mut delivered = false;
@@ -119,6 +122,7 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
                         for chunk in chunks {
                             yield Ok(chunk);
                         }
+                        cut.disarm();
                         if let Some(pinned) = &pinned {
                             inner.after_reply(pinned, used.as_ref()).await;
                         }
@@ -169,6 +173,7 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
                                 // Counts are not output: a request that failed after them
                                 // may still be tried again.
                                 delivered |= !matches!(chunk, LlmChunk::Usage(_));
+                                cut.saw(&chunk);
                                 yield Ok(chunk);
                             }
                             if decoder.is_done() {
@@ -182,6 +187,7 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
                                         }
                                         // The reply is whole: its state saved while
                                         // the slot still holds it.
+                                        cut.disarm();
                                         if let Some(pinned) = &pinned {
                                             inner.after_reply(pinned, used.as_ref()).await;
                                         }

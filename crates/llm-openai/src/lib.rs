@@ -597,7 +597,7 @@ impl LlmService for OpenAiLlm {
     /// # Errors
     /// The server's failure to save the last reply's slot.
     async fn keep_session(&self, session: &SessionKey) -> Result<bool, core_models::Error> {
-        Ok(self.inner.keep_session(session)?)
+        Ok(self.inner.keep_session(session).await?)
     }
 }
 

@@ -4,10 +4,11 @@
 //! reply ends and restored before a request unless its slot ran nothing since.
 
 use super::{collect, config, connect, request, text};
-use core_models::{ChatMessage, LlmRequest, LlmService, SessionKey};
+use core_models::{ChatMessage, LlmChunk, LlmRequest, LlmService, SessionKey};
+use futures::StreamExt;
 use llm_openai::ApiKey;
 use serde_json::{json, Value};
-use test_support::stub_server::{StubReply, StubRequest, StubServer};
+use test_support::stub_server::{content_event, StubEvent, StubReply, StubRequest, StubServer};
 
 fn key(text: &str) -> SessionKey {
     SessionKey::new(text).unwrap_or_else(|| panic!("not a session key: {text}"))
@@ -101,6 +102,16 @@ fn last_slot(server: &StubServer) -> u64 {
 /// The server says it is llama-server, with `slots` slots when given.
 fn llama_server(server: &StubServer, slots: Option<u32>) {
     server.props(json!({"default_generation_settings": {"n_ctx": 4096}, "total_slots": slots}));
+}
+
+/// A client of llama-server `server` (with `slots` slots) that pins sessions and saves
+/// their slots.
+async fn saving_client(server: &StubServer, slots: u32) -> llm_openai::OpenAiLlm {
+    llama_server(server, Some(slots));
+    let mut c = config(server);
+    c.pin_slots = true;
+    c.save_slots = true;
+    connect(c).await
 }
 
 /// A completed generation: no error, the reply's text.
@@ -507,11 +518,7 @@ async fn a_slot_that_holds_another_reply_is_not_saved() {
         StubReply::status(200, r#"{"id_slot":0,"n_saved":12}"#),
     ])
     .await;
-    llama_server(&server, Some(1));
-    let mut c = config(&server);
-    c.pin_slots = true;
-    c.save_slots = true;
-    let llm = connect(c).await;
+    let llm = saving_client(&server, 1).await;
     let session = key("fingerprint");
     // The stub's reply: 12 prompt tokens and 1 token, of which llama-server keeps 12.
     // Idle, but holding 30 tokens: another request ran there since.
@@ -575,4 +582,63 @@ async fn a_restore_for_another_session_means_the_slot_no_longer_holds_the_first(
             "/slots/0?action=save",
         ]
     );
+}
+
+/// A reply that reports its prompt (12 tokens, 4 of them cached) before its text pieces,
+/// then waits for the reader to leave.
+fn endless_reply(pieces: &[&str]) -> StubReply {
+    let mut events = vec![StubEvent::Data(
+        json!({"choices": [], "prompt_progress": {"total": 12, "cache": 4, "processed": 12, "time_ms": 3}})
+            .to_string(),
+    )];
+    events.extend(pieces.iter().map(|p| content_event(p)));
+    events.push(StubEvent::Hang);
+    StubReply::Stream(events)
+}
+
+/// Read `request`'s reply until `pieces` text pieces came, then stop reading.
+async fn read_and_stop(llm: &llm_openai::OpenAiLlm, request: LlmRequest, pieces: usize) {
+    let mut stream = llm
+        .generate(request)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut read = 0;
+    while read < pieces {
+        match stream.next().await {
+            Some(Ok(LlmChunk::Text { .. })) => read += 1,
+            Some(Ok(_)) => {}
+            other => panic!("the reply ended early: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_reply_its_reader_stopped_is_saved_once_the_slot_holds_it() {
+    let server = StubServer::start([
+        endless_reply(&["a", "b", "c"]),
+        StubReply::status(200, r#"{"id_slot":0,"n_saved":16}"#),
+        endless_reply(&["a", "b", "c"]),
+    ])
+    .await;
+    let llm = saving_client(&server, 1).await;
+    let session = key("cut-short");
+    // Read 2 pieces of a 12-token prompt's reply: the slot holds at least 13 tokens, and a
+    // few more the server wrote before it noticed. Busy at first, then idle with 16.
+    server.slots_in_turn([
+        listing(1, &[]),
+        listing(1, &[0]),
+        json!([{"id": 0, "is_processing": false, "id_task": 7, "n_prompt_tokens": 16}]),
+    ]);
+    read_and_stop(&llm, fresh(&session), 2).await;
+    assert!(matches!(llm.keep_session(&session).await, Ok(true)));
+    let calls = slot_calls(&server);
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0].path, "/slots/0?action=save");
+    assert!(is_file_of(&file_of(&calls[0]), session.as_str()));
+
+    // A slot holding far more than the cut reply left ran something else since: not saved.
+    server.slots(json!([{"id": 0, "is_processing": false, "id_task": 9, "n_prompt_tokens": 400}]));
+    read_and_stop(&llm, fresh(&session), 2).await;
+    assert!(matches!(llm.keep_session(&session).await, Ok(false)));
+    assert_eq!(slot_calls(&server).len(), 1, "no second save");
 }

@@ -2,13 +2,14 @@
 //! to the server as `prompt_cache_key` (hosted APIs route on it) and, when configured, in
 //! a header (for a router that keeps a session on one replica). On llama-server a session
 //! can be pinned to a slot (`id_slot`), chosen per request among the idle ones
-//! (`GET /slots`): the slot it last used here; else, when slots are saved, the idle one
-//! that went longest without a task, and when they are not, the one its key hashes to
-//! (where an earlier process left the session) if idle, else any idle one; else (all
+//! (`GET /slots`): the slot it last used here; else the one its key hashes to (where an
+//! earlier process left the session) if idle; else, when slots are saved, the idle one
+//! that went longest without a task, and when they are not, any idle one; else (all
 //! busy) the one its key hashes to.
 //!
 //! With slots saved, the slot is saved as soon as a reply of the session ends (while it
-//! still holds that reply), and restored before a request unless the slot still holds
+//! still holds that reply; a reply its reader stopped early, once the server stopped,
+//! see [`cut`]), and restored before a request unless the slot still holds
 //! what was saved: the server's listing names the last task each slot ran, so a slot
 //! another request used meanwhile is known. A session may send prompts of more than one
 //! shape (a conversation with its tools described, and the same conversation without
@@ -31,6 +32,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::time::Instant;
+
+mod cut;
+pub(crate) use cut::CutSave;
 
 /// The body field that carries a session's key for hosted APIs.
 pub(crate) const PROMPT_CACHE_KEY: &str = "prompt_cache_key";
@@ -128,6 +132,8 @@ struct SlotState {
     missing: HashSet<Shaped>,
     /// What became of each session's last reply.
     kept: HashMap<SessionKey, Kept>,
+    /// Saves under way of replies their readers stopped early (see [`CutSave`]).
+    pending: HashMap<SessionKey, tokio::task::JoinHandle<()>>,
 }
 
 impl Affinity {
@@ -169,12 +175,14 @@ impl Affinity {
     }
 
     /// The slot for a request of `key` among `total`, given the slots when listed: the
-    /// slot the session last used here if idle; then, when slots are saved (the state is
-    /// restored wherever it goes), the idle slot that went longest without a task (one
-    /// that never ran one first), whose cache is the least likely to be wanted again; when
-    /// they are not, its hash slot if idle (where an earlier process left it), else the
-    /// lowest idle slot; else (all busy, or unknown) its hash slot, where the request
-    /// waits.
+    /// slot the session last used here if idle; then its hash slot if idle (where an
+    /// earlier process left it; and sessions that start together spread over the slots
+    /// instead of all taking the same one, whose replies then could not be saved before
+    /// the next took the slot); then, when slots are saved (the state is restored
+    /// wherever it goes), the idle slot that went longest without a task (one that never
+    /// ran one first), whose cache is the least likely to be wanted again, and when they
+    /// are not, the lowest idle slot; else (all busy, or unknown) its hash slot, where the
+    /// request waits.
     fn pick(&self, key: &SessionKey, total: u32, listed: Option<&[SlotView]>) -> u32 {
         let hashed = slot_of(key, total);
         let Some(listed) = listed else {
@@ -183,14 +191,14 @@ impl Affinity {
         let idle = |slot: &u32| listed.iter().any(|s| s.id == *slot && !s.busy);
         let last = self.lock().used.get(key).copied();
         let free = listed.iter().filter(|s| !s.busy && s.id < total);
-        let other = if self.saving() {
-            free.min_by_key(|s| (s.task.map_or(0, |t| t.saturating_add(1)), s.id))
-                .map(|s| s.id)
-        } else {
-            Some(hashed)
-                .filter(idle)
-                .or_else(|| free.map(|s| s.id).min())
-        };
+        let other = Some(hashed).filter(idle).or_else(|| {
+            if self.saving() {
+                free.min_by_key(|s| (s.task.map_or(0, |t| t.saturating_add(1)), s.id))
+                    .map(|s| s.id)
+            } else {
+                free.map(|s| s.id).min()
+            }
+        });
         last.filter(idle).or(other).unwrap_or(hashed)
     }
 
@@ -446,6 +454,12 @@ impl Inner {
             self.affinity.note_kept(&pinned.of.key, Kept::NotSaved);
             return;
         }
+        self.save(pinned, now).await;
+    }
+
+    /// Save `pinned`'s slot, which holds its reply (`now`: the slot as listed then), and
+    /// note what became of it.
+    async fn save(&self, pinned: &Pinned, now: Option<SlotView>) {
         let kept = match self.slot_action(pinned, "save").await {
             Ok(answer) => {
                 let tokens = answer.get("n_saved").and_then(Value::as_u64);
@@ -523,7 +537,8 @@ impl Inner {
     /// # Errors
     /// [`Error::Slot`] when the server could not save it (a server without
     /// `--slot-save-path` is no error: it is not asked again).
-    pub(crate) fn keep_session(&self, key: &SessionKey) -> Result<bool, Error> {
+    pub(crate) async fn keep_session(&self, key: &SessionKey) -> Result<bool, Error> {
+        self.finish_cut_save(key).await;
         match self.affinity.lock().kept.remove(key) {
             Some(Kept::Saved) => Ok(true),
             Some(Kept::Failed(e)) => Err(e),
@@ -577,300 +592,4 @@ impl Inner {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::HashSet;
-
-    fn key(text: &str) -> SessionKey {
-        SessionKey::new(text).unwrap_or_else(|| panic!("not a key: {text}"))
-    }
-
-    #[test]
-    fn fnv1a_is_the_published_function() {
-        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
-        assert_eq!(fnv1a(b"foobar"), 0x8594_4171_f739_67e8);
-    }
-
-    #[test]
-    fn slots_are_stable_and_in_range() {
-        // Fixed here: a session must return to its slot in every later version.
-        assert_eq!(slot_of(&key("a"), 4), 0);
-        assert_eq!(slot_of(&key("foobar"), 7), 6);
-        let id = key("0b0f4d6c-52a2-4d1e-9a43-0f0c8c1d2e3f");
-        for total in 1..=64 {
-            let slot = slot_of(&id, total);
-            assert!(slot < total, "{slot} of {total}");
-            assert_eq!(slot, slot_of(&id, total));
-        }
-        assert_eq!(slot_of(&id, 0), 0, "no division by zero");
-        // Keys spread over the slots.
-        let used: HashSet<u32> = (0..64)
-            .map(|i| slot_of(&key(&format!("session-{i}")), 8))
-            .collect();
-        assert_eq!(used.len(), 8);
-    }
-
-    #[test]
-    fn slot_files_hold_only_the_key_and_the_shape() {
-        let id = key("Ab_9-z");
-        assert_eq!(slot_file(&id, 0xab), "aintern-Ab_9-z-00000000000000ab.bin");
-        let longest = key(&"x".repeat(SessionKey::MAX_LEN));
-        let name = slot_file(&longest, u64::MAX);
-        assert!(name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)));
-        assert!(!name.contains(".."));
-        assert!(name.len() < 128, "{name}");
-    }
-
-    #[test]
-    fn a_shape_is_the_leading_message_and_the_tools() {
-        use core_models::ChatMessage;
-        let conversation = |system: &str, rest: &[&str]| {
-            LlmRequest::new(
-                std::iter::once(ChatMessage::system(system))
-                    .chain(rest.iter().map(|m| ChatMessage::user(*m)))
-                    .collect(),
-            )
-        };
-        let base = shape_of(&conversation("plain", &["hi"]));
-        // The same beginning, a longer conversation: one shape.
-        assert_eq!(
-            base,
-            shape_of(&conversation("plain", &["hi", "more", "again"]))
-        );
-        // Another leading message, another role, or tools described: another shape.
-        assert_ne!(base, shape_of(&conversation("with tools", &["hi"])));
-        assert_ne!(
-            base,
-            shape_of(&LlmRequest::new(vec![ChatMessage::user("plain")]))
-        );
-        let mut with_tools = conversation("plain", &["hi"]);
-        with_tools.tools.push(core_models::ToolDefinition::new(
-            "read_file",
-            "Read File",
-            "Reads a file.",
-        ));
-        assert_ne!(base, shape_of(&with_tools));
-        assert_eq!(shape_of(&LlmRequest::new(vec![])), fnv1a(b""));
-    }
-
-    /// Sessions pinned to `total` slots of llama-server, the slots saved when `save`.
-    fn on_slots(total: u32, save: bool) -> Affinity {
-        let mut config = OpenAiConfig::new("http://127.0.0.1:1/v1");
-        config.pin_slots = true;
-        config.save_slots = save;
-        let info = ServerInfo {
-            llama_server: true,
-            total_slots: Some(total),
-            ..ServerInfo::default()
-        };
-        Affinity::new(&config, &info).unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    fn pinned(total: u32) -> Affinity {
-        on_slots(total, false)
-    }
-
-    fn saving(total: u32) -> Affinity {
-        on_slots(total, true)
-    }
-
-    /// Slots `0..total`, those in `idle` idle, each slot's last task its id plus `task`.
-    fn listing(total: u32, idle: &[u32], task: u64) -> Vec<SlotView> {
-        (0..total)
-            .map(|id| SlotView {
-                id,
-                busy: !idle.contains(&id),
-                task: Some(u64::from(id) + task),
-                tokens: None,
-            })
-            .collect()
-    }
-
-    #[test]
-    fn a_slot_is_chosen_idle_first() {
-        let affinity = pinned(4);
-        let session = key("foobar");
-        let hashed = slot_of(&session, 4);
-        // Unknown state, or every slot busy: the hash slot.
-        assert_eq!(affinity.pick(&session, 4, None), hashed);
-        assert_eq!(
-            affinity.pick(&session, 4, Some(&listing(4, &[], 0))),
-            hashed
-        );
-        // Slots not saved: the hash slot when idle, else the lowest idle slot.
-        let all = listing(4, &[0, 1, 2, 3], 0);
-        assert_eq!(affinity.pick(&session, 4, Some(&all)), hashed);
-        let idle: Vec<u32> = (0..4).filter(|&s| s != hashed).collect();
-        assert_eq!(
-            affinity.pick(&session, 4, Some(&listing(4, &idle, 0))),
-            idle[0]
-        );
-        // The slot the session last used, while idle, before any other.
-        let other = (hashed + 1) % 4;
-        let there = Pinned::new(other, session.clone(), 7);
-        assert!(!affinity.note_request(&there, Some(&all)));
-        assert_eq!(affinity.pick(&session, 4, Some(&all)), other);
-        assert_eq!(
-            affinity.pick(&session, 4, Some(&listing(4, &[hashed], 0))),
-            hashed
-        );
-        // A slot the server names beyond its count is not chosen.
-        let beyond = [SlotView {
-            id: 7,
-            busy: false,
-            task: None,
-            tokens: None,
-        }];
-        assert_eq!(
-            affinity.pick(&key("new"), 4, Some(&beyond)),
-            slot_of(&key("new"), 4)
-        );
-    }
-
-    #[test]
-    fn a_saved_session_takes_the_slot_longest_without_a_task() {
-        let affinity = saving(4);
-        let session = key("foobar");
-        let mut slots = listing(4, &[1, 2, 3], 0);
-        slots[1].task = Some(9);
-        slots[2].task = Some(4);
-        slots[3].task = Some(7);
-        assert_eq!(affinity.pick(&session, 4, Some(&slots)), 2);
-        slots[3].task = None;
-        assert_eq!(
-            affinity.pick(&session, 4, Some(&slots)),
-            3,
-            "never used first"
-        );
-        // The slot it last used, while idle, before any other.
-        let there = Pinned::new(1, session.clone(), 7);
-        assert!(!affinity.note_request(&there, Some(&slots)));
-        assert_eq!(affinity.pick(&session, 4, Some(&slots)), 1);
-        slots[1].busy = true;
-        assert_eq!(affinity.pick(&session, 4, Some(&slots)), 3);
-        // Every slot busy: the hash slot.
-        assert_eq!(
-            affinity.pick(&session, 4, Some(&listing(4, &[], 0))),
-            slot_of(&session, 4)
-        );
-    }
-
-    #[test]
-    fn a_slot_holds_a_state_until_it_runs_another_task() {
-        let affinity = pinned(4);
-        let session = key("held");
-        let at = |slot: u32, shape: u64| Pinned::new(slot, session.clone(), shape);
-        let before = listing(4, &[0, 1, 2, 3], 10);
-        assert!(
-            !affinity.note_request(&at(1, 7), Some(&before)),
-            "nothing saved"
-        );
-        // Saved from slot 1 after its task 11.
-        affinity.note_held(&at(1, 7), Some(11));
-        assert!(affinity.note_request(&at(1, 7), Some(&before)));
-        // Not for another shape, another slot or another session.
-        assert!(!affinity.note_request(&at(1, 8), Some(&before)));
-        assert!(!affinity.note_request(&at(2, 7), Some(&before)));
-        let other = Pinned::new(1, key("other"), 7);
-        assert!(!affinity.note_request(&other, Some(&before)));
-        // The slot ran another task since: no longer.
-        let after = listing(4, &[0, 1, 2, 3], 20);
-        assert!(!affinity.note_request(&at(1, 7), Some(&after)));
-        // Unlisted slots: what this client left there.
-        assert!(affinity.note_request(&at(1, 7), None));
-        // A state saved with no task known is not trusted against a listing.
-        affinity.note_held(&at(1, 7), None);
-        assert!(!affinity.note_request(&at(1, 7), Some(&before)));
-        // Lost, it is not held anywhere.
-        affinity.note_lost(&at(1, 7));
-        assert!(!affinity.note_request(&at(1, 7), None));
-    }
-
-    #[test]
-    fn a_missing_file_is_not_asked_for_again_until_saved() {
-        let affinity = saving(2);
-        let session = key("missing");
-        let pinned = Pinned::new(0, session.clone(), 3);
-        let fresh = LlmRequest::new(vec![core_models::ChatMessage::user("hi")]);
-        let answered = LlmRequest::new(vec![
-            core_models::ChatMessage::user("hi"),
-            core_models::ChatMessage::assistant("hello"),
-            core_models::ChatMessage::user("and?"),
-        ]);
-        assert!(!affinity.worth_restoring(&pinned, &fresh), "never answered");
-        assert!(affinity.worth_restoring(&pinned, &answered));
-        affinity.note_missing(&pinned);
-        assert!(!affinity.worth_restoring(&pinned, &answered));
-        let other_shape = Pinned::new(0, session.clone(), 4);
-        assert!(affinity.worth_restoring(&other_shape, &answered));
-        affinity.note_held(&pinned, Some(1));
-        assert!(affinity.worth_restoring(&pinned, &answered), "saved since");
-        affinity.refuse_saving();
-        assert!(!affinity.worth_restoring(&pinned, &answered), "cannot save");
-    }
-
-    #[test]
-    fn a_slot_holds_a_reply_by_its_token_count_whatever_the_server_says() {
-        let slot = |busy, tokens| SlotView {
-            id: 0,
-            busy,
-            task: Some(1),
-            tokens,
-        };
-        let usage = |prompt, generated| {
-            LlmUsage::default()
-                .with_prompt_tokens(prompt)
-                .with_generated_tokens(generated)
-        };
-        assert!(holds_reply(&slot(false, Some(69)), Some(&usage(40, 30))));
-        assert!(!holds_reply(&slot(false, Some(70)), Some(&usage(40, 30))));
-        assert!(!holds_reply(&slot(true, Some(69)), Some(&usage(40, 30))));
-        // A count unknown on either side: idle is enough.
-        assert!(holds_reply(&slot(false, None), Some(&usage(40, 30))));
-        assert!(holds_reply(&slot(false, Some(5)), None));
-        // Absurd counts are compared, not added up past their range.
-        assert!(!holds_reply(
-            &slot(false, Some(u64::MAX)),
-            Some(&usage(40, 30))
-        ));
-        assert!(!holds_reply(
-            &slot(false, Some(1)),
-            Some(&usage(u64::MAX, u64::MAX))
-        ));
-        assert!(!holds_reply(&slot(false, Some(0)), Some(&usage(0, 0))));
-    }
-
-    #[test]
-    fn slots_are_read_from_the_slot_list() {
-        let slots = json!([
-            {"id": 2, "is_processing": false, "n_ctx": 4096, "id_task": 41, "n_prompt_tokens": 69},
-            {"id": 0, "is_processing": true, "id_task": 40},
-            {"id": 1, "is_processing": false, "params": {}},
-        ]);
-        let view = |id, busy, task, tokens| SlotView {
-            id,
-            busy,
-            task,
-            tokens,
-        };
-        assert_eq!(
-            slots_in(&slots),
-            Some(vec![
-                view(0, true, Some(40), None),
-                view(1, false, None, None),
-                view(2, false, Some(41), Some(69))
-            ])
-        );
-        assert_eq!(slots_in(&json!([])), Some(vec![]));
-        for odd in [
-            json!({"id": 0}),
-            json!([{"id": 0}]),
-            json!([{"id": -1, "is_processing": false}]),
-        ] {
-            assert_eq!(slots_in(&odd), None, "{odd}");
-        }
-    }
-}
+mod tests;
