@@ -266,10 +266,7 @@ impl Decoder {
         }
         self.prompt_reported = true;
         let cached = progress.cache.unwrap_or_default().min(total);
-        let time = progress
-            .time_ms
-            .and_then(|v| Duration::try_from_secs_f64(v / 1000.0).ok())
-            .unwrap_or_default();
+        let time = ms(progress.time_ms).unwrap_or_default();
         Some(
             LlmUsage::default()
                 .with_prompt_tokens(total)
@@ -285,7 +282,6 @@ impl Decoder {
     fn usage_record(&self, ttft: Option<Duration>, total: Duration) -> LlmUsage {
         let usage = self.usage.clone().unwrap_or_default();
         let timings = self.timings.clone().unwrap_or_default();
-        let ms = |v: Option<f64>| v.and_then(|v| Duration::try_from_secs_f64(v / 1000.0).ok());
         let ttft = ttft.unwrap_or(total);
         let prompt_tokens = usage
             .prompt_tokens
@@ -318,6 +314,11 @@ impl Decoder {
             )
             .with_hit_token_limit(self.finish_reason.as_deref() == Some("length"))
     }
+}
+
+/// A server's milliseconds as a duration (none for a negative or absurd value).
+fn ms(value: Option<f64>) -> Option<Duration> {
+    value.and_then(|v| Duration::try_from_secs_f64(v / 1000.0).ok())
 }
 
 /// Whether `text` is one whole JSON value.
@@ -371,6 +372,17 @@ mod tests {
         }
         out.extend(decoder.finish(Ending::Truncated, None, Duration::ZERO)?);
         Ok(out)
+    }
+
+    /// The usage reports among `chunks`, in order.
+    fn usages(chunks: &[LlmChunk]) -> Vec<LlmUsage> {
+        chunks
+            .iter()
+            .filter_map(|c| match c {
+                LlmChunk::Usage(u) => Some(u.clone()),
+                _ => None,
+            })
+            .collect()
     }
 
     fn calls(chunks: &[LlmChunk]) -> Vec<(Option<String>, String, String)> {
@@ -520,17 +532,11 @@ mod tests {
             "[DONE]",
         ])
         .unwrap_or_else(|e| panic!("{e}"));
-        let reports: Vec<&LlmUsage> = chunks
-            .iter()
-            .filter_map(|c| match c {
-                LlmChunk::Usage(u) => Some(u),
-                _ => None,
-            })
-            .collect();
+        let reports = usages(&chunks);
         assert_eq!(reports.len(), 2, "{chunks:?}");
         // Before the text: the prompt's counts alone.
         assert!(matches!(chunks[0], LlmChunk::Usage(_)), "{chunks:?}");
-        let early = reports[0];
+        let early = &reports[0];
         assert_eq!(
             (
                 early.prompt_tokens,
@@ -546,18 +552,14 @@ mod tests {
 
         // Progress that never covers the prompt, or is nonsense, reports nothing early;
         // a cache count past the prompt is held to it.
-        let reports_of = |progress: &str| -> Vec<LlmUsage> {
-            decode(&[
-                &format!(r#"{{"choices":[],"prompt_progress":{progress}}}"#),
-                "[DONE]",
-            ])
-            .unwrap_or_else(|e| panic!("{e}"))
-            .into_iter()
-            .filter_map(|c| match c {
-                LlmChunk::Usage(u) => Some(u),
-                _ => None,
-            })
-            .collect()
+        let reports_of = |progress: &str| {
+            usages(
+                &decode(&[
+                    &format!(r#"{{"choices":[],"prompt_progress":{progress}}}"#),
+                    "[DONE]",
+                ])
+                .unwrap_or_else(|e| panic!("{e}")),
+            )
         };
         for progress in [
             r#"{"total":45,"cache":0,"processed":20}"#,

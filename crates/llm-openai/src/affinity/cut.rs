@@ -102,11 +102,7 @@ impl Inner {
     async fn after_cut(&self, pinned: &Pinned, prompt: u64, pieces: u64) {
         let until = Instant::now() + IDLE_WAIT;
         let now = loop {
-            let listed = self.list_slots().await;
-            let now = listed
-                .as_deref()
-                .and_then(|l| l.iter().find(|s| s.id == pinned.slot).copied());
-            match now {
+            match self.slot_now(pinned.slot).await {
                 Some(slot) if slot.busy && Instant::now() < until => {
                     tokio::time::sleep(IDLE_POLL).await;
                 }

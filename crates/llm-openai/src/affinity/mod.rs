@@ -440,10 +440,7 @@ impl Inner {
         if !self.affinity.saving() {
             return;
         }
-        let listed = self.list_slots().await;
-        let now = listed
-            .as_deref()
-            .and_then(|l| l.iter().find(|s| s.id == pinned.slot).copied());
+        let now = self.slot_now(pinned.slot).await;
         if now.is_some_and(|s| !holds_reply(&s, usage)) {
             tracing::debug!(
                 slot = pinned.slot,
@@ -481,6 +478,12 @@ impl Inner {
             }
         };
         self.affinity.note_kept(&pinned.of.key, kept);
+    }
+
+    /// Slot `slot` as llama-server lists it now, when it does.
+    async fn slot_now(&self, slot: u32) -> Option<SlotView> {
+        let listed = self.list_slots().await?;
+        listed.into_iter().find(|s| s.id == slot)
     }
 
     /// llama-server's slots (`GET {root}/slots`), or `None` when the server does not say
