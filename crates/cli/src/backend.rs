@@ -180,6 +180,8 @@ pub(crate) struct Keeping {
     pub(crate) state_dir: Option<PathBuf>,
     /// `[backend] session_state_limit_mb`, in bytes.
     pub(crate) state_cap_bytes: u64,
+    /// `[backend] prompt_cache_mb`, in bytes.
+    pub(crate) prompt_cache_bytes: u64,
     /// `[backend] speculative`.
     pub(crate) speculative: bool,
 }
@@ -190,6 +192,7 @@ impl Keeping {
         Keeping {
             state_dir,
             state_cap_bytes: config.session_state_limit_mb.saturating_mul(1 << 20),
+            prompt_cache_bytes: config.prompt_cache_mb.saturating_mul(1 << 20),
             speculative: config.speculative,
         }
     }
@@ -299,6 +302,7 @@ async fn load_llama(
         context_size: context_size.unwrap_or(defaults.context_size),
         state_dir: keeping.state_dir,
         state_cap_bytes: keeping.state_cap_bytes,
+        prompt_cache_bytes: keeping.prompt_cache_bytes,
         speculative: keeping.speculative,
         ..defaults
     };

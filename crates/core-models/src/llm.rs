@@ -32,11 +32,18 @@ pub struct LlmRequest {
     /// The conversation this request continues, for a backend that keeps conversations'
     /// caches warm: a saved llama state, a server's prompt-cache key, a pinned slot (see
     /// [`crate::LlmService::keep_session`]). `None`: no affinity. Side requests (a
-    /// decision among steps, asked with a short prompt of its own) carry none: a backend
-    /// that keeps one cache per session then keeps the conversation's, not the side
-    /// prompt's.
+    /// decision among steps, asked with a short prompt of its own) carry none, but name
+    /// the conversation in [`LlmRequest::side_of`]: a backend that keeps one cache per
+    /// session then keeps the conversation's, not the side prompt's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionKey>,
+    /// The conversation a side request (with no [`LlmRequest::session`]) was asked for: a
+    /// backend that keeps several prompts of a session (llm-llama's states in memory and
+    /// on disk) keeps this one's with them; one that keeps one cache per session ignores
+    /// it (the conversation's cache stays where it is). `None` on the conversation's own
+    /// requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub side_of: Option<SessionKey>,
 }
 
 impl LlmRequest {
@@ -49,7 +56,14 @@ impl LlmRequest {
             options: InferenceOptions::default(),
             constraint: None,
             session: None,
+            side_of: None,
         }
+    }
+
+    /// The session the request was sent for: its conversation ([`LlmRequest::session`])
+    /// or the one it was asked apart for ([`LlmRequest::side_of`]).
+    pub fn sent_for(&self) -> Option<&SessionKey> {
+        self.session.as_ref().or(self.side_of.as_ref())
     }
 
     /// Whether the request forces a call: tools are offered and the tool choice is
@@ -271,6 +285,7 @@ setters!(LlmRequest {
     with_options => options: InferenceOptions,
     with_constraint => constraint: Option<ReplyConstraint>,
     with_session => session: Option<SessionKey>,
+    with_side_of => side_of: Option<SessionKey>,
 });
 
 setters!(LlmUsage {

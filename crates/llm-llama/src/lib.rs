@@ -48,6 +48,8 @@ mod slots;
 #[cfg_attr(not(feature = "llama-cpp"), allow(dead_code))]
 mod speculate;
 #[cfg_attr(not(feature = "llama-cpp"), allow(dead_code))]
+mod stash;
+#[cfg_attr(not(feature = "llama-cpp"), allow(dead_code))]
 mod state;
 #[cfg(not(feature = "llama-cpp"))]
 #[path = "docs_only.rs"]
@@ -99,6 +101,12 @@ pub struct LlamaConfig {
     /// Keep the KV cache in 8 bits (q8_0) instead of 16: half the memory and half the
     /// size of saved states, a slightly coarser cache. Always on while drafting.
     pub kv_cache_q8: bool,
+    /// Most bytes of host memory for the states of prompts the context held before (0:
+    /// none): a prompt of another shape (a decision asked apart, an answer from results
+    /// alone) would overwrite the conversation's cache; its state is copied to memory
+    /// first, and copied back when a prompt that starts the same way comes (see
+    /// `stash.rs`). With a state folder, a session's stashed states are saved with it.
+    pub prompt_cache_bytes: u64,
     /// Let llama.cpp use its flash-attention kernels where it can (the default: faster on
     /// the CPU, the more so as a conversation grows). An 8-bit cache uses them always.
     pub flash_attention: bool,
@@ -106,7 +114,8 @@ pub struct LlamaConfig {
 
 impl LlamaConfig {
     /// Defaults for `model_path`: 4096-token context, every core, batches of 512, CPU
-    /// only, no saved states (a 2 GiB cap once a folder is set), no drafting.
+    /// only, no saved states (a 2 GiB cap once a folder is set), 1 GiB of prompt states in
+    /// memory, no drafting.
     pub fn new(model_path: impl Into<PathBuf>) -> Self {
         LlamaConfig {
             model_path: model_path.into(),
@@ -119,6 +128,7 @@ impl LlamaConfig {
             state_cap_bytes: 2 << 30,
             speculative: false,
             kv_cache_q8: false,
+            prompt_cache_bytes: 1 << 30,
             flash_attention: true,
         }
     }

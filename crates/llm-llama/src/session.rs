@@ -4,6 +4,7 @@
 use crate::sampler::ReplySampler;
 use crate::slots::Slots;
 use crate::speculate::Drafter;
+use crate::stash::SeqStash;
 use crate::text::{Stop, StopMatcher, Utf8Decoder};
 use crate::worker::Templates;
 use crate::Error;
@@ -26,6 +27,8 @@ pub(crate) struct Session<'m, 'c> {
     ctx: &'c mut LlamaContext<'m>,
     /// The tokens each of the context's sequences holds.
     slots: &'c mut Slots<LlamaToken>,
+    /// States of prompts the sequence held before, in memory (`None`: none kept).
+    stash: Option<&'c mut SeqStash>,
     batch: usize,
     /// Whether replies may be drafted by prompt lookup (see [`crate::speculate`]).
     speculative: bool,
@@ -59,6 +62,7 @@ impl<'m, 'c> Session<'m, 'c> {
         model: &'m LlamaModel,
         ctx: &'c mut LlamaContext<'m>,
         slots: &'c mut Slots<LlamaToken>,
+        stash: Option<&'c mut SeqStash>,
         batch: usize,
         speculative: bool,
         out: &'c UnboundedSender<Result<LlmChunk, core_models::Error>>,
@@ -67,6 +71,7 @@ impl<'m, 'c> Session<'m, 'c> {
             model,
             ctx,
             slots,
+            stash,
             batch,
             speculative,
             out,
@@ -187,7 +192,14 @@ impl<'m, 'c> Session<'m, 'c> {
         // token, whose logits start the generation).
         let chosen = self.slots.choose(&tokens);
         let seq = chosen.seq;
-        let mut common = chosen.common.min(tokens.len() - 1);
+        let mut common = chosen.common;
+        if let Some(stash) = self.stash.as_deref_mut() {
+            // A prompt of another shape keeps the sequence's state in memory; one of a
+            // shape seen before finds its own again.
+            common = crate::stash::swap_in(self.ctx, self.slots, stash, seq, &tokens, common);
+            stash.set_owner(seq, request.sent_for().cloned());
+        }
+        let mut common = common.min(tokens.len() - 1);
         if common < self.slots.tokens(seq).len() && !self.trim(seq, common) {
             self.reset_cache();
             common = 0;

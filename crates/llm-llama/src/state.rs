@@ -27,6 +27,9 @@ const FORMAT: u32 = 1;
 const MANIFEST_MAX: u64 = 16 << 20;
 /// Sequences shorter than this are not worth a file.
 pub(crate) const MIN_TOKENS: usize = 16;
+/// Most of a session's states stashed in memory saved with it, beside its sequences
+/// (a turn of the small-model steering sends prompts of about three shapes).
+const SAVED_STASHED: usize = 3;
 
 /// What a saved state is valid for: every field must match to use it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -394,16 +397,21 @@ impl StateStore {
 mod llama {
     use super::*;
     use crate::slots::Slots;
+    use crate::stash::{stash_seq, SeqStash};
+    use llama_cpp_2::context::session::LlamaStateSeqFlags;
     use llama_cpp_2::context::LlamaContext;
     use llama_cpp_2::token::LlamaToken;
 
     impl StateStore {
         /// Load `key`'s saved sequences into the context, each into the least recently
-        /// used sequence (evicting what must go to make room).
+        /// used sequence (evicting what must go to make room); what an entry loaded before
+        /// is replaced by goes to the stash, so that the most recent ends up in the
+        /// context and the others in memory.
         pub(crate) fn restore(
             &self,
             ctx: &mut LlamaContext<'_>,
             slots: &mut Slots<LlamaToken>,
+            stash: &mut SeqStash,
             key: &SessionKey,
         ) -> Restored {
             let manifest = match self.manifest(key) {
@@ -430,6 +438,8 @@ mod llama {
                 let Some(seq) = slots.least_recent(None) else {
                     continue;
                 };
+                // What the sequence holds (an earlier entry) stays in memory.
+                stash_seq(ctx, slots, stash, seq);
                 clear(ctx, slots, seq);
                 let path = entry_path(&self.dir, key, index);
                 let loaded = i32::try_from(seq).map_err(|e| e.to_string()).and_then(|s| {
@@ -439,6 +449,7 @@ mod llama {
                 match loaded {
                     Ok((read, _)) if read.iter().map(|t| t.0).eq(entry.tokens.iter().copied()) => {
                         slots.set(seq, read);
+                        stash.set_owner(seq, Some(key.clone()));
                         sequences += 1;
                         tokens += n;
                     }
@@ -461,16 +472,20 @@ mod llama {
             Restored::Loaded { sequences, tokens }
         }
 
-        /// Save what the context holds for `key` (its sequences of at least
-        /// [`MIN_TOKENS`]), replacing its earlier state; then keep all states under the cap.
-        /// Returns whether anything was saved.
+        /// Save what the context holds for `key`: the sequences its prompts were last
+        /// sent to, then its most recent states stashed in memory (at most
+        /// [`SAVED_STASHED`]), each of at least [`MIN_TOKENS`] tokens, replacing its
+        /// earlier state; then keep all states under the cap. Returns whether anything was
+        /// saved. A stashed state is written from the sequence, so the sequence's own is
+        /// copied aside meanwhile and put back after.
         ///
         /// # Errors
         /// When a file cannot be written; what was half written is removed.
         pub(crate) fn save(
             &self,
-            ctx: &LlamaContext<'_>,
-            slots: &Slots<LlamaToken>,
+            ctx: &mut LlamaContext<'_>,
+            slots: &mut Slots<LlamaToken>,
+            stash: &mut SeqStash,
             key: &SessionKey,
         ) -> Result<bool, crate::Error> {
             let failed = |what: &str, e: &dyn std::fmt::Display| {
@@ -482,27 +497,59 @@ mod llama {
             let mut entries = Vec::new();
             for seq in slots.held() {
                 let tokens = slots.tokens(seq);
-                if tokens.len() < MIN_TOKENS {
+                if tokens.len() < MIN_TOKENS || stash.owner(seq) != Some(key) {
                     continue;
                 }
-                let path = entry_path(&self.dir, key, entries.len());
-                let temporary = path.with_extension(format!(
-                    "{}.tmp",
-                    path.extension().and_then(|e| e.to_str()).unwrap_or("kv")
-                ));
-                create_private(&temporary).map_err(|e| failed("a sequence file", &e))?;
-                let seq_id = i32::try_from(seq).map_err(|e| failed("a sequence", &e))?;
-                let bytes = ctx
-                    .state_seq_save_file(&temporary, seq_id, tokens)
-                    .map_err(|e| failed("llama.cpp", &e))?;
-                let checksum =
-                    file_checksum(&temporary).map_err(|e| failed("a sequence file", &e))?;
-                std::fs::rename(&temporary, &path).map_err(|e| failed("a sequence file", &e))?;
-                entries.push(Entry {
-                    tokens: tokens.iter().map(|t| t.0).collect(),
-                    bytes: bytes as u64,
-                    checksum,
-                });
+                let entry = self
+                    .write_entry(ctx, seq, tokens, key, entries.len())
+                    .map_err(|(what, e)| failed(what, &e))?;
+                entries.push(entry);
+            }
+            let stashed: Vec<_> = stash
+                .stash
+                .of(key)
+                .into_iter()
+                .filter(|e| e.tokens.len() >= MIN_TOKENS)
+                .take(SAVED_STASHED)
+                .collect();
+            if !stashed.is_empty() {
+                let seq = slots.held().first().copied().unwrap_or(0);
+                let (seq_id, seq_u32) = match (i32::try_from(seq), u32::try_from(seq)) {
+                    (Ok(id), Ok(n)) => (id, n),
+                    _ => return Err(failed("a sequence", &seq)),
+                };
+                let own_tokens = slots.tokens(seq).to_vec();
+                let own = (!own_tokens.is_empty())
+                    .then(|| ctx.state_seq_get(seq_id, LlamaStateSeqFlags::empty()).ok())
+                    .flatten();
+                let mut written = Ok(());
+                for state in &stashed {
+                    let _ = ctx.clear_kv_cache_seq(Some(seq_u32), None, None);
+                    let entry = ctx
+                        .state_seq_set(&state.payload, seq_id)
+                        .map_err(|e| ("llama.cpp", e.to_string()))
+                        .and_then(|()| {
+                            self.write_entry(ctx, seq, &state.tokens, key, entries.len())
+                        });
+                    match entry {
+                        Ok(entry) => entries.push(entry),
+                        Err(e) => {
+                            written = Err(e);
+                            break;
+                        }
+                    }
+                }
+                // The sequence's own state back (else it holds nothing).
+                let _ = ctx.clear_kv_cache_seq(Some(seq_u32), None, None);
+                slots.clear(seq);
+                if let Some(own) = own {
+                    if ctx.state_seq_set(&own, seq_id).is_ok() {
+                        slots.set(seq, own_tokens);
+                    } else {
+                        let _ = ctx.clear_kv_cache_seq(Some(seq_u32), None, None);
+                    }
+                }
+                written.map_err(|(what, e)| failed(what, &e))?;
             }
             if entries.is_empty() {
                 return Ok(false);
@@ -526,6 +573,35 @@ mod llama {
             std::fs::rename(&temporary, &path).map_err(|e| failed("the manifest", &e))?;
             self.enforce_cap();
             Ok(true)
+        }
+
+        /// Write what sequence `seq` holds (`tokens`) as `key`'s sequence file `index`.
+        fn write_entry(
+            &self,
+            ctx: &LlamaContext<'_>,
+            seq: usize,
+            tokens: &[LlamaToken],
+            key: &SessionKey,
+            index: usize,
+        ) -> Result<Entry, (&'static str, String)> {
+            let path = entry_path(&self.dir, key, index);
+            let temporary = path.with_extension(format!(
+                "{}.tmp",
+                path.extension().and_then(|e| e.to_str()).unwrap_or("kv")
+            ));
+            create_private(&temporary).map_err(|e| ("a sequence file", e.to_string()))?;
+            let seq_id = i32::try_from(seq).map_err(|e| ("a sequence", e.to_string()))?;
+            let bytes = ctx
+                .state_seq_save_file(&temporary, seq_id, tokens)
+                .map_err(|e| ("llama.cpp", e.to_string()))?;
+            let checksum =
+                file_checksum(&temporary).map_err(|e| ("a sequence file", e.to_string()))?;
+            std::fs::rename(&temporary, &path).map_err(|e| ("a sequence file", e.to_string()))?;
+            Ok(Entry {
+                tokens: tokens.iter().map(|t| t.0).collect(),
+                bytes: bytes as u64,
+                checksum,
+            })
         }
     }
 

@@ -3,6 +3,7 @@
 use crate::grammar::GrammarTarget;
 use crate::session::Session;
 use crate::slots::{Slots, SEQUENCES};
+use crate::stash::SeqStash;
 use crate::state::{Identity, Restored, StateStore};
 use crate::template::ChatTemplate;
 use crate::{Error, LlamaConfig, ModelInfo};
@@ -161,6 +162,7 @@ pub(crate) fn run(
         return;
     }
     let mut slots: Slots<LlamaToken> = Slots::new(SEQUENCES);
+    let mut stash = SeqStash::new(usize::try_from(config.prompt_cache_bytes).unwrap_or(usize::MAX));
     let mut store = config
         .state_dir
         .clone()
@@ -205,31 +207,34 @@ pub(crate) fn run(
             } => {
                 // Not streamed: nobody cancels it, so the sender never closes.
                 let (out, _keep) = tokio::sync::mpsc::unbounded_channel();
-                let mut session = Session::new(&model, &mut ctx, &mut slots, batch, false, &out);
+                let mut session =
+                    Session::new(&model, &mut ctx, &mut slots, None, batch, false, &out);
                 let _ = reply.send(session.throughput(prompt_tokens, gen_tokens));
             }
             Job::Clear { reply } => {
                 ctx.clear_kv_cache();
                 slots.clear_all();
+                stash.clear();
                 let _ = reply.send(());
             }
             Job::Keep { session, reply } => {
                 let kept = match &store {
-                    Some(store) => store.save(&ctx, &slots, &session),
+                    Some(store) => store.save(&mut ctx, &mut slots, &mut stash, &session),
                     None => Ok(false),
                 };
                 let _ = reply.send(kept);
             }
             Job::Generate { request, out } => {
-                if let (Some(store), Some(key)) = (store.as_mut(), request.session.as_ref()) {
+                if let (Some(store), Some(key)) = (store.as_mut(), request.sent_for()) {
                     if store.first_sight(key) {
-                        restore(store, &mut ctx, &mut slots, key);
+                        restore(store, &mut ctx, &mut slots, &mut stash, key);
                     }
                 }
                 let mut session = Session::new(
                     &model,
                     &mut ctx,
                     &mut slots,
+                    Some(&mut stash),
                     batch,
                     config.speculative,
                     &out,
@@ -256,10 +261,11 @@ fn restore(
     store: &StateStore,
     ctx: &mut llama_cpp_2::context::LlamaContext<'_>,
     slots: &mut Slots<LlamaToken>,
+    stash: &mut SeqStash,
     key: &core_models::SessionKey,
 ) {
     let started = std::time::Instant::now();
-    match store.restore(ctx, slots, key) {
+    match store.restore(ctx, slots, stash, key) {
         Restored::Nothing => tracing::debug!(session = %key, "no saved state"),
         Restored::Loaded { sequences, tokens } => tracing::info!(
             session = %key,

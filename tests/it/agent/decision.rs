@@ -140,6 +140,16 @@ async fn the_model_chooses_a_tool_then_writes_its_call_under_the_tool_s_grammar(
     for label in ["The result was", "Context:"] {
         assert!(!question.contains(label), "{question}");
     }
+    // The call is the conversation: it carries the session. The decisions and the answer
+    // asked from the results are side requests: no session, but the conversation they
+    // were asked for, so that a backend can keep their states with the session's.
+    let key = asked[1].session.clone().expect("the conversation's key");
+    assert_eq!(asked[1].side_of, None);
+    for side in [&asked[0], &asked[2], &asked[3]] {
+        assert_eq!(side.session, None);
+        assert_eq!(side.side_of.as_ref(), Some(&key));
+        assert_eq!(side.sent_for(), Some(&key));
+    }
 }
 
 #[tokio::test]

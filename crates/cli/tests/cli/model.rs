@@ -254,6 +254,24 @@ fn first_usage(events: &[AgentEvent]) -> (u64, u64) {
         .expect("a completion reports its usage")
 }
 
+/// `aintern exec` over `ws` with `backend` and `options`, continuing the last session when
+/// `last`.
+fn exec_in(
+    ws: &Workspace,
+    backend: &str,
+    options: &[&str],
+    last: bool,
+    message: &str,
+) -> std::process::Output {
+    let mut args = vec!["exec", "--workspace", ws.path(), "--backend", backend];
+    args.extend_from_slice(options);
+    if last {
+        args.push("--last");
+    }
+    args.push(message);
+    super::aintern_in(ws.home.path(), &args, b"")
+}
+
 /// Warm resume: four requests, each in a new `exec --last` process, evaluate only what is
 /// new on each follow-up, from a state saved beside the session (0600); a damaged state
 /// costs only speed; `sessions rm` removes the state with the session.
@@ -263,26 +281,10 @@ fn each_exec_last_resumes_from_the_sessions_saved_state() {
     let Some(model) = model(false) else { return };
     let ws = Workspace::new();
     let backend = format!("llama:{}", model.display());
-    let exec = |last: bool, message: &str| {
-        let mut args = vec![
-            "exec",
-            "--workspace",
-            ws.path(),
-            "--backend",
-            &backend,
-            "--tool-choice",
-            "none",
-            // Short replies: a reply the repetition detector stops reports no usage.
-            "--max-tokens",
-            "24",
-        ];
-        if last {
-            args.push("--last");
-        }
-        args.push(message);
-        let out = super::aintern_in(ws.home.path(), &args, b"");
-        completed(&out).0
-    };
+    // No tools, short replies: each request is one completion of one shape.
+    let options = ["--tool-choice", "none", "--max-tokens", "24"];
+    let exec =
+        |last: bool, message: &str| completed(&exec_in(&ws, &backend, &options, last, message)).0;
     // A first request with some context, as a real one has: the follow-ups' new words are
     // then a small part of their prompts.
     exec(
@@ -339,4 +341,51 @@ fn each_exec_last_resumes_from_the_sessions_saved_state() {
     );
     let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
     assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// Warm resume as configured by default (tools offered, the small-model steering): each
+/// turn asks a decision apart before it answers or calls, and a call's answer from its
+/// results apart too. Those prompts of other shapes keep their states in memory and with
+/// the session, so that the follow-ups, each in a new `exec --last` process, evaluate
+/// little of what they send (before: about nine tenths of it).
+#[test]
+fn each_exec_last_with_tools_offered_resumes_its_side_prompts_too() {
+    let Some(model) = model(false) else { return };
+    let ws = Workspace::new();
+    std::fs::write(
+        ws.dir.path().join("garden.txt"),
+        "Balcony garden: 3 tomato plants, 1 basil pot, 2 pepper plants.\n",
+    )
+    .unwrap();
+    let backend = format!("llama:{}", model.display());
+    let exec = |last: bool, message: &str| {
+        completed(&exec_in(
+            &ws,
+            &backend,
+            &["--approve", "none"],
+            last,
+            message,
+        ))
+        .1
+    };
+    exec(
+        false,
+        "My balcony garden has tomatoes, basil and two pepper plants; the tomatoes get six \
+         hours of sun and I water everything every evening. What could I do better?",
+    );
+    let (mut prompt, mut cached) = (0, 0);
+    for message in [
+        "How often should the basil be watered?",
+        "Which plant needs the most sun?",
+        "Give me a short plan for next week.",
+    ] {
+        let done = exec(true, message);
+        prompt += done.prompt_tokens;
+        cached += done.cached_prompt_tokens;
+    }
+    let evaluated = prompt - cached;
+    assert!(
+        evaluated * 2 <= prompt,
+        "the follow-ups evaluated {evaluated} of {prompt} prompt tokens"
+    );
 }

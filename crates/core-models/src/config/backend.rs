@@ -73,6 +73,12 @@ pub struct BackendConfig {
     /// recently saved are removed first); 0 saves none. A saved state lets a session
     /// resumed in a new process skip evaluating its conversation again.
     pub session_state_limit_mb: u64,
+    /// `llama`: most host memory for the states of prompts the model's context held
+    /// before, in MiB; 0 keeps none. A prompt of another shape (a decision asked apart, an
+    /// answer from results alone) would overwrite the conversation's cache: its state is
+    /// kept in memory and put back when a prompt that starts the same way comes, and a
+    /// session's are saved with it.
+    pub prompt_cache_mb: u64,
     /// `llama`: draft tokens from the conversation (prompt lookup) and verify them in one
     /// batch: sooner when a reply copies from the context. Drafting keeps the KV cache in
     /// 8 bits, where a greedy reply is plain decoding's token for token; off by default,
@@ -111,6 +117,7 @@ impl Default for BackendConfig {
             idle_timeout_ms: 60_000,
             max_retries: 3,
             session_state_limit_mb: 2048,
+            prompt_cache_mb: 1024,
             speculative: false,
             prompt_cache_key: true,
             affinity_header: None,
@@ -139,6 +146,7 @@ impl fmt::Debug for BackendConfig {
             .field("idle_timeout_ms", &self.idle_timeout_ms)
             .field("max_retries", &self.max_retries)
             .field("session_state_limit_mb", &self.session_state_limit_mb)
+            .field("prompt_cache_mb", &self.prompt_cache_mb)
             .field("speculative", &self.speculative)
             .field("prompt_cache_key", &self.prompt_cache_key)
             .field("affinity_header", &self.affinity_header)
@@ -252,6 +260,7 @@ setters!(BackendConfig {
     with_idle_timeout_ms => idle_timeout_ms: u64,
     with_max_retries => max_retries: u32,
     with_session_state_limit_mb => session_state_limit_mb: u64,
+    with_prompt_cache_mb => prompt_cache_mb: u64,
     with_speculative => speculative: bool,
     with_prompt_cache_key => prompt_cache_key: bool,
     with_affinity_header => affinity_header: Option<String>,

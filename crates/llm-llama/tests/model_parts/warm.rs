@@ -6,14 +6,14 @@ use super::*;
 use core_models::SessionKey;
 use std::os::unix::fs::PermissionsExt;
 
-fn keeping(path: PathBuf, dir: &std::path::Path) -> LlamaConfig {
+pub(super) fn keeping(path: PathBuf, dir: &std::path::Path) -> LlamaConfig {
     LlamaConfig {
         state_dir: Some(dir.to_path_buf()),
         ..config(path)
     }
 }
 
-fn conversation(turns: &[(&str, &str)], next: &str) -> Vec<ChatMessage> {
+pub(super) fn conversation(turns: &[(&str, &str)], next: &str) -> Vec<ChatMessage> {
     // A system prompt as long as an agent's, so that the new turn is a small part.
     let mut messages = vec![ChatMessage::system(
         "You are a helpful assistant working in a folder of files. Answer in plain words, \
@@ -32,7 +32,7 @@ fn conversation(turns: &[(&str, &str)], next: &str) -> Vec<ChatMessage> {
     messages
 }
 
-fn in_session(messages: Vec<ChatMessage>, key: &SessionKey) -> LlmRequest {
+pub(super) fn in_session(messages: Vec<ChatMessage>, key: &SessionKey) -> LlmRequest {
     request(messages, greedy(24)).with_session(Some(key.clone()))
 }
 

@@ -132,7 +132,7 @@ pub(crate) struct ModelChooser {
 impl Chooser for ModelChooser {
     /// A choice is a side prompt, not the conversation: it carries no session (see
     /// [`LlmRequest::session`]), so that it does not take the conversation's place in a
-    /// backend's cache.
+    /// backend's cache, only [`LlmRequest::side_of`].
     async fn choose(&self, request: LlmRequest) -> Result<Option<String>, Halt> {
         use futures::StreamExt;
         let options = match &request.constraint {

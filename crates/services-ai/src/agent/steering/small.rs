@@ -224,6 +224,7 @@ fn decision_request(turn: &Turn<'_>, options: &[String], framing: Framing) -> Ll
     request.options.temperature = 0.0;
     request.options.max_tokens = DECISION_TOKENS;
     request.constraint = Some(ReplyConstraint::OneOf(options.to_vec()));
+    request.side_of = turn.base.session.clone();
     request
 }
 
@@ -289,6 +290,7 @@ fn answer_to_results(turn: &Turn<'_>) -> LlmRequest {
     ]);
     request.tool_choice = ToolChoice::None;
     request.options = turn.base.options.clone();
+    request.side_of = turn.base.session.clone();
     if let Some(schema) = &turn.request.output_schema {
         // The answer is JSON, held to the schema: no stop may cut it.
         request.constraint = Some(ReplyConstraint::JsonSchema(schema.clone()));
