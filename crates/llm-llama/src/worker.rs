@@ -136,63 +136,48 @@ pub(crate) fn run(
         jinja: jinja.as_ref(),
         builtin: template.as_ref(),
     };
-    let name = model
-        .meta_val_str("general.name")
-        .ok()
-        .filter(|n| !n.trim().is_empty())
-        .or_else(|| {
-            config
-                .model_path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-        })
-        .unwrap_or_else(|| "model".into());
-    let info = ModelInfo {
-        name,
-        path: config.model_path.clone(),
-        context_size: ctx.n_ctx(),
-        training_context: model.n_ctx_train(),
-        parameters: model.n_params(),
-        threads: u32::try_from(threads).unwrap_or(1),
-        chat_template: source.clone(),
-        template_capabilities: jinja.as_ref().map(ChatTemplate::capabilities),
-        chat_format: jinja.as_ref().map(ChatTemplate::chat_format),
-    };
+    let info = model_info(
+        &config,
+        &model,
+        ctx.n_ctx(),
+        threads,
+        source.clone(),
+        jinja.as_ref(),
+    );
     if ready.send(Ok(info)).is_err() {
         return;
     }
+    let store = state_store(&config, &model, source.as_deref(), ctx.n_ctx());
+    serve(
+        &jobs,
+        &model,
+        &mut ctx,
+        &templates,
+        store,
+        &config,
+        batch as usize,
+    );
+}
+
+/// The jobs, one at a time, until the sender goes.
+fn serve<'m>(
+    jobs: &mpsc::Receiver<Job>,
+    model: &'m LlamaModel,
+    ctx: &mut llama_cpp_2::context::LlamaContext<'m>,
+    templates: &Templates<'_>,
+    mut store: Option<StateStore>,
+    config: &LlamaConfig,
+    batch: usize,
+) {
     let mut slots: Slots<LlamaToken> = Slots::new(SEQUENCES);
     let mut stash = SeqStash::new(usize::try_from(config.prompt_cache_bytes).unwrap_or(usize::MAX));
-    let mut store = config
-        .state_dir
-        .clone()
-        .filter(|_| config.state_cap_bytes > 0)
-        .and_then(|dir| {
-            let identity = Identity::of(
-                &config.model_path,
-                model.n_vocab(),
-                source.as_deref(),
-                ctx.n_ctx(),
-                SEQUENCES,
-                config.gpu_layers,
-                &format!("{:?}", kv_type(&config)),
-            );
-            match identity {
-                Ok(identity) => Some(StateStore::new(dir, config.state_cap_bytes, identity)),
-                Err(e) => {
-                    tracing::warn!(error = %e, "sessions' states will not be saved");
-                    None
-                }
-            }
-        });
-    let batch = batch as usize;
-    for job in jobs {
+    for job in jobs.iter() {
         match job {
             Job::Render { request, reply } => {
-                let _ = reply.send(templates.render(&model, &request).map(|(p, _)| p));
+                let _ = reply.send(templates.render(model, &request).map(|(p, _)| p));
             }
             Job::Count { request, reply } => {
-                let counted = templates.render(&model, &request).map(|(prompt, has_bos)| {
+                let counted = templates.render(model, &request).map(|(prompt, has_bos)| {
                     model
                         .vocab()
                         .tokenize(prompt.as_bytes(), !has_bos, true)
@@ -207,8 +192,7 @@ pub(crate) fn run(
             } => {
                 // Not streamed: nobody cancels it, so the sender never closes.
                 let (out, _keep) = tokio::sync::mpsc::unbounded_channel();
-                let mut session =
-                    Session::new(&model, &mut ctx, &mut slots, None, batch, false, &out);
+                let mut session = Session::new(model, ctx, &mut slots, None, batch, false, &out);
                 let _ = reply.send(session.throughput(prompt_tokens, gen_tokens));
             }
             Job::Clear { reply } => {
@@ -219,7 +203,7 @@ pub(crate) fn run(
             }
             Job::Keep { session, reply } => {
                 let kept = match &store {
-                    Some(store) => store.save(&mut ctx, &mut slots, &mut stash, &session),
+                    Some(store) => store.save(ctx, &mut slots, &mut stash, &session),
                     None => Ok(false),
                 };
                 let _ = reply.send(kept);
@@ -227,23 +211,88 @@ pub(crate) fn run(
             Job::Generate { request, out } => {
                 if let (Some(store), Some(key)) = (store.as_mut(), request.sent_for()) {
                     if store.first_sight(key) {
-                        restore(store, &mut ctx, &mut slots, &mut stash, key);
+                        restore(store, ctx, &mut slots, &mut stash, key);
                     }
                 }
                 let mut session = Session::new(
-                    &model,
-                    &mut ctx,
+                    model,
+                    ctx,
                     &mut slots,
                     Some(&mut stash),
                     batch,
                     config.speculative,
                     &out,
                 );
-                if let Err(e) = session.generate(&templates, &request) {
+                if let Err(e) = session.generate(templates, &request) {
                     let _ = out.send(Err(e.into()));
                 }
             }
         }
+    }
+}
+
+/// Where sessions' states are saved, when they are (a folder and a cap are set, and the
+/// model file can be identified).
+fn state_store(
+    config: &LlamaConfig,
+    model: &LlamaModel,
+    source: Option<&str>,
+    n_ctx: u32,
+) -> Option<StateStore> {
+    config
+        .state_dir
+        .clone()
+        .filter(|_| config.state_cap_bytes > 0)
+        .and_then(|dir| {
+            let identity = Identity::of(
+                &config.model_path,
+                model.n_vocab(),
+                source,
+                n_ctx,
+                SEQUENCES,
+                config.gpu_layers,
+                &format!("{:?}", kv_type(config)),
+            );
+            match identity {
+                Ok(identity) => Some(StateStore::new(dir, config.state_cap_bytes, identity)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "sessions' states will not be saved");
+                    None
+                }
+            }
+        })
+}
+
+/// What was loaded, for [`crate::LlamaLlm::info`].
+fn model_info(
+    config: &LlamaConfig,
+    model: &LlamaModel,
+    context_size: u32,
+    threads: i32,
+    chat_template: Option<String>,
+    jinja: Option<&ChatTemplate>,
+) -> ModelInfo {
+    let name = model
+        .meta_val_str("general.name")
+        .ok()
+        .filter(|n| !n.trim().is_empty())
+        .or_else(|| {
+            config
+                .model_path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "model".into());
+    ModelInfo {
+        name,
+        path: config.model_path.clone(),
+        context_size,
+        training_context: model.n_ctx_train(),
+        parameters: model.n_params(),
+        threads: u32::try_from(threads).unwrap_or(1),
+        chat_template,
+        template_capabilities: jinja.map(ChatTemplate::capabilities),
+        chat_format: jinja.map(ChatTemplate::chat_format),
     }
 }
 
