@@ -3,7 +3,7 @@
 //! decoded. The whole of it is one lazy stream: dropping it drops the response, which
 //! closes the connection at once.
 
-use crate::affinity::CutSave;
+use crate::affinity::{CutSave, Pinned};
 use crate::decode::{Decoder, Ending};
 use crate::error::Error;
 use crate::http::{self, Failure};
@@ -51,7 +51,7 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
         // A session's slot chosen (and its saved state restored there when the slot may
         // hold something else).
         let pinned = inner.prepare_session(&request).await;
-        let slot = pinned.as_ref().map(|p| p.slot);
+        let slot = pinned.as_ref().and_then(Pinned::id_slot);
         // A reply its reader stops early still has its slot saved.
         let mut cut = CutSave::new(&inner, pinned.as_ref());
         let mut attempt: u32 = 0;

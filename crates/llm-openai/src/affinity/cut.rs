@@ -1,5 +1,5 @@
-//! A pinned reply its reader stopped early (the agent cuts a reply that loops): its slot
-//! saved all the same, once the server has stopped generating, so that the session's file
+//! A reply its reader stopped early (the agent cuts a reply that loops): its slot (the one
+//! it was pinned to, or else the one idle slot that holds it) saved all the same, once the server has stopped generating, so that the session's file
 //! holds its latest state. Without it, the file keeps the state before the cut reply, and
 //! the next process restores that older state every turn after.
 //!
@@ -98,8 +98,12 @@ pub(super) fn holds_cut(slot: &SlotView, prompt: u64, pieces: u64) -> bool {
 
 impl Inner {
     /// After a pinned reply was cut: wait for its slot to go idle, then save it if it
-    /// holds the cut reply (see [`holds_cut`]).
+    /// holds the cut reply (see [`holds_cut`]). A reply the server chose the slot of (see
+    /// [`Pinned::pin`]): the one idle slot that holds it, once one does.
     async fn after_cut(&self, pinned: &Pinned, prompt: u64, pieces: u64) {
+        if !pinned.pin {
+            return self.after_unpinned_cut(pinned, prompt, pieces).await;
+        }
         let until = Instant::now() + IDLE_WAIT;
         let now = loop {
             match self.slot_now(pinned.slot).await {
@@ -122,6 +126,25 @@ impl Inner {
             return;
         }
         self.save(pinned, now).await;
+    }
+
+    /// After a cut reply the server chose the slot of: the slots listed until exactly one
+    /// idle slot holds it (or for [`IDLE_WAIT`]), which is then saved and where the session
+    /// goes next in this client; else nothing is saved.
+    async fn after_unpinned_cut(&self, pinned: &Pinned, prompt: u64, pieces: u64) {
+        let until = Instant::now() + IDLE_WAIT;
+        loop {
+            let listed = self.list_slots().await.unwrap_or_default();
+            let mut holding = listed.iter().filter(|s| holds_cut(s, prompt, pieces));
+            match (holding.next(), holding.next()) {
+                (Some(found), None) => return self.save_found(pinned, *found).await,
+                (Some(_), Some(_)) => break,
+                (None, _) if Instant::now() >= until => break,
+                (None, _) => tokio::time::sleep(IDLE_POLL).await,
+            }
+        }
+        tracing::debug!(prompt, pieces, "no one slot holds the cut reply: not saved");
+        self.affinity.note_kept(&pinned.of.key, Kept::NotSaved);
     }
 
     /// Wait (a while) for the save of `key`'s cut reply, if one is under way.

@@ -7,7 +7,9 @@
 //! that went longest without a task, and when they are not, any idle one; else (all
 //! busy) the one its key hashes to.
 //!
-//! With slots saved, the slot is saved as soon as a reply of the session ends (while it
+//! With slots saved, a request does not queue on a busy slot: it waits for one that has
+//! been idle a moment, so that the session whose reply a slot holds can save it first.
+//! The slot is saved as soon as a reply of the session ends (while it
 //! still holds that reply; a reply its reader stopped early, once the server stopped,
 //! see [`cut`]), and restored before a request unless the slot still holds
 //! what was saved: the server's listing names the last task each slot ran, so a slot
@@ -42,6 +44,10 @@ pub(crate) const PROMPT_CACHE_KEY: &str = "prompt_cache_key";
 /// How long the slots' state may take (llama-server answers in milliseconds, even while
 /// its slots decode); past it, the session's hash slot.
 const SLOTS_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// With slots saved, how often the slots are listed again while every one is busy (see
+/// [`Inner::listed_for_pick`]).
+const SLOT_POLL: Duration = Duration::from_millis(100);
 
 /// What one client does to keep sessions' caches warm, and what it learned doing it.
 #[derive(Debug)]
@@ -91,6 +97,11 @@ struct Shaped {
 pub(crate) struct Pinned {
     /// The slot it goes to.
     pub(crate) slot: u32,
+    /// Whether the request names the slot (`id_slot`). Not after a restore failed: the
+    /// server emptied the slot, and a request pinned to an empty slot skips the server's
+    /// own prompt cache; unpinned, the server chooses the slot and may load the session's
+    /// prompt from its cache. The reply's slot is then found by what it holds.
+    pub(crate) pin: bool,
     /// Whose state, of which shape.
     of: Shaped,
 }
@@ -99,8 +110,14 @@ impl Pinned {
     fn new(slot: u32, key: SessionKey, shape: u64) -> Self {
         Pinned {
             slot,
+            pin: true,
             of: Shaped { key, shape },
         }
+    }
+
+    /// The slot the request names, when it names one.
+    pub(crate) fn id_slot(&self) -> Option<u32> {
+        self.pin.then_some(self.slot)
     }
 }
 
@@ -396,7 +413,7 @@ impl Inner {
     pub(crate) async fn prepare_session(&self, request: &LlmRequest) -> Option<Pinned> {
         let key = request.session.as_ref()?;
         let total = self.affinity.slots?;
-        let listed = self.list_slots().await;
+        let listed = self.listed_for_pick().await;
         let pinned = Pinned::new(
             self.affinity.pick(key, total, listed.as_deref()),
             key.clone(),
@@ -422,13 +439,55 @@ impl Inner {
             Err(e) => {
                 if cannot_save(&e) {
                     self.affinity.refuse_saving();
-                } else if no_file(&e) {
+                    tracing::debug!(slot = pinned.slot, error = %e, "the session's slot was not restored");
+                    return Some(pinned);
+                }
+                if no_file(&e) {
                     self.affinity.note_missing(&pinned);
                 }
-                tracing::debug!(slot = pinned.slot, error = %e, "the session's slot was not restored");
+                tracing::debug!(slot = pinned.slot, error = %e, "the session's slot was not restored: the server chooses one");
+                return Some(Pinned {
+                    pin: false,
+                    ..pinned
+                });
             }
         }
         Some(pinned)
+    }
+
+    /// The slots to choose a session's among. With slots saved, a request does not queue
+    /// on a busy slot: llama-server would start it the moment the slot's reply ends, before
+    /// the session whose reply that was could save it (its next process would then restore
+    /// an older state, or find none and start empty). When every slot is busy, the slots
+    /// are listed again every [`SLOT_POLL`] until one has been idle in two listings in a
+    /// row — a slot idle in only the last listing is shown busy, left to its session's
+    /// save —, or until the first-token timeout, after which the request waits at its hash
+    /// slot as it would have.
+    async fn listed_for_pick(&self) -> Option<Vec<SlotView>> {
+        let mut listed = self.list_slots().await?;
+        if !self.affinity.saving() || listed.iter().any(|s| !s.busy) {
+            return Some(listed);
+        }
+        let until = Instant::now() + self.config.first_token_timeout;
+        let mut idle_before: HashSet<u32> = HashSet::new();
+        while Instant::now() < until {
+            tokio::time::sleep(SLOT_POLL).await;
+            let Some(now) = self.list_slots().await else {
+                break;
+            };
+            let idle_now: HashSet<u32> = now.iter().filter(|s| !s.busy).map(|s| s.id).collect();
+            listed = now;
+            if idle_now.iter().any(|id| idle_before.contains(id)) {
+                for slot in &mut listed {
+                    slot.busy |= !idle_before.contains(&slot.id);
+                }
+                tracing::debug!(waited_for = ?idle_now, "a slot went idle");
+                return Some(listed);
+            }
+            idle_before = idle_now;
+        }
+        tracing::debug!("every slot stayed busy: the request waits at the session's hash slot");
+        Some(listed)
     }
 
     /// After a reply of a pinned session ended: its slot saved, when slots are saved and
@@ -439,6 +498,9 @@ impl Inner {
     pub(crate) async fn after_reply(&self, pinned: &Pinned, usage: Option<&LlmUsage>) {
         if !self.affinity.saving() {
             return;
+        }
+        if !pinned.pin {
+            return self.after_unpinned_reply(pinned, usage).await;
         }
         let now = self.slot_now(pinned.slot).await;
         if now.is_some_and(|s| !holds_reply(&s, usage)) {
@@ -452,6 +514,42 @@ impl Inner {
             return;
         }
         self.save(pinned, now).await;
+    }
+
+    /// After a reply the server chose the slot of (see [`Pinned::pin`]): the one idle slot
+    /// that holds as many tokens as the reply's prompt and its tokens but the last is
+    /// saved, and the session goes there next in this client. None, or more than one: not
+    /// saved (a wrong file would only cost time, but nothing is saved on a guess).
+    async fn after_unpinned_reply(&self, pinned: &Pinned, usage: Option<&LlmUsage>) {
+        let Some(usage) = usage else {
+            self.affinity.note_kept(&pinned.of.key, Kept::NotSaved);
+            return;
+        };
+        let listed = self.list_slots().await.unwrap_or_default();
+        let mut holding = listed
+            .iter()
+            .filter(|s| s.tokens.is_some() && holds_reply(s, Some(usage)));
+        let (Some(found), None) = (holding.next(), holding.next()) else {
+            tracing::debug!("the reply's slot is not known: not saved");
+            self.affinity.note_kept(&pinned.of.key, Kept::NotSaved);
+            return;
+        };
+        self.save_found(pinned, *found).await;
+    }
+
+    /// Save `found`, the slot a reply of `pinned`'s session the server chose the slot of
+    /// turned out to be in; the session goes there next in this client.
+    async fn save_found(&self, pinned: &Pinned, found: SlotView) {
+        let found_pin = Pinned {
+            slot: found.id,
+            pin: true,
+            of: pinned.of.clone(),
+        };
+        self.affinity
+            .lock()
+            .used
+            .insert(found_pin.of.key.clone(), found_pin.slot);
+        self.save(&found_pin, Some(found)).await;
     }
 
     /// Save `pinned`'s slot, which holds its reply (`now`: the slot as listed then), and

@@ -76,6 +76,14 @@ fn ran(tasks: &[u64]) -> Value {
     )
 }
 
+/// llama-server's answer to a restore of a file it does not have (it empties the slot).
+fn no_file() -> StubReply {
+    StubReply::status(
+        400,
+        r#"{"error":{"code":400,"message":"Unable to restore slot: No available space in KV cache or invalid slot save file","type":"invalid_request_error"}}"#,
+    )
+}
+
 /// The file a slot action named.
 fn file_of(call: &StubRequest) -> String {
     call.body["filename"]
@@ -378,10 +386,7 @@ async fn a_sessions_slot_is_chosen_idle_first() {
 async fn a_sessions_slot_is_restored_unless_it_ran_nothing_since_it_was_saved() {
     let saved = || StubReply::status(200, r#"{"id_slot":0,"n_saved":40}"#);
     let server = StubServer::start([
-        StubReply::status(
-            400,
-            r#"{"error":{"code":400,"message":"Unable to restore slot: No available space in KV cache or invalid slot save file","type":"invalid_request_error"}}"#,
-        ),
+        no_file(),
         StubReply::text_stream(&["first"]),
         saved(),
         StubReply::text_stream(&["second"]),
@@ -391,10 +396,7 @@ async fn a_sessions_slot_is_restored_unless_it_ran_nothing_since_it_was_saved() 
         saved(),
         StubReply::status(200, r#"{"id_slot":0,"n_restored":30}"#),
         StubReply::text_stream(&["fourth"]),
-        StubReply::status(
-            400,
-            r#"{"error":{"code":400,"message":"Unable to restore slot: No available space in KV cache or invalid slot save file","type":"invalid_request_error"}}"#,
-        ),
+        no_file(),
         StubReply::text_stream(&["other shape"]),
         saved(),
         StubReply::text_stream(&["fresh"]),
@@ -407,13 +409,19 @@ async fn a_sessions_slot_is_restored_unless_it_ran_nothing_since_it_was_saved() 
     c.affinity_header = Some("X-Session-Affinity".into());
     let llm = connect(c).await;
     let (one, two) = (key("resumed-one"), key("resumed-two"));
-    // The idle slot longest without a task. A failed restore (no saved file) leaves the
-    // request as it was; its reply is saved from the slot, whose last task was 5.
-    server.slots(ran(&[7, 5]));
+    // The idle slot longest without a task (1) is restored. That fails (no saved file),
+    // and the server emptied the slot: the request goes unpinned, for the server to
+    // choose (a pinned request would skip its own prompt cache), and its reply is saved
+    // from the one slot that holds it (12 tokens: the prompt, not the last token), whose
+    // last task was 5.
+    let mut holding = ran(&[7, 5]);
+    holding[0]["n_prompt_tokens"] = json!(30);
+    holding[1]["n_prompt_tokens"] = json!(12);
+    server.slots_in_turn([ran(&[7, 5]), holding]);
     assert_eq!(ask(&llm, resumed(&one)).await, "first");
-    let slot = last_slot(&server);
-    assert_eq!(slot, 1);
+    let slot = 1;
     let other = 1 - slot;
+    assert!(chats(&server)[0].body.get("id_slot").is_none());
     // The slot ran nothing since it was saved: no restore.
     assert_eq!(ask(&llm, resumed(&one)).await, "second");
     assert_eq!(last_slot(&server), slot);
@@ -435,8 +443,11 @@ async fn a_sessions_slot_is_restored_unless_it_ran_nothing_since_it_was_saved() 
     assert_eq!(last_slot(&server), slot, "the slot it last used");
     assert!(matches!(llm.keep_session(&one).await, Ok(false)));
     // A prompt of another shape (another system prompt) is another state, in a file of
-    // its own (this server has none yet).
-    server.slots(ran(&[20, 20]));
+    // its own (this server has none yet: the request goes unpinned, and the reply is
+    // saved from the slot that holds it).
+    let mut holding = ran(&[20, 20]);
+    holding[usize::try_from(slot).unwrap_or(0)]["n_prompt_tokens"] = json!(12);
+    server.slots_in_turn([ran(&[20, 20]), holding]);
     let mut shaped = resumed(&one);
     shaped
         .messages
@@ -506,6 +517,7 @@ async fn a_sessions_slot_is_restored_unless_it_ran_nothing_since_it_was_saved() 
         Some(3),
         "the request as it was"
     );
+    assert!(posts[11].body.get("id_slot").is_none());
     assert!(posts[13].body.get("id_slot").is_none());
     assert!(posts.iter().all(|p| p.body != Value::Null));
 }
@@ -641,4 +653,121 @@ async fn a_reply_its_reader_stopped_is_saved_once_the_slot_holds_it() {
     read_and_stop(&llm, fresh(&session), 2).await;
     assert!(matches!(llm.keep_session(&session).await, Ok(false)));
     assert_eq!(slot_calls(&server).len(), 1, "no second save");
+}
+
+/// How many times the slots were listed before the first chat request.
+fn listings_before_chat(server: &StubServer) -> usize {
+    server
+        .requests()
+        .iter()
+        .take_while(|r| !(r.method == "POST" && r.path.ends_with("/chat/completions")))
+        .filter(|r| r.method == "GET" && r.path == "/slots")
+        .count()
+}
+
+#[tokio::test]
+async fn with_slots_saved_a_request_waits_for_a_slot_idle_twice_instead_of_queueing() {
+    let server = StubServer::start(vec![StubReply::text_stream(&["ok"])]).await;
+    let llm = saving_client(&server, 2).await;
+    let session = key("waits-for-idle");
+    // Busy, busy, slot 1 idle (just freed: left to its session's save), idle again.
+    server.slots_in_turn([
+        listing(2, &[0, 1]),
+        listing(2, &[0, 1]),
+        listing(2, &[0]),
+        listing(2, &[0]),
+    ]);
+    ask(&llm, fresh(&session)).await;
+    assert_eq!(last_slot(&server), 1);
+    assert_eq!(listings_before_chat(&server), 4);
+
+    // Slots that go idle one at a time are never taken on their first idle listing.
+    let server = StubServer::start(vec![StubReply::text_stream(&["ok"])]).await;
+    let llm = saving_client(&server, 2).await;
+    server.slots_in_turn([
+        listing(2, &[0, 1]),
+        listing(2, &[1]),
+        listing(2, &[0]),
+        listing(2, &[0]),
+    ]);
+    ask(&llm, fresh(&session)).await;
+    assert_eq!(last_slot(&server), 1, "slot 0 was idle once only");
+    assert_eq!(listings_before_chat(&server), 4);
+}
+
+#[tokio::test]
+async fn when_every_slot_stays_busy_the_request_waits_at_its_hash_slot_after_the_timeout() {
+    let server = StubServer::start(vec![StubReply::text_stream(&["ok"]); 2]).await;
+    llama_server(&server, Some(4));
+    let mut c = config(&server);
+    c.pin_slots = true;
+    c.save_slots = true;
+    c.first_token_timeout = std::time::Duration::from_millis(600);
+    let llm = connect(c).await;
+    let session = key("stays-busy");
+    server.slots(listing(4, &[0, 1, 2, 3]));
+    let started = std::time::Instant::now();
+    ask(&llm, fresh(&session)).await;
+    assert!(started.elapsed() >= std::time::Duration::from_millis(600));
+    let hashed = last_slot(&server);
+    assert!(listings_before_chat(&server) >= 4);
+    // The same slot when asked without saving (pinning alone queues at once).
+    let server2 = StubServer::start(vec![StubReply::text_stream(&["ok"])]).await;
+    llama_server(&server2, Some(4));
+    let mut c = config(&server2);
+    c.pin_slots = true;
+    let llm = connect(c).await;
+    server2.slots(listing(4, &[0, 1, 2, 3]));
+    ask(&llm, fresh(&session)).await;
+    assert_eq!(last_slot(&server2), hashed);
+    assert_eq!(listings_before_chat(&server2), 1);
+}
+
+#[tokio::test]
+async fn after_a_failed_restore_a_reply_is_saved_only_from_the_one_slot_that_holds_it() {
+    let server = StubServer::start([no_file(), StubReply::text_stream(&["a"])]).await;
+    let llm = saving_client(&server, 2).await;
+    let session = key("ambiguous");
+    // Both slots hold as many tokens as the reply: which is its slot is not known.
+    let mut both = ran(&[3, 4]);
+    both[0]["n_prompt_tokens"] = json!(12);
+    both[1]["n_prompt_tokens"] = json!(12);
+    server.slots_in_turn([ran(&[3, 4]), both]);
+    assert_eq!(ask(&llm, resumed(&session)).await, "a");
+    assert!(chats(&server)[0].body.get("id_slot").is_none());
+    let actions: Vec<String> = slot_calls(&server).iter().map(|r| r.path.clone()).collect();
+    assert_eq!(actions.len(), 1, "the restore only: {actions:?}");
+    assert!(actions[0].ends_with("action=restore"));
+    assert!(matches!(llm.keep_session(&session).await, Ok(false)));
+}
+
+#[tokio::test]
+async fn a_cut_reply_the_server_chose_the_slot_of_is_saved_from_the_one_slot_holding_it() {
+    let server = StubServer::start([
+        no_file(),
+        endless_reply(&["a", "b", "c"]),
+        StubReply::status(200, r#"{"id_slot":1,"n_saved":16}"#),
+    ])
+    .await;
+    let llm = saving_client(&server, 2).await;
+    let session = key("cut-unpinned");
+    // The restore fails: the request goes unpinned. Once the reader stops, the slots
+    // busy, then slot 1 idle holding the cut reply (16 of a 12-token prompt and 2 pieces
+    // read), slot 0 holding something else.
+    server.slots_in_turn([
+        ran(&[3, 4]),
+        listing(2, &[0, 1]),
+        json!([
+            {"id": 0, "is_processing": false, "id_task": 8, "n_prompt_tokens": 300},
+            {"id": 1, "is_processing": false, "id_task": 9, "n_prompt_tokens": 16}
+        ]),
+    ]);
+    read_and_stop(&llm, resumed(&session), 2).await;
+    assert!(matches!(llm.keep_session(&session).await, Ok(true)));
+    assert!(chats(&server)[0].body.get("id_slot").is_none());
+    let calls = slot_calls(&server);
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(calls[0].path.ends_with("action=restore"));
+    assert_eq!(calls[1].path, "/slots/1?action=save");
+    assert!(is_file_of(&file_of(&calls[1]), session.as_str()));
 }
