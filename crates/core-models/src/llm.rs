@@ -38,10 +38,11 @@ pub struct LlmRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionKey>,
     /// The conversation a side request (with no [`LlmRequest::session`]) was asked for: a
-    /// backend that keeps several prompts of a session (llm-llama's states in memory and
-    /// on disk) keeps this one's with them; one that keeps one cache per session ignores
-    /// it (the conversation's cache stays where it is). `None` on the conversation's own
-    /// requests.
+    /// backend that keeps several prompts of a session keeps this one's with them
+    /// (llm-llama's states in memory and on disk; llm-openai's key and header, and a
+    /// llama-server slot saved in a file of the side prompt's own shape); one that keeps
+    /// one cache per session ignores it (the conversation's cache stays where it is).
+    /// `None` on the conversation's own requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub side_of: Option<SessionKey>,
 }

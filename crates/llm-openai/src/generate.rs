@@ -66,11 +66,11 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
                 true,
                 grammar.as_deref(),
             );
-            inner.affinity.add_to_body(&mut body, request.session.as_ref(), slot);
+            inner.affinity.add_to_body(&mut body, request.sent_for(), slot);
             let body = inner.without_refused(body);
             let started = Instant::now();
             let deadline = started + inner.config.first_token_timeout;
-            let sent = inner.post_chat(&body, request.session.as_ref(), deadline, &context).await;
+            let sent = inner.post_chat(&body, request.sent_for(), deadline, &context).await;
             let response = match sent {
                 Ok(response) => response,
                 // A server that refuses an optional field (`max_tokens` for

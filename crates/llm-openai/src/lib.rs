@@ -22,13 +22,14 @@
 //!   5xx, only before any of the reply was delivered; errors that say what to do
 //!   ([`Error`]). Dropping the stream closes the connection at once.
 //! - **Bounded memory**: one event, one reply and the number of calls are capped.
-//! - **Cache affinity**: a request's session key goes out as `prompt_cache_key` (hosted
-//!   APIs route a conversation to its cache; a server that refuses the field is asked
-//!   without it) and, when configured, in a header for a router. On llama-server a session
-//!   can be pinned to a slot (`id_slot`, chosen among the idle ones), saved as soon as a
-//!   reply ends and restored before a request whose slot no longer holds it (in a later
-//!   process, or after another request used the slot), one file for each shape of prompt
-//!   the session sends.
+//! - **Cache affinity**: the key of the session a request is sent for (its conversation,
+//!   or the one a side prompt was asked for) goes out as `prompt_cache_key` (hosted APIs
+//!   route a conversation to its cache; a server that refuses the field is asked without
+//!   it) and, when configured, in a header for a router. On llama-server a session can be
+//!   pinned to a slot (`id_slot`, chosen among the idle ones no other client of this
+//!   machine has claimed), saved as soon as a reply ends and restored before a request
+//!   whose slot no longer holds it (in a later process, or after another request used the
+//!   slot), one file for each shape of prompt the session sends.
 //!
 //! The API key is sent as a bearer token, marked sensitive, and never printed or logged.
 

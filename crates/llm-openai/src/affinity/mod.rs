@@ -1,11 +1,13 @@
-//! Cache affinity: a conversation sent where its cache is. A request's session key goes
-//! to the server as `prompt_cache_key` (hosted APIs route on it) and, when configured, in
-//! a header (for a router that keeps a session on one replica). On llama-server a session
-//! can be pinned to a slot (`id_slot`), chosen per request among the idle ones
-//! (`GET /slots`): the slot it last used here; else the one its key hashes to (where an
-//! earlier process left the session) if idle; else, when slots are saved, the idle one
-//! that went longest without a task, and when they are not, any idle one; else (all
-//! busy) the one its key hashes to.
+//! Cache affinity: a conversation sent where its cache is. The key of the session a
+//! request is sent for ([`LlmRequest::sent_for`]: its conversation, or the one a side
+//! prompt was asked apart for) goes to the server as `prompt_cache_key` (hosted APIs route
+//! on it) and, when configured, in a header (for a router that keeps a session on one
+//! replica). On llama-server a session can be pinned to a slot (`id_slot`), chosen per
+//! request among the idle ones (`GET /slots`) that no other client of this machine has
+//! claimed (see [`claim`]): the slot it last used here; else the one its key hashes to
+//! (where an earlier process left the session) if idle; else, when slots are saved, the
+//! idle one that went longest without a task, and when they are not, any idle one; else
+//! (all busy) the one its key hashes to.
 //!
 //! With slots saved, a request does not queue on a busy slot: it waits for one that has
 //! been idle a moment, so that the session whose reply a slot holds can save it first.
@@ -14,9 +16,9 @@
 //! see [`cut`]), and restored before a request unless the slot still holds
 //! what was saved: the server's listing names the last task each slot ran, so a slot
 //! another request used meanwhile is known. A session may send prompts of more than one
-//! shape (a conversation with its tools described, and the same conversation without
-//! them): each shape, its leading message and its tools, is saved in a file of its own,
-//! so that neither evicts the other. Everything here only saves work: the server reuses a
+//! shape (a conversation with its tools described, the same conversation without them,
+//! and the side prompts a steering asks apart): each shape, its leading message and its
+//! tools, is saved in a file of its own, so that none evicts another. Everything here only saves work: the server reuses a
 //! restored state only as far as its tokens match the prompt, so a stale or foreign file
 //! costs time, never a wrong reply.
 
@@ -31,11 +33,13 @@ use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::time::Instant;
 
+mod claim;
 mod cut;
+use claim::{Claim, Claimed, Claims};
 pub(crate) use cut::CutSave;
 
 /// The body field that carries a session's key for hosted APIs.
@@ -65,6 +69,8 @@ pub(crate) struct Affinity {
     /// The server does not list its slots (started with `--no-slots`): not asked again,
     /// sessions go to their hash slots.
     listing_refused: AtomicBool,
+    /// Which slots this client's requests hold, among the clients of this machine.
+    claims: Claims,
     /// What this client did with slots.
     state: Mutex<SlotState>,
 }
@@ -93,7 +99,7 @@ struct Shaped {
 }
 
 /// A session's prompt of one shape, pinned to a slot.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(crate) struct Pinned {
     /// The slot it goes to.
     pub(crate) slot: u32,
@@ -104,6 +110,9 @@ pub(crate) struct Pinned {
     pub(crate) pin: bool,
     /// Whose state, of which shape.
     of: Shaped,
+    /// The slot's claim among this machine's clients, held until its state is saved
+    /// (when it could be taken; see [`claim`]).
+    claim: Option<Arc<Claim>>,
 }
 
 impl Pinned {
@@ -112,6 +121,7 @@ impl Pinned {
             slot,
             pin: true,
             of: Shaped { key, shape },
+            claim: None,
         }
     }
 
@@ -182,6 +192,11 @@ impl Affinity {
             save: config.save_slots && slots.is_some(),
             save_refused: AtomicBool::new(false),
             listing_refused: AtomicBool::new(false),
+            claims: if slots.is_some() {
+                Claims::new(&config.base_url)
+            } else {
+                Claims::none()
+            },
             state: Mutex::new(SlotState::default()),
         })
     }
@@ -192,31 +207,42 @@ impl Affinity {
     }
 
     /// The slot for a request of `key` among `total`, given the slots when listed: the
-    /// slot the session last used here if idle; then its hash slot if idle (where an
-    /// earlier process left it; and sessions that start together spread over the slots
-    /// instead of all taking the same one, whose replies then could not be saved before
-    /// the next took the slot); then, when slots are saved (the state is restored
-    /// wherever it goes), the idle slot that went longest without a task (one that never
-    /// ran one first), whose cache is the least likely to be wanted again, and when they
-    /// are not, the lowest idle slot; else (all busy, or unknown) its hash slot, where the
-    /// request waits.
+    /// first of [`Affinity::preference`], else (all busy, or unknown) its hash slot, where
+    /// the request waits.
     fn pick(&self, key: &SessionKey, total: u32, listed: Option<&[SlotView]>) -> u32 {
-        let hashed = slot_of(key, total);
-        let Some(listed) = listed else {
-            return hashed;
-        };
-        let idle = |slot: &u32| listed.iter().any(|s| s.id == *slot && !s.busy);
+        listed
+            .and_then(|listed| self.preference(key, total, listed).first().copied())
+            .unwrap_or_else(|| slot_of(key, total))
+    }
+
+    /// The idle slots for a request of `key` among `total`, best first: the slot the
+    /// session last used here; then its hash slot (where an earlier process left it; and
+    /// sessions that start together spread over the slots instead of all taking the same
+    /// one, whose replies then could not be saved before the next took the slot); then,
+    /// when slots are saved (the state is restored wherever it goes), the others from the
+    /// one that went longest without a task (one that never ran one first), whose cache is
+    /// the least likely to be wanted again, and when they are not, from the lowest.
+    fn preference(&self, key: &SessionKey, total: u32, listed: &[SlotView]) -> Vec<u32> {
+        let mut idle: Vec<&SlotView> = listed.iter().filter(|s| !s.busy && s.id < total).collect();
+        if self.saving() {
+            idle.sort_by_key(|s| (s.task.map_or(0, |t| t.saturating_add(1)), s.id));
+        } else {
+            idle.sort_by_key(|s| s.id);
+        }
         let last = self.lock().used.get(key).copied();
-        let free = listed.iter().filter(|s| !s.busy && s.id < total);
-        let other = Some(hashed).filter(idle).or_else(|| {
-            if self.saving() {
-                free.min_by_key(|s| (s.task.map_or(0, |t| t.saturating_add(1)), s.id))
-                    .map(|s| s.id)
-            } else {
-                free.map(|s| s.id).min()
+        let first = [last, Some(slot_of(key, total))];
+        let mut order: Vec<u32> = Vec::with_capacity(idle.len());
+        for slot in first
+            .into_iter()
+            .flatten()
+            .filter(|slot| idle.iter().any(|s| s.id == *slot))
+            .chain(idle.iter().map(|s| s.id))
+        {
+            if !order.contains(&slot) {
+                order.push(slot);
             }
-        });
-        last.filter(idle).or(other).unwrap_or(hashed)
+        }
+        order
     }
 
     /// Note that `pinned` goes to its slot now; whether the slot still holds its state:
@@ -239,14 +265,17 @@ impl Affinity {
     /// server was not found without that file, and the conversation was answered before
     /// (a conversation the model never answered has nothing saved worth restoring; a
     /// restore that finds no file empties the slot, losing the prefix it may share with
-    /// other sessions).
+    /// other sessions). A side prompt (a question asked apart for the session, see
+    /// [`LlmRequest::side_of`]) does not carry the conversation: it is restored unless
+    /// its file was found missing, as one of the session's earlier side prompts of its
+    /// shape may have been saved.
     fn worth_restoring(&self, pinned: &Pinned, request: &LlmRequest) -> bool {
-        self.saving()
-            && request
+        let answered_before = request.session.is_none()
+            || request
                 .messages
                 .iter()
-                .any(|m| m.role == MessageRole::Assistant)
-            && !self.lock().missing.contains(&pinned.of)
+                .any(|m| m.role == MessageRole::Assistant);
+        self.saving() && answered_before && !self.lock().missing.contains(&pinned.of)
     }
 
     /// `pinned`'s state is in its slot: saved from it, the slot's last task `task`.
@@ -411,16 +440,22 @@ impl Inner {
     /// and that slot does not hold the session's state of this prompt's shape, that state
     /// restored into it. Any failure is only logged: the request goes on as it would have.
     pub(crate) async fn prepare_session(&self, request: &LlmRequest) -> Option<Pinned> {
-        let key = request.session.as_ref()?;
+        let key = request.sent_for()?;
         let total = self.affinity.slots?;
-        let listed = self.listed_for_pick().await;
-        let pinned = Pinned::new(
-            self.affinity.pick(key, total, listed.as_deref()),
-            key.clone(),
-            shape_of(request),
-        );
+        let until = Instant::now() + self.config.first_token_timeout;
+        let listed = self.listed_for_pick(until).await;
+        let (slot, claim, listed) = self.claim_slot(key, total, listed, until).await;
+        let pinned = Pinned {
+            claim: claim.map(Arc::new),
+            ..Pinned::new(slot, key.clone(), shape_of(request))
+        };
         let held = self.affinity.note_request(&pinned, listed.as_deref());
-        tracing::debug!(slot = pinned.slot, held, "the session's slot");
+        tracing::debug!(
+            slot = pinned.slot,
+            held,
+            claimed = pinned.claim.is_some(),
+            "the session's slot"
+        );
         if held || !self.affinity.worth_restoring(&pinned, request) {
             return Some(pinned);
         }
@@ -448,11 +483,54 @@ impl Inner {
                 tracing::debug!(slot = pinned.slot, error = %e, "the session's slot was not restored: the server chooses one");
                 return Some(Pinned {
                     pin: false,
+                    claim: None,
                     ..pinned
                 });
             }
         }
         Some(pinned)
+    }
+
+    /// The slot for a request of `key` among `total`, the slots as `listed`, and its
+    /// claim: the first of the idle slots in the session's order of preference that no
+    /// other client of this machine holds (see [`claim`]). With slots saved, while every
+    /// idle slot is held, the slots are listed again every [`SLOT_POLL`] until `until` (a
+    /// slot is held until its state is saved). Else (no slot free, or not in time, or the
+    /// slots not listed) the request goes to its hash slot unclaimed, where it waits.
+    /// Where claims cannot be taken, the first idle slot unclaimed. The slots as last
+    /// listed are returned with it.
+    async fn claim_slot(
+        &self,
+        key: &SessionKey,
+        total: u32,
+        mut listed: Option<Vec<SlotView>>,
+        until: Instant,
+    ) -> (u32, Option<Claim>, Option<Vec<SlotView>>) {
+        if !self.affinity.claims.available() {
+            return (
+                self.affinity.pick(key, total, listed.as_deref()),
+                None,
+                listed,
+            );
+        }
+        loop {
+            let Some(now) = listed.as_deref() else {
+                return (slot_of(key, total), None, listed);
+            };
+            for slot in self.affinity.preference(key, total, now) {
+                match self.affinity.claims.try_claim(slot) {
+                    Claimed::Yes(claim) => return (slot, Some(claim), listed),
+                    Claimed::Taken => tracing::trace!(slot, "the slot is claimed"),
+                    Claimed::Unavailable => return (slot, None, listed),
+                }
+            }
+            if !self.affinity.saving() || Instant::now() >= until {
+                tracing::debug!("no slot free: the session's hash slot, unclaimed");
+                return (slot_of(key, total), None, listed);
+            }
+            tokio::time::sleep(SLOT_POLL).await;
+            listed = self.list_slots().await;
+        }
     }
 
     /// The slots to choose a session's among. With slots saved, a request does not queue
@@ -461,14 +539,13 @@ impl Inner {
     /// an older state, or find none and start empty). When every slot is busy, the slots
     /// are listed again every [`SLOT_POLL`] until one has been idle in two listings in a
     /// row — a slot idle in only the last listing is shown busy, left to its session's
-    /// save —, or until the first-token timeout, after which the request waits at its hash
+    /// save —, or until `until` (the first-token timeout), after which the request waits at its hash
     /// slot as it would have.
-    async fn listed_for_pick(&self) -> Option<Vec<SlotView>> {
+    async fn listed_for_pick(&self, until: Instant) -> Option<Vec<SlotView>> {
         let mut listed = self.list_slots().await?;
         if !self.affinity.saving() || listed.iter().any(|s| !s.busy) {
             return Some(listed);
         }
-        let until = Instant::now() + self.config.first_token_timeout;
         let mut idle_before: HashSet<u32> = HashSet::new();
         while Instant::now() < until {
             tokio::time::sleep(SLOT_POLL).await;
@@ -544,6 +621,7 @@ impl Inner {
             slot: found.id,
             pin: true,
             of: pinned.of.clone(),
+            claim: None,
         };
         self.affinity
             .lock()

@@ -220,13 +220,25 @@ fn a_missing_file_is_not_asked_for_again_until_saved() {
     let affinity = saving(2);
     let session = key("missing");
     let pinned = Pinned::new(0, session.clone(), 3);
-    let fresh = LlmRequest::new(vec![core_models::ChatMessage::user("hi")]);
+    let fresh = LlmRequest::new(vec![core_models::ChatMessage::user("hi")])
+        .with_session(Some(session.clone()));
     let answered = LlmRequest::new(vec![
         core_models::ChatMessage::user("hi"),
         core_models::ChatMessage::assistant("hello"),
         core_models::ChatMessage::user("and?"),
-    ]);
+    ])
+    .with_session(Some(session.clone()));
     assert!(!affinity.worth_restoring(&pinned, &fresh), "never answered");
+    // A side prompt does not carry the conversation: its shape's file may be there.
+    let side = LlmRequest::new(vec![core_models::ChatMessage::user("which step?")])
+        .with_side_of(Some(session.clone()));
+    let side_shape = Pinned::new(0, session.clone(), 5);
+    assert!(affinity.worth_restoring(&side_shape, &side));
+    affinity.note_missing(&side_shape);
+    assert!(
+        !affinity.worth_restoring(&side_shape, &side),
+        "found missing"
+    );
     assert!(affinity.worth_restoring(&pinned, &answered));
     affinity.note_missing(&pinned);
     assert!(!affinity.worth_restoring(&pinned, &answered));

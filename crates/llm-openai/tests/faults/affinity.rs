@@ -771,3 +771,126 @@ async fn a_cut_reply_the_server_chose_the_slot_of_is_saved_from_the_one_slot_hol
     assert_eq!(calls[1].path, "/slots/1?action=save");
     assert!(is_file_of(&file_of(&calls[1]), session.as_str()));
 }
+
+#[tokio::test]
+async fn a_side_prompt_goes_with_its_session_and_is_saved_in_a_file_of_its_own() {
+    let saved = || StubReply::status(200, r#"{"id_slot":0,"n_saved":12}"#);
+    let server = StubServer::start([
+        StubReply::status(200, r#"{"id_slot":0,"n_restored":9}"#),
+        StubReply::text_stream(&["answer"]),
+        saved(),
+        StubReply::text_stream(&["the reply"]),
+        saved(),
+    ])
+    .await;
+    let llm = saving_client(&server, 1).await;
+    let session = key("side-asked");
+    server.slots(ran(&[3]));
+    // A question asked apart for the session: no conversation in it, but an earlier side
+    // prompt of its shape may have been saved, so it is restored; it carries the session's
+    // key, goes to its slot and is saved there.
+    let side = request("which step comes next?").with_side_of(Some(session.clone()));
+    assert_eq!(ask(&llm, side).await, "answer");
+    let first = &chats(&server)[0];
+    assert_eq!(first.body["prompt_cache_key"], json!(session.as_str()));
+    assert_eq!(first.body["id_slot"], json!(0));
+    // Then the conversation itself, of another shape: another file.
+    server.slots(ran(&[4]));
+    let mut conversation = fresh(&session);
+    conversation
+        .messages
+        .insert(0, ChatMessage::system("You are terse."));
+    assert_eq!(ask(&llm, conversation).await, "the reply");
+    let calls = slot_calls(&server);
+    let actions: Vec<&str> = calls.iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(
+        actions,
+        [
+            "/slots/0?action=restore",
+            "/slots/0?action=save",
+            "/slots/0?action=save"
+        ]
+    );
+    let files: Vec<String> = calls.iter().map(file_of).collect();
+    assert!(
+        files.iter().all(|f| is_file_of(f, session.as_str())),
+        "{files:?}"
+    );
+    assert_eq!(files[0], files[1], "the side prompt's file");
+    assert_ne!(files[1], files[2], "the conversation's is another");
+    assert!(matches!(llm.keep_session(&session).await, Ok(true)));
+}
+
+#[tokio::test]
+async fn a_slot_another_client_of_this_machine_holds_is_not_taken() {
+    let server = StubServer::start([
+        endless_reply(&["a", "b"]),
+        StubReply::text_stream(&["elsewhere"]),
+        StubReply::text_stream(&["home again"]),
+    ])
+    .await;
+    llama_server(&server, Some(2));
+    let pinning = || {
+        let mut c = config(&server);
+        c.pin_slots = true;
+        c
+    };
+    // Two clients (as two processes would be) of one server, both resuming one session
+    // from its start: the first takes the session's slot and is still reading its reply
+    // there.
+    let (first, second) = (connect(pinning()).await, connect(pinning()).await);
+    let session = key("claimed-slot");
+    server.slots(listing(2, &[]));
+    let mut reading = first
+        .generate(fresh(&session))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    while !matches!(reading.next().await, Some(Ok(LlmChunk::Text { .. }))) {}
+    let home = last_slot(&server);
+    // The server lists both slots idle (its reply may have just ended, or the listing be
+    // stale): the second client still goes to the other one.
+    assert_eq!(ask(&second, fresh(&session)).await, "elsewhere");
+    assert_eq!(last_slot(&server), 1 - home);
+    // Once the first is done with its slot, a new client of the session goes there again.
+    drop(reading);
+    let third = connect(pinning()).await;
+    assert_eq!(ask(&third, fresh(&session)).await, "home again");
+    assert_eq!(last_slot(&server), home);
+}
+
+#[tokio::test]
+async fn with_slots_saved_a_request_waits_while_another_client_holds_the_idle_slot() {
+    let server = StubServer::start([
+        endless_reply(&["a", "b"]),
+        StubReply::text_stream(&["after"]),
+    ])
+    .await;
+    let (first, second) = (
+        saving_client(&server, 1).await,
+        saving_client(&server, 1).await,
+    );
+    // One slot, listed idle throughout (the first client's reply may have just ended),
+    // holding nothing a cut reply would leave: the first client saves nothing.
+    server.slots(ran(&[3]));
+    let mut reading = first
+        .generate(fresh(&key("holder")))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    while !matches!(reading.next().await, Some(Ok(LlmChunk::Text { .. }))) {}
+    let waiting = tokio::spawn(async move {
+        let started = std::time::Instant::now();
+        let reply = ask(&second, fresh(&key("waiter"))).await;
+        (reply, started.elapsed())
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    assert_eq!(chats(&server).len(), 1, "the second waits for the slot");
+    drop(reading);
+    let (reply, waited) = waiting.await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(reply, "after");
+    assert!(
+        waited >= std::time::Duration::from_millis(400),
+        "{waited:?}"
+    );
+    assert_eq!(last_slot(&server), 0);
+    assert_eq!(chats(&server).len(), 2);
+}
