@@ -56,6 +56,9 @@ pub enum StubReply {
     Stream(Vec<StubEvent>),
     /// Wait before sending the headers of the reply.
     Delayed(Duration, Box<StubReply>),
+    /// Close the connection without answering (as a server closes a kept-alive
+    /// connection it timed out).
+    Close,
 }
 
 impl StubReply {
@@ -134,6 +137,8 @@ struct State {
     slots: Option<Value>,
     /// Listings of `GET /slots` served once each, in order, before `slots`.
     next_slots: VecDeque<Value>,
+    /// How many of the next `GET /slots` are answered by closing the connection.
+    close_listings: usize,
     /// When a client left a reply the server was still writing.
     client_gone: Vec<Instant>,
 }
@@ -196,6 +201,11 @@ impl StubServer {
         state.slots = Some(slots);
     }
 
+    /// Close the connection of the next `GET /slots` without answering.
+    pub fn close_next_listing(&self) {
+        self.lock().close_listings += 1;
+    }
+
     /// Answer the next `GET /slots` with each of `listings` in turn, then with the last
     /// of them from then on (as slots change while requests run).
     pub fn slots_in_turn(&self, listings: impl IntoIterator<Item = Value>) {
@@ -252,6 +262,12 @@ async fn serve(mut socket: TcpStream, state: Arc<Mutex<State>>) {
                     StubReply::status(404, r#"{"error":{"code":404,"message":"File Not Found"}}"#)
                 }
             }
+        } else if request.method == "GET"
+            && request.path.ends_with("/slots")
+            && s.close_listings > 0
+        {
+            s.close_listings -= 1;
+            StubReply::Close
         } else if request.method == "GET" && request.path.ends_with("/slots") {
             match s.next_slots.pop_front().as_ref().or(s.slots.as_ref()) {
                 Some(slots) => StubReply::status(200, slots.to_string()),
@@ -317,6 +333,7 @@ async fn read_request(socket: &mut TcpStream) -> Option<StubRequest> {
 /// Write `reply`; `false` when the client went away before it was all written.
 async fn write_reply(socket: &mut TcpStream, reply: StubReply) -> bool {
     match reply {
+        StubReply::Close => true,
         StubReply::Delayed(delay, reply) => {
             tokio::time::sleep(delay).await;
             Box::pin(write_reply(socket, *reply)).await

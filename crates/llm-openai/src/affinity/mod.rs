@@ -676,14 +676,24 @@ impl Inner {
             limit: SLOTS_TIMEOUT,
             ..Context::default()
         };
-        let sent = http::send(
-            self.http.get(url.clone()),
-            url,
-            deadline,
-            self.config.connect_timeout,
-            &context,
-        )
-        .await;
+        let send = || {
+            http::send(
+                self.http.get(url.clone()),
+                url,
+                deadline,
+                self.config.connect_timeout,
+                &context,
+            )
+        };
+        // A kept-alive connection the server closed meanwhile breaks before any reply:
+        // asked again once, on a new connection.
+        let sent = match send().await {
+            Err(failure) if matches!(failure.error, Error::Disconnected { .. }) => {
+                tracing::debug!(error = %failure.error, "the slots are listed again");
+                send().await
+            }
+            sent => sent,
+        };
         let listed = match sent {
             Ok(response) => http::read_json(response, http::DISCOVERY_CAP, deadline).await,
             Err(failure) => Err(failure.error),

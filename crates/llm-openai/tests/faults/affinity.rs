@@ -894,3 +894,26 @@ async fn with_slots_saved_a_request_waits_while_another_client_holds_the_idle_sl
     assert_eq!(last_slot(&server), 0);
     assert_eq!(chats(&server).len(), 2);
 }
+
+#[tokio::test]
+async fn a_listing_whose_connection_closed_is_asked_again() {
+    let server = StubServer::start(vec![StubReply::text_stream(&["ok"]); 2]).await;
+    llama_server(&server, Some(4));
+    let mut c = config(&server);
+    c.pin_slots = true;
+    let llm = connect(c).await;
+    let session = key("listed-again");
+    // Every slot busy: the hash slot.
+    server.slots(listing(4, &[0, 1, 2, 3]));
+    ask(&llm, fresh(&session)).await;
+    let hashed = last_slot(&server);
+    // The server closes the next listing's connection (a kept-alive connection it timed
+    // out): listed again, the request goes to the one idle slot, not to its hash slot.
+    let idle = (hashed + 2) % 4;
+    let busy: Vec<u64> = (0..4).filter(|&s| s != idle).collect();
+    server.slots(listing(4, &busy));
+    server.close_next_listing();
+    ask(&llm, fresh(&session)).await;
+    assert_eq!(last_slot(&server), idle);
+    assert_eq!(slot_listings(&server), 3, "one listing, then two");
+}
