@@ -122,6 +122,14 @@ async fn saving_client(server: &StubServer, slots: u32) -> llm_openai::OpenAiLlm
     connect(c).await
 }
 
+/// A client of llama-server `server` (with `slots` slots) that pins sessions.
+async fn pinning_client(server: &StubServer, slots: u32) -> llm_openai::OpenAiLlm {
+    llama_server(server, Some(slots));
+    let mut c = config(server);
+    c.pin_slots = true;
+    connect(c).await
+}
+
 /// A completed generation: no error, the reply's text.
 async fn ask(llm: &llm_openai::OpenAiLlm, request: LlmRequest) -> String {
     let (chunks, error) = collect(llm, request).await;
@@ -342,10 +350,7 @@ async fn a_reply_is_saved_as_soon_as_it_ends_until_the_server_cannot() {
 #[tokio::test]
 async fn a_sessions_slot_is_chosen_idle_first() {
     let server = StubServer::start(vec![StubReply::text_stream(&["ok"]); 7]).await;
-    llama_server(&server, Some(4));
-    let mut c = config(&server);
-    c.pin_slots = true;
-    let llm = connect(c).await;
+    let llm = pinning_client(&server, 4).await;
     let session = key("idle-first");
 
     // Every slot busy: its hash slot, where the request waits.
@@ -898,10 +903,7 @@ async fn with_slots_saved_a_request_waits_while_another_client_holds_the_idle_sl
 #[tokio::test]
 async fn a_listing_whose_connection_closed_is_asked_again() {
     let server = StubServer::start(vec![StubReply::text_stream(&["ok"]); 2]).await;
-    llama_server(&server, Some(4));
-    let mut c = config(&server);
-    c.pin_slots = true;
-    let llm = connect(c).await;
+    let llm = pinning_client(&server, 4).await;
     let session = key("listed-again");
     // Every slot busy: the hash slot.
     server.slots(listing(4, &[0, 1, 2, 3]));
