@@ -74,6 +74,12 @@ pub struct OpenAiConfig {
     /// after another session used the slot), when that request continues a conversation
     /// the model answered before. Without `--slot-save-path` nothing is saved.
     pub save_slots: bool,
+    /// With sessions pinned: claim a slot among the clients of this machine before using
+    /// it (an advisory lock per server and slot, in a folder only the user can enter,
+    /// held until the slot's state is saved), so that two processes do not take one slot,
+    /// nor one take a slot before the session whose reply it holds has saved it. On by
+    /// default; where the folder cannot be used, slots are used unclaimed.
+    pub claim_slots: bool,
 }
 
 impl fmt::Debug for OpenAiConfig {
@@ -99,6 +105,7 @@ impl fmt::Debug for OpenAiConfig {
             .field("affinity_header", &self.affinity_header)
             .field("pin_slots", &self.pin_slots)
             .field("save_slots", &self.save_slots)
+            .field("claim_slots", &self.claim_slots)
             .finish()
     }
 }
@@ -123,6 +130,7 @@ impl OpenAiConfig {
             affinity_header: defaults.affinity_header,
             pin_slots: defaults.pin_slots,
             save_slots: defaults.save_slots,
+            claim_slots: true,
         }
     }
 

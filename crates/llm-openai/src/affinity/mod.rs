@@ -192,7 +192,7 @@ impl Affinity {
             save: config.save_slots && slots.is_some(),
             save_refused: AtomicBool::new(false),
             listing_refused: AtomicBool::new(false),
-            claims: if slots.is_some() {
+            claims: if slots.is_some() && config.claim_slots {
                 Claims::new(&config.base_url)
             } else {
                 Claims::none()
@@ -536,14 +536,18 @@ impl Inner {
     /// The slots to choose a session's among. With slots saved, a request does not queue
     /// on a busy slot: llama-server would start it the moment the slot's reply ends, before
     /// the session whose reply that was could save it (its next process would then restore
-    /// an older state, or find none and start empty). When every slot is busy, the slots
-    /// are listed again every [`SLOT_POLL`] until one has been idle in two listings in a
-    /// row — a slot idle in only the last listing is shown busy, left to its session's
-    /// save —, or until `until` (the first-token timeout), after which the request waits at its hash
-    /// slot as it would have.
+    /// an older state, or find none and start empty). With claims, a slot is held until
+    /// saved, and [`Inner::claim_slot`] waits for a free one. Without them, when every
+    /// slot is busy, the slots are listed again every [`SLOT_POLL`] until one has been
+    /// idle in two listings in a row — a slot idle in only the last listing is shown
+    /// busy, left to its session's save —, or until `until` (the first-token timeout),
+    /// after which the request waits at its hash slot as it would have.
     async fn listed_for_pick(&self, until: Instant) -> Option<Vec<SlotView>> {
         let mut listed = self.list_slots().await?;
-        if !self.affinity.saving() || listed.iter().any(|s| !s.busy) {
+        if !self.affinity.saving()
+            || self.affinity.claims.available()
+            || listed.iter().any(|s| !s.busy)
+        {
             return Some(listed);
         }
         let mut idle_before: HashSet<u32> = HashSet::new();

@@ -670,10 +670,38 @@ fn listings_before_chat(server: &StubServer) -> usize {
         .count()
 }
 
+/// A client of llama-server `server` (with `slots` slots) that pins sessions and saves
+/// their slots, without claiming them (as a client on another machine).
+async fn unclaiming_client(server: &StubServer, slots: u32) -> llm_openai::OpenAiLlm {
+    llama_server(server, Some(slots));
+    let mut c = config(server);
+    c.pin_slots = true;
+    c.save_slots = true;
+    c.claim_slots = false;
+    connect(c).await
+}
+
 #[tokio::test]
-async fn with_slots_saved_a_request_waits_for_a_slot_idle_twice_instead_of_queueing() {
+async fn with_slots_saved_a_request_waits_for_an_idle_slot_instead_of_queueing() {
+    // Claimed slots are held until saved: the first idle one will do.
     let server = StubServer::start(vec![StubReply::text_stream(&["ok"])]).await;
     let llm = saving_client(&server, 2).await;
+    let session = key("waits-for-idle");
+    server.slots_in_turn([
+        listing(2, &[0, 1]),
+        listing(2, &[0, 1]),
+        listing(2, &[0]),
+        listing(2, &[1]),
+    ]);
+    ask(&llm, fresh(&session)).await;
+    assert_eq!(last_slot(&server), 1);
+    assert_eq!(listings_before_chat(&server), 3);
+}
+
+#[tokio::test]
+async fn unclaimed_a_request_waits_for_a_slot_idle_twice_instead_of_queueing() {
+    let server = StubServer::start(vec![StubReply::text_stream(&["ok"])]).await;
+    let llm = unclaiming_client(&server, 2).await;
     let session = key("waits-for-idle");
     // Busy, busy, slot 1 idle (just freed: left to its session's save), idle again.
     server.slots_in_turn([
@@ -688,7 +716,7 @@ async fn with_slots_saved_a_request_waits_for_a_slot_idle_twice_instead_of_queue
 
     // Slots that go idle one at a time are never taken on their first idle listing.
     let server = StubServer::start(vec![StubReply::text_stream(&["ok"])]).await;
-    let llm = saving_client(&server, 2).await;
+    let llm = unclaiming_client(&server, 2).await;
     server.slots_in_turn([
         listing(2, &[0, 1]),
         listing(2, &[1]),
