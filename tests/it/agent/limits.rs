@@ -224,11 +224,9 @@ async fn dropping_the_stream_cancels_the_request() {
     ));
     drop(stream);
     let start = Instant::now();
+    // The scripted reply takes five seconds; ending within one of the drop is prompt.
     while h.agent.is_processing() {
-        assert!(
-            start.elapsed() < Duration::from_millis(100),
-            "still running"
-        );
+        assert!(start.elapsed() < Duration::from_secs(1), "still running");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     assert_eq!(h.agent.state(), AgentState::Cancelled);

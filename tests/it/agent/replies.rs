@@ -126,8 +126,10 @@ async fn seed_cancel_stops_processing() {
     )
     .await;
     let cancelled_at = canceller.await.unwrap();
+    // The scripted reply takes four seconds; ending within one of the cancel is prompt,
+    // with room for a loaded machine.
     assert!(
-        cancelled_at.elapsed() < Duration::from_millis(100),
+        cancelled_at.elapsed() < Duration::from_secs(1),
         "ended {:?} after cancel",
         cancelled_at.elapsed()
     );
