@@ -13,16 +13,21 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-/// The crates whose public API is kept, each with the features it is documented with.
-const CRATES: &[(&str, &str, &[&str])] = &[
-    ("aintern", "aintern", &["tools", "openai", "llama-docs"]),
-    ("aintern-core-models", "core_models", &[]),
-    ("aintern-services-ai", "services_ai", &[]),
-    ("aintern-tool-calls", "tool_calls", &[]),
-    ("aintern-tools", "tools", &[]),
-    ("aintern-shell-risk", "shell_risk", &[]),
-    ("aintern-llm-openai", "llm_openai", &[]),
+/// The crates whose public API is kept: each package with its library's name.
+const CRATES: &[(&str, &str)] = &[
+    ("aintern", "aintern"),
+    ("aintern-core-models", "core_models"),
+    ("aintern-services-ai", "services_ai"),
+    ("aintern-tool-calls", "tool_calls"),
+    ("aintern-tools", "tools"),
+    ("aintern-shell-risk", "shell_risk"),
+    ("aintern-llm-openai", "llm_openai"),
 ];
+
+/// The features the crates are documented with, and none of their defaults: the facade's
+/// documented features (its `llama-docs` instead of `llama`, which would compile
+/// llama.cpp). The other crates have no features.
+const FEATURES: &[&str] = &["aintern/tools", "aintern/openai", "aintern/llama-docs"];
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -59,8 +64,9 @@ fn public_api(bless: bool) -> Result<bool, String> {
     // A target folder of its own: the JSON build does not disturb the normal one.
     let target = root.join("target").join("public-api");
     let mut all_match = true;
-    for (package, lib, features) in CRATES {
-        let json = rustdoc_json(&root, &target, package, lib, features)?;
+    rustdoc_json(&root, &target)?;
+    for (package, lib) in CRATES {
+        let json = target.join("doc").join(format!("{lib}.json"));
         // Blanket impls (`impl<T> From<T> for T`, …) say nothing about this crate.
         let api = public_api::Builder::from_rustdoc_json(&json)
             .omit_blanket_impls(true)
@@ -102,41 +108,32 @@ fn public_api(bless: bool) -> Result<bool, String> {
     Ok(all_match)
 }
 
-/// Build `package`'s rustdoc JSON with `features` and return its path.
-fn rustdoc_json(
-    root: &Path,
-    target: &Path,
-    package: &str,
-    lib: &str,
-    features: &[&str],
-) -> Result<PathBuf, String> {
+/// Build every crate's rustdoc JSON in one `cargo doc` (their dependencies are checked
+/// once, not once per crate), into `target/doc/LIB.json`.
+fn rustdoc_json(root: &Path, target: &Path) -> Result<(), String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut command = Command::new(cargo);
     command
         .current_dir(root)
-        .args(["rustdoc", "--quiet", "--locked", "--lib", "-p", package])
+        .args(["doc", "--quiet", "--locked", "--no-deps"])
         .arg("--target-dir")
         .arg(target);
-    // Listed features replace the crate's defaults; none listed: its defaults.
-    if !features.is_empty() {
-        command
-            .arg("--no-default-features")
-            .arg("--features")
-            .arg(features.join(","));
+    for (package, _) in CRATES {
+        command.args(["-p", package]);
     }
+    command
+        .arg("--no-default-features")
+        .arg("--features")
+        .arg(FEATURES.join(","));
     // rustdoc's JSON output is unstable: allowed on the stable toolchain this way.
-    command.env("RUSTC_BOOTSTRAP", "1").args([
-        "--",
-        "-Z",
-        "unstable-options",
-        "--output-format",
-        "json",
-    ]);
+    command
+        .env("RUSTC_BOOTSTRAP", "1")
+        .env("RUSTDOCFLAGS", "-Z unstable-options --output-format json");
     let status = command
         .status()
-        .map_err(|e| format!("cannot run cargo rustdoc: {e}"))?;
+        .map_err(|e| format!("cannot run cargo doc: {e}"))?;
     if !status.success() {
-        return Err(format!("cargo rustdoc -p {package} failed"));
+        return Err("cargo doc (rustdoc JSON) failed".into());
     }
-    Ok(target.join("doc").join(format!("{lib}.json")))
+    Ok(())
 }
