@@ -24,9 +24,8 @@ const CRATES: &[(&str, &str)] = &[
     ("aintern-llm-openai", "llm_openai"),
 ];
 
-/// The features the crates are documented with, and none of their defaults: the facade's
-/// documented features (its `llama-docs` instead of `llama`, which would compile
-/// llama.cpp). The other crates have no features.
+/// The features enabled beside every crate's defaults: the facade's documented features
+/// (its `llama-docs` instead of `llama`, which would compile llama.cpp).
 const FEATURES: &[&str] = &["aintern/tools", "aintern/openai", "aintern/llama-docs"];
 
 fn main() -> ExitCode {
@@ -121,10 +120,7 @@ fn rustdoc_json(root: &Path, target: &Path) -> Result<(), String> {
     for (package, _) in CRATES {
         command.args(["-p", package]);
     }
-    command
-        .arg("--no-default-features")
-        .arg("--features")
-        .arg(FEATURES.join(","));
+    command.arg("--features").arg(FEATURES.join(","));
     // rustdoc's JSON output is unstable: allowed on the stable toolchain this way.
     command
         .env("RUSTC_BOOTSTRAP", "1")
