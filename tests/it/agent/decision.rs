@@ -2,7 +2,8 @@
 //! next step among answering and every offered tool, under a constraint that admits
 //! exactly those options; a tool chosen, it writes the call under that tool's grammar
 //! (path arguments held to what exists) and the call is marked as written under a
-//! grammar; answering chosen, it answers with no tool in sight. Nothing of the decision
+//! grammar; answering chosen, it answers with no call allowed (in the prompt a call would
+//! have, before any call; in one plain question about the results after). Nothing of the decision
 //! comes from the request's words. `free` leaves every reply to the model; `auto` picks
 //! by the size the backend reports.
 
@@ -28,6 +29,16 @@ fn call(tool: &str, parameters: Value) -> ScriptedResponse {
 
 fn text(s: &str) -> ScriptedResponse {
     ScriptedResponse::chunks([s.to_string()])
+}
+
+/// The model chooses to read notes.txt, reads it, then chooses to answer with `answer`.
+fn reads_notes_then_answers(answer: &str) -> Vec<ScriptedResponse> {
+    vec![
+        text("read_file"),
+        call("read_file", json!({"path": "notes.txt"})),
+        text("answer"),
+        text(answer),
+    ]
 }
 
 /// A workspace with two files, the real file tools over it, and a request there.
@@ -80,15 +91,7 @@ const EVERY_OPTION: [&str; 4] = ["answer", "list_dir", "read_file", "write_file"
 
 #[tokio::test]
 async fn the_model_chooses_a_tool_then_writes_its_call_under_the_tool_s_grammar() {
-    let (dir, h) = setup(
-        vec![
-            text("read_file"),
-            call("read_file", json!({"path": "notes.txt"})),
-            text("answer"),
-            text("On Friday."),
-        ],
-        small(),
-    );
+    let (dir, h) = setup(reads_notes_then_answers("On Friday."), small());
     let events = run(
         &h.agent,
         request(&dir, "When is the meeting? See notes.txt"),
@@ -173,10 +176,33 @@ async fn answering_chosen_the_model_answers_with_no_tool_and_runs_nothing() {
     assert_eq!(asked.len(), 2);
     // Every tool is among the options, whatever the request says.
     assert_eq!(options(&asked[0]).unwrap(), EVERY_OPTION);
-    assert!(asked[1].tools.is_empty());
     assert_eq!(asked[1].tool_choice, ToolChoice::None);
-    let system = asked[1].messages[0].content.to_string();
-    assert!(!system.contains("read_file"), "{system}");
+    assert_eq!(asked[1].constraint, None);
+}
+
+#[tokio::test]
+async fn an_answer_with_nothing_run_is_asked_in_the_prompt_a_call_would_be() {
+    // The same request, once answered and once with a call: the answer's request is the
+    // call's in every part but the tool choice, so a backend's cache holding one serves
+    // the other.
+    let message = "What do you know about the meeting?";
+    let (dir, h) = setup(vec![text("answer"), text("Nothing yet.")], small());
+    run(&h.agent, request(&dir, message)).await;
+    let answered = requests(&h).remove(1);
+    let (dir, h) = setup(reads_notes_then_answers("Friday."), small());
+    run(&h.agent, request(&dir, message)).await;
+    let called = requests(&h).remove(1);
+    assert_eq!(called.tool_choice, ToolChoice::Tool("read_file".into()));
+    assert_eq!(answered.tool_choice, ToolChoice::None);
+    let text_of = |r: &LlmRequest| -> Vec<String> {
+        r.messages.iter().map(|m| m.content.to_string()).collect()
+    };
+    // The workspaces differ only in their folder's name, which no prompt shows.
+    assert_eq!(text_of(&answered), text_of(&called));
+    assert!(text_of(&answered)[0].contains("read_file"));
+    let ids = |r: &LlmRequest| r.tools.iter().map(|t| t.id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&answered), ids(&called));
+    assert!(!ids(&answered).is_empty());
 }
 
 #[tokio::test]
@@ -195,7 +221,7 @@ async fn a_step_that_changes_something_is_taken_only_when_chosen_both_ways() {
     assert_eq!(options(&asked[0]).unwrap(), EVERY_OPTION);
     assert_eq!(options(&asked[1]).unwrap(), EVERY_OPTION);
     assert_ne!(asked[0].messages[0].content, asked[1].messages[0].content);
-    assert!(asked[2].tools.is_empty());
+    assert_eq!(asked[2].tool_choice, ToolChoice::None);
     // Chosen both ways: the call is written and marked so.
     let (dir, h) = setup(
         vec![
@@ -221,15 +247,7 @@ async fn a_step_that_changes_something_is_taken_only_when_chosen_both_ways() {
         .unwrap_or_default();
     assert!(note.contains("twice"), "{note}");
     // A read is taken at the first choice.
-    let (dir, h) = setup(
-        vec![
-            text("read_file"),
-            call("read_file", json!({"path": "notes.txt"})),
-            text("answer"),
-            text("Friday."),
-        ],
-        small(),
-    );
+    let (dir, h) = setup(reads_notes_then_answers("Friday."), small());
     run(&h.agent, request(&dir, "when?")).await;
     assert_eq!(requests(&h).len(), 4);
 }

@@ -16,9 +16,9 @@
 //! see [`cut`]), and restored before a request unless the slot still holds
 //! what was saved: the server's listing names the last task each slot ran, so a slot
 //! another request used meanwhile is known. A session may send prompts of more than one
-//! shape (a conversation with its tools described, the same conversation without them,
-//! and the side prompts a steering asks apart): each shape, its leading message and its
-//! tools, is saved in a file of its own, so that none evicts another. Everything here only saves work: the server reuses a
+//! shape (the conversation, and the side prompts a steering asks apart): each shape, its
+//! leading message and its tools, is saved in a file of its own, so that none evicts
+//! another. Everything here only saves work: the server reuses a
 //! restored state only as far as its tokens match the prompt, so a stale or foreign file
 //! costs time, never a wrong reply.
 

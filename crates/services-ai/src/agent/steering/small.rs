@@ -12,9 +12,10 @@
 //!    grammar (path arguments held to the workspace's existing names, where the backend
 //!    holds them); the call is marked as written under a grammar, for its approval.
 //!    Answering chosen, it writes its answer in plain text: with no tool results yet, to
-//!    the conversation; after results, to one plain question that gives it the results
-//!    and the request (a small model lost in a conversation of calls and results answers
-//!    a plain question about a text well).
+//!    the conversation as a call's request shows it (the tools described, no call
+//!    allowed: the same prompt, so a cache holding one serves the other); after results,
+//!    to one plain question that gives it the results and the request (a small model lost
+//!    in a conversation of calls and results answers a plain question about a text well).
 //!
 //! Nothing here reads the request's words: the options come from the offered tools, the
 //! choice from the model.
@@ -104,19 +105,12 @@ impl Steering for SmallModel {
 
     fn answer(&self, turn: &Turn<'_>) -> Plan {
         let request = if turn.done.is_empty() {
-            // Nothing ran: the conversation, with no tool in sight.
+            // Nothing ran: the conversation as a call's request shows it, tools described,
+            // no call allowed. One prompt for both, so that a cache holding the one serves
+            // the other (a conversation that alternates answers and calls is evaluated
+            // once, not once in each shape).
             let mut request = turn.base.clone();
             request.tool_choice = ToolChoice::None;
-            request.tools.clear();
-            request.messages = std::iter::once(ChatMessage::system(plain_system(turn)))
-                .chain(
-                    turn.base
-                        .messages
-                        .iter()
-                        .filter(|m| m.role != core_models::MessageRole::System)
-                        .cloned(),
-                )
-                .collect();
             request
         } else {
             answer_to_results(turn)
