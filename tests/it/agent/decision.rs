@@ -3,9 +3,9 @@
 //! exactly those options; a tool chosen, it writes the call under that tool's grammar
 //! (path arguments held to what exists) and the call is marked as written under a
 //! grammar; answering chosen, it answers with no call allowed (in the prompt a call would
-//! have, before any call; in one plain question about the results after). Nothing of the decision
-//! comes from the request's words. `free` leaves every reply to the model; `auto` picks
-//! by the size the backend reports.
+//! have, before any call; in one plain question about the results after). Nothing of the
+//! decision comes from the request's words. `free` leaves every reply to the model;
+//! `auto` picks by the size the backend reports.
 
 use super::{complete, config, harness, results, run, run_answering, Harness};
 use core_models::*;

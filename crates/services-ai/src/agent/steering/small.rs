@@ -20,7 +20,7 @@
 //! Nothing here reads the request's words: the options come from the offered tools, the
 //! choice from the model.
 
-use super::{Chooser, Halt, OnRepeat, Plan, Steering, Turn};
+use super::{Chooser, Free, Halt, OnRepeat, Plan, Steering, Turn};
 use async_trait::async_trait;
 use core_models::{
     ChatMessage, LlmRequest, ReplyConstraint, ToolCallRequest, ToolChoice, ToolDefinition,
@@ -104,19 +104,15 @@ impl Steering for SmallModel {
     }
 
     fn answer(&self, turn: &Turn<'_>) -> Plan {
-        let request = if turn.done.is_empty() {
+        if turn.done.is_empty() {
             // Nothing ran: the conversation as a call's request shows it, tools described,
-            // no call allowed. One prompt for both, so that a cache holding the one serves
-            // the other (a conversation that alternates answers and calls is evaluated
-            // once, not once in each shape).
-            let mut request = turn.base.clone();
-            request.tool_choice = ToolChoice::None;
-            request
-        } else {
-            answer_to_results(turn)
-        };
+            // no call allowed, as free steering asks for an answer. One prompt for both, so
+            // that a cache holding the one serves the other (a conversation that
+            // alternates answers and calls is evaluated once, not once in each shape).
+            return Free.answer(turn);
+        }
         Plan {
-            request,
+            request: answer_to_results(turn),
             text_only: true,
             held: None,
         }
