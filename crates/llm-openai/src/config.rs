@@ -3,6 +3,7 @@
 use crate::error::Error;
 use core_models::{BackendConfig, ToolMode};
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// An API key. Its `Debug` and `Display` never show it.
@@ -68,18 +69,28 @@ pub struct OpenAiConfig {
     /// `/props`).
     pub pin_slots: bool,
     /// With sessions pinned: save a session's slot on llama-server when a request ends
-    /// ([`core_models::LlmService::keep_session`]), as `aintern-<key>.bin` under the
-    /// server's `--slot-save-path`, and restore it before a request whose slot, as far as
-    /// this client knows, does not hold the session (its first request in a process, or
-    /// after another session used the slot), when that request continues a conversation
-    /// the model answered before. Without `--slot-save-path` nothing is saved.
+    /// ([`core_models::LlmService::keep_session`]), as `aintern-<key>-<shape>.bin` under
+    /// the server's `--slot-save-path` (one file per shape of prompt), and restore it
+    /// before a request whose slot, as far as this client knows, does not hold the
+    /// session (its first request in a process, or after another request used the slot),
+    /// when a state of that shape was saved (as the record beside the slot claims tells,
+    /// see [`OpenAiConfig::claim_slots`]) and the request continues a conversation the
+    /// model answered before or is a side prompt. Without `--slot-save-path` nothing is
+    /// saved.
     pub save_slots: bool,
     /// With sessions pinned: claim a slot among the clients of this machine before using
     /// it (an advisory lock per server and slot, in a folder only the user can enter,
     /// held until the slot's state is saved), so that two processes do not take one slot,
     /// nor one take a slot before the session whose reply it holds has saved it. On by
-    /// default; where the folder cannot be used, slots are used unclaimed.
+    /// default; where the folder cannot be used, slots are used unclaimed. The same folder
+    /// records which sessions' states were saved, so that a state never saved is not
+    /// asked to be restored (a failed restore empties the slot).
     pub claim_slots: bool,
+    /// The folder of the slot claims and of the record of saved states; `None`: the
+    /// user's own (`$XDG_RUNTIME_DIR/aintern-slots`, else `aintern-<uid>-slots` in the
+    /// temporary folder). Used only while it is a folder (not a link) of this user that
+    /// no one else can enter; else slots are used unclaimed.
+    pub claims_dir: Option<PathBuf>,
 }
 
 impl fmt::Debug for OpenAiConfig {
@@ -106,6 +117,7 @@ impl fmt::Debug for OpenAiConfig {
             .field("pin_slots", &self.pin_slots)
             .field("save_slots", &self.save_slots)
             .field("claim_slots", &self.claim_slots)
+            .field("claims_dir", &self.claims_dir)
             .finish()
     }
 }
@@ -131,6 +143,7 @@ impl OpenAiConfig {
             pin_slots: defaults.pin_slots,
             save_slots: defaults.save_slots,
             claim_slots: true,
+            claims_dir: None,
         }
     }
 

@@ -16,6 +16,8 @@ fn config(server: &StubServer) -> OpenAiConfig {
     config.retry_base = Duration::from_millis(20);
     config.first_token_timeout = Duration::from_secs(5);
     config.idle_timeout = Duration::from_secs(5);
+    // Slot claims and records of saved slots of this server's own, not the user's.
+    config.claims_dir = Some(server.private_dir().to_path_buf());
     config
 }
 

@@ -148,6 +148,9 @@ pub struct StubServer {
     url: String,
     state: Arc<Mutex<State>>,
     task: tokio::task::JoinHandle<()>,
+    /// A folder only this user can enter, removed with the server (see
+    /// [`StubServer::private_dir`]).
+    private: tempfile::TempDir,
 }
 
 impl Drop for StubServer {
@@ -172,7 +175,24 @@ impl StubServer {
                 tokio::spawn(serve(socket, Arc::clone(&shared)));
             }
         });
-        StubServer { url, state, task }
+        let private = tempfile::Builder::new()
+            .prefix("aintern-stub-")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .tempdir()
+            .expect("a private folder");
+        StubServer {
+            url,
+            state,
+            task,
+            private,
+        }
+    }
+
+    /// A folder only this user can enter (mode 0700), removed with the server: for what
+    /// the server's clients keep on this machine (slot claims, records of saved slots), so
+    /// that no test, nor an earlier run on the same port, sees another's.
+    pub fn private_dir(&self) -> &std::path::Path {
+        self.private.path()
     }
 
     /// The base URL (`http://127.0.0.1:PORT/v1`).
@@ -224,6 +244,12 @@ impl StubServer {
     /// Every request received, in order.
     pub fn requests(&self) -> Vec<StubRequest> {
         self.lock().requests.clone()
+    }
+
+    /// Forget the requests received so far (what [`StubServer::requests`] returns starts
+    /// again from the next).
+    pub fn forget_requests(&self) {
+        self.lock().requests.clear();
     }
 
     /// The chat requests received (`POST`s), in order.

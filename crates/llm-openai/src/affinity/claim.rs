@@ -15,6 +15,15 @@
 //! enter. Claims only spare work: when the folder cannot be used, or a lock cannot be
 //! taken for any reason but another client's claim, requests are pinned as before, with
 //! no claim. Clients on other machines, or of other users, do not see these claims.
+//!
+//! The same folder records which states were saved: an empty file named after the server
+//! and the saved file, written when a save moved tokens and removed when a restore found
+//! no file. A state never saved is then not asked for: a restore that finds no file
+//! empties the slot it was for (llama-server clears it first), and a request pinned to an
+//! empty slot is evaluated from nothing, the server's own prompt cache passed by. The
+//! record is a hint, never trusted for content: a file it names that the server no
+//! longer has (a server restarted with another `--slot-save-path`) costs one failed
+//! restore, after which the record is gone.
 
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::ErrorKind;
@@ -49,10 +58,18 @@ pub(crate) enum Claimed {
 }
 
 impl Claims {
-    /// Claims on the server at `base_url`, in the user's claims folder (see the module
-    /// documentation); none when that folder cannot be used.
-    pub(crate) fn new(base_url: &str) -> Self {
-        let dir = claims_dir();
+    /// Claims on the server at `base_url`, in `dir` when given, else in the user's claims
+    /// folder (see the module documentation); none when that folder cannot be used: `dir`
+    /// must be a folder (not a link) of this user that no one else can enter.
+    pub(crate) fn new(base_url: &str, dir: Option<&Path>) -> Self {
+        let dir = match dir {
+            Some(dir) => {
+                let uid = std::fs::metadata("/proc/self").ok().map(|m| m.uid());
+                (usable(dir) && uid.is_some_and(|uid| owned_by(dir, uid)))
+                    .then(|| dir.to_path_buf())
+            }
+            None => claims_dir(),
+        };
         if dir.is_none() {
             tracing::debug!("no folder for slot claims: slots are used unclaimed");
         }
@@ -70,18 +87,48 @@ impl Claims {
         }
     }
 
-    /// Claims in `dir`, when it is a folder fit for them (tests).
-    #[cfg(test)]
-    pub(crate) fn in_dir(dir: &Path, base_url: &str) -> Self {
-        Claims {
-            dir: usable(dir).then(|| dir.to_path_buf()),
-            server: super::fnv1a(base_url.trim_end_matches('/').as_bytes()),
-        }
-    }
-
     /// Whether claims can be taken.
     pub(crate) fn available(&self) -> bool {
         self.dir.is_some()
+    }
+
+    /// Whether a client of this machine saved the state `file` names on this server (and
+    /// no restore found it missing since); `None` when that cannot be known here.
+    pub(crate) fn saved(&self, file: &str) -> Option<bool> {
+        let path = self.record(file)?;
+        Some(std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()))
+    }
+
+    /// Record that the state `file` names was saved (`true`: a save moved tokens) or is
+    /// not there (`false`: a restore found no file, or a save moved nothing). A record
+    /// that cannot be written only costs a restore later.
+    pub(crate) fn note_saved(&self, file: &str, saved: bool) {
+        let Some(path) = self.record(file) else {
+            return;
+        };
+        let done = if saved {
+            OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .mode(0o600)
+                .open(&path)
+                .map(drop)
+        } else {
+            match std::fs::remove_file(&path) {
+                Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+                done => done,
+            }
+        };
+        if let Err(e) = done {
+            tracing::debug!(error = %e, file, saved, "the record of a saved state was not changed");
+        }
+    }
+
+    /// The record of the state `file` names on this server, when claims can be used.
+    fn record(&self, file: &str) -> Option<PathBuf> {
+        let dir = self.dir.as_ref()?;
+        Some(dir.join(format!("{:016x}-{file}.saved", self.server)))
     }
 
     /// Try to claim `slot`, without waiting.
@@ -158,9 +205,9 @@ mod tests {
     #[test]
     fn a_claimed_slot_is_taken_until_its_claim_is_dropped() {
         let dir = private_dir("held");
-        let one = Claims::in_dir(&dir, "http://127.0.0.1:8080/v1");
+        let one = Claims::new("http://127.0.0.1:8080/v1", Some(&dir));
         // Another client of the same server (its URL written with a trailing slash).
-        let two = Claims::in_dir(&dir, "http://127.0.0.1:8080/v1/");
+        let two = Claims::new("http://127.0.0.1:8080/v1/", Some(&dir));
         let Claimed::Yes(claim) = one.try_claim(1) else {
             panic!("slot 1 is free");
         };
@@ -171,7 +218,7 @@ mod tests {
         );
         assert!(matches!(two.try_claim(0), Claimed::Yes(_)));
         // Another server's slot 1 is another slot.
-        let other = Claims::in_dir(&dir, "http://127.0.0.1:8081/v1");
+        let other = Claims::new("http://127.0.0.1:8081/v1", Some(&dir));
         assert!(matches!(other.try_claim(1), Claimed::Yes(_)));
         drop(claim);
         assert!(matches!(two.try_claim(1), Claimed::Yes(_)));
@@ -183,15 +230,53 @@ mod tests {
         let dir = private_dir("open");
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
             .unwrap_or_else(|e| panic!("{e}"));
-        let claims = Claims::in_dir(&dir, "http://127.0.0.1:8080/v1");
+        let claims = Claims::new("http://127.0.0.1:8080/v1", Some(&dir));
         assert!(!claims.available());
         assert!(matches!(claims.try_claim(0), Claimed::Unavailable));
         let real = private_dir("real");
         let link = dir.join("link");
         std::os::unix::fs::symlink(&real, &link).unwrap_or_else(|e| panic!("{e}"));
-        assert!(!Claims::in_dir(&link, "http://127.0.0.1:8080/v1").available());
-        assert!(Claims::in_dir(&real, "http://127.0.0.1:8080/v1").available());
+        assert!(!Claims::new("http://127.0.0.1:8080/v1", Some(&link)).available());
+        assert!(Claims::new("http://127.0.0.1:8080/v1", Some(&real)).available());
         let _ = std::fs::remove_dir_all(&dir);
         let _ = std::fs::remove_dir_all(&real);
+    }
+
+    #[test]
+    fn a_saved_state_is_recorded_per_server_until_found_missing() {
+        let dir = private_dir("saved");
+        let one = Claims::new("http://127.0.0.1:8080/v1", Some(&dir));
+        let file = "aintern-k-0000000000000001.bin";
+        assert_eq!(one.saved(file), Some(false));
+        one.note_saved(file, true);
+        assert_eq!(one.saved(file), Some(true));
+        // Another client of the same server sees it; another server's is another record.
+        let two = Claims::new("http://127.0.0.1:8080/v1/", Some(&dir));
+        assert_eq!(two.saved(file), Some(true));
+        let other = Claims::new("http://127.0.0.1:8081/v1", Some(&dir));
+        assert_eq!(other.saved(file), Some(false));
+        assert_eq!(two.saved("aintern-k-0000000000000002.bin"), Some(false));
+        // Recorded twice, removed twice: no error either way.
+        one.note_saved(file, true);
+        two.note_saved(file, false);
+        two.note_saved(file, false);
+        assert_eq!(one.saved(file), Some(false));
+        // The record is private to the user.
+        one.note_saved(file, true);
+        let records: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .filter_map(Result::ok)
+            .collect();
+        assert_eq!(records.len(), 1);
+        let mode = records[0]
+            .metadata()
+            .unwrap_or_else(|e| panic!("{e}"))
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        // Without a folder nothing is known, and nothing is written.
+        assert_eq!(Claims::none().saved(file), None);
+        Claims::none().note_saved(file, true);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

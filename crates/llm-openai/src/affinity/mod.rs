@@ -15,7 +15,10 @@
 //! still holds that reply; a reply its reader stopped early, once the server stopped,
 //! see [`cut`]), and restored before a request unless the slot still holds
 //! what was saved: the server's listing names the last task each slot ran, so a slot
-//! another request used meanwhile is known. A session may send prompts of more than one
+//! another request used meanwhile is known. A state is asked for only where a client of
+//! this machine saved it (a record beside the slot claims, see [`claim`]): a restore that
+//! finds no file empties the slot, and the server does not look in its own prompt cache
+//! for a request pinned to an empty slot. A session may send prompts of more than one
 //! shape (the conversation, and the side prompts a steering asks apart): each shape, its
 //! leading message and its tools, is saved in a file of its own, so that none evicts
 //! another. Everything here only saves work: the server reuses a
@@ -96,6 +99,13 @@ struct Shaped {
     key: SessionKey,
     /// The shape of its prompts (see [`shape_of`]).
     shape: u64,
+}
+
+impl Shaped {
+    /// The file this state is saved in (see [`slot_file`]).
+    fn file(&self) -> String {
+        slot_file(&self.key, self.shape)
+    }
 }
 
 /// A session's prompt of one shape, pinned to a slot.
@@ -193,7 +203,7 @@ impl Affinity {
             save_refused: AtomicBool::new(false),
             listing_refused: AtomicBool::new(false),
             claims: if slots.is_some() && config.claim_slots {
-                Claims::new(&config.base_url)
+                Claims::new(&config.base_url, config.claims_dir.as_deref())
             } else {
                 Claims::none()
             },
@@ -247,7 +257,8 @@ impl Affinity {
 
     /// Note that `pinned` goes to its slot now; whether the slot still holds its state:
     /// this client left it there and (when the slots are listed) the slot ran nothing
-    /// since.
+    /// since. When it does not, whatever this client left there is gone once the request
+    /// runs.
     fn note_request(&self, pinned: &Pinned, listed: Option<&[SlotView]>) -> bool {
         let mut state = self.lock();
         state.used.insert(pinned.of.key.clone(), pinned.slot);
@@ -255,27 +266,36 @@ impl Affinity {
             return false;
         };
         let same = held.of == pinned.of;
-        match listed.and_then(|l| l.iter().find(|s| s.id == pinned.slot)) {
+        let holds = match listed.and_then(|l| l.iter().find(|s| s.id == pinned.slot)) {
             Some(now) => same && held.task.is_some() && now.task == held.task,
             None => same,
+        };
+        if !holds {
+            state.held.remove(&pinned.slot);
         }
+        holds
     }
 
     /// Whether a restore of `pinned`'s state is worth asking for: slots are saved, the
-    /// server was not found without that file, and the conversation was answered before
-    /// (a conversation the model never answered has nothing saved worth restoring; a
-    /// restore that finds no file empties the slot, losing the prefix it may share with
-    /// other sessions). A side prompt (a question asked apart for the session, see
-    /// [`LlmRequest::side_of`]) does not carry the conversation: it is restored unless
-    /// its file was found missing, as one of the session's earlier side prompts of its
-    /// shape may have been saved.
+    /// server was not found without that file, the state was saved (as far as the record
+    /// of this machine's clients tells, see [`claim`]), and the conversation was answered
+    /// before (a conversation the model never answered has nothing saved worth restoring).
+    /// A restore that finds no file empties the slot, losing what it held, and a request
+    /// pinned to an empty slot passes the server's own prompt cache by. A side prompt (a
+    /// question asked apart for the session, see [`LlmRequest::side_of`]) does not carry
+    /// the conversation: where there is no record, it is restored unless its file was
+    /// found missing, as one of the session's earlier side prompts of its shape may have
+    /// been saved.
     fn worth_restoring(&self, pinned: &Pinned, request: &LlmRequest) -> bool {
         let answered_before = request.session.is_none()
             || request
                 .messages
                 .iter()
                 .any(|m| m.role == MessageRole::Assistant);
-        self.saving() && answered_before && !self.lock().missing.contains(&pinned.of)
+        self.saving()
+            && answered_before
+            && !self.lock().missing.contains(&pinned.of)
+            && self.claims.saved(&pinned.of.file()) != Some(false)
     }
 
     /// `pinned`'s state is in its slot: saved from it, the slot's last task `task`.
@@ -288,6 +308,7 @@ impl Affinity {
 
     /// The server has no file for `pinned`'s state.
     fn note_missing(&self, pinned: &Pinned) {
+        self.claims.note_saved(&pinned.of.file(), false);
         let mut state = self.lock();
         state.missing.insert(pinned.of.clone());
         state.held.remove(&pinned.slot);
@@ -641,8 +662,16 @@ impl Inner {
             Ok(answer) => {
                 let tokens = answer.get("n_saved").and_then(Value::as_u64);
                 tracing::debug!(slot = pinned.slot, ?tokens, "the session's slot was saved");
-                self.affinity.note_held(pinned, now.and_then(|s| s.task));
-                Kept::Saved
+                if tokens == Some(0) {
+                    // The slot held nothing: the file holds nothing worth restoring.
+                    self.affinity.claims.note_saved(&pinned.of.file(), false);
+                    self.affinity.note_lost(pinned);
+                    Kept::NotSaved
+                } else {
+                    self.affinity.claims.note_saved(&pinned.of.file(), true);
+                    self.affinity.note_held(pinned, now.and_then(|s| s.task));
+                    Kept::Saved
+                }
             }
             Err(e) if cannot_save(&e) => {
                 self.affinity.refuse_saving();
@@ -752,7 +781,7 @@ impl Inner {
             limit,
             ..Context::default()
         };
-        let file = slot_file(&pinned.of.key, pinned.of.shape);
+        let file = pinned.of.file();
         let send = || {
             let request = self
                 .http

@@ -76,11 +76,13 @@ fn a_shape_is_the_leading_message_and_the_tools() {
     assert_eq!(shape_of(&LlmRequest::new(vec![])), fnv1a(b""));
 }
 
-/// Sessions pinned to `total` slots of llama-server, the slots saved when `save`.
+/// Sessions pinned to `total` slots of llama-server, the slots saved when `save`; no
+/// claims (nor records of saved states) among the clients of this machine.
 fn on_slots(total: u32, save: bool) -> Affinity {
     let mut config = OpenAiConfig::new("http://127.0.0.1:1/v1");
     config.pin_slots = true;
     config.save_slots = save;
+    config.claim_slots = false;
     let info = ServerInfo {
         llama_server: true,
         total_slots: Some(total),
@@ -197,15 +199,22 @@ fn a_slot_holds_a_state_until_it_runs_another_task() {
     // Saved from slot 1 after its task 11.
     affinity.note_held(&at(1, 7), Some(11));
     assert!(affinity.note_request(&at(1, 7), Some(&before)));
-    // Not for another shape, another slot or another session.
-    assert!(!affinity.note_request(&at(1, 8), Some(&before)));
+    // Not in another slot.
     assert!(!affinity.note_request(&at(2, 7), Some(&before)));
+    assert!(affinity.note_request(&at(1, 7), Some(&before)));
+    // Not for another shape or another session, whose request then runs there: no longer.
+    assert!(!affinity.note_request(&at(1, 8), Some(&before)));
+    assert!(!affinity.note_request(&at(1, 7), Some(&before)));
+    affinity.note_held(&at(1, 7), Some(11));
     let other = Pinned::new(1, key("other"), 7);
     assert!(!affinity.note_request(&other, Some(&before)));
+    assert!(!affinity.note_request(&at(1, 7), Some(&before)));
     // The slot ran another task since: no longer.
+    affinity.note_held(&at(1, 7), Some(11));
     let after = listing(4, &[0, 1, 2, 3], 20);
     assert!(!affinity.note_request(&at(1, 7), Some(&after)));
     // Unlisted slots: what this client left there.
+    affinity.note_held(&at(1, 7), Some(11));
     assert!(affinity.note_request(&at(1, 7), None));
     // A state saved with no task known is not trusted against a listing.
     affinity.note_held(&at(1, 7), None);

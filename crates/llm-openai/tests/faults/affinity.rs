@@ -37,6 +37,16 @@ fn chats(server: &StubServer) -> Vec<StubRequest> {
         .collect()
 }
 
+/// The paths of the `POST`s received (chats and slot actions), in order.
+fn post_paths(server: &StubServer) -> Vec<String> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST")
+        .map(|r| r.path)
+        .collect()
+}
+
 /// Slot actions (save, restore).
 fn slot_calls(server: &StubServer) -> Vec<StubRequest> {
     server
@@ -391,17 +401,14 @@ async fn a_sessions_slot_is_chosen_idle_first() {
 async fn a_sessions_slot_is_restored_unless_it_ran_nothing_since_it_was_saved() {
     let saved = || StubReply::status(200, r#"{"id_slot":0,"n_saved":40}"#);
     let server = StubServer::start([
-        no_file(),
         StubReply::text_stream(&["first"]),
         saved(),
         StubReply::text_stream(&["second"]),
         saved(),
-        StubReply::status(200, r#"{"id_slot":0,"n_restored":12}"#),
         StubReply::text_stream(&["third"]),
         saved(),
         StubReply::status(200, r#"{"id_slot":0,"n_restored":30}"#),
         StubReply::text_stream(&["fourth"]),
-        no_file(),
         StubReply::text_stream(&["other shape"]),
         saved(),
         StubReply::text_stream(&["fresh"]),
@@ -414,31 +421,26 @@ async fn a_sessions_slot_is_restored_unless_it_ran_nothing_since_it_was_saved() 
     c.affinity_header = Some("X-Session-Affinity".into());
     let llm = connect(c).await;
     let (one, two) = (key("resumed-one"), key("resumed-two"));
-    // The idle slot longest without a task (1) is restored. That fails (no saved file),
-    // and the server emptied the slot: the request goes unpinned, for the server to
-    // choose (a pinned request would skip its own prompt cache), and its reply is saved
-    // from the one slot that holds it (12 tokens: the prompt, not the last token), whose
-    // last task was 5.
-    let mut holding = ran(&[7, 5]);
-    holding[0]["n_prompt_tokens"] = json!(30);
-    holding[1]["n_prompt_tokens"] = json!(12);
-    server.slots_in_turn([ran(&[7, 5]), holding]);
+    // The idle slot longest without a task (1). Nothing of the session was saved on this
+    // machine: nothing is restored (a restore that finds no file empties the slot), and
+    // the reply is saved once it ends.
+    server.slots(ran(&[7, 5]));
     assert_eq!(ask(&llm, resumed(&one)).await, "first");
     let slot = 1;
     let other = 1 - slot;
-    assert!(chats(&server)[0].body.get("id_slot").is_none());
+    assert_eq!(last_slot(&server), slot);
     // The slot ran nothing since it was saved: no restore.
     assert_eq!(ask(&llm, resumed(&one)).await, "second");
     assert_eq!(last_slot(&server), slot);
-    // Another session takes the slot (the only idle one), restoring its own state there.
+    // Another session takes the slot (the only idle one); nothing of it was saved.
     let mut busy = listing(2, &[other]);
     busy[usize::try_from(slot).unwrap_or(0)]["id_task"] = json!(5);
     server.slots(busy);
     assert_eq!(ask(&llm, resumed(&two)).await, "third");
     assert_eq!(last_slot(&server), slot);
     // The slot ran another task since the first session's state was saved: restored
-    // again before its request. Its reply is not saved: the slot is busy again by the
-    // time the reply ends (another request took it).
+    // before its request. Its reply is not saved: the slot is busy again by the time the
+    // reply ends (another request took it).
     let mut tasks = [5, 5];
     tasks[usize::try_from(slot).unwrap_or(0)] = 9;
     let mut taken = listing(2, &[slot]);
@@ -448,16 +450,14 @@ async fn a_sessions_slot_is_restored_unless_it_ran_nothing_since_it_was_saved() 
     assert_eq!(last_slot(&server), slot, "the slot it last used");
     assert!(matches!(llm.keep_session(&one).await, Ok(false)));
     // A prompt of another shape (another system prompt) is another state, in a file of
-    // its own (this server has none yet: the request goes unpinned, and the reply is
-    // saved from the slot that holds it).
-    let mut holding = ran(&[20, 20]);
-    holding[usize::try_from(slot).unwrap_or(0)]["n_prompt_tokens"] = json!(12);
-    server.slots_in_turn([ran(&[20, 20]), holding]);
+    // its own, never saved yet: not restored.
+    server.slots(ran(&[20, 20]));
     let mut shaped = resumed(&one);
     shaped
         .messages
         .insert(0, ChatMessage::system("You are terse."));
     assert_eq!(ask(&llm, shaped).await, "other shape");
+    assert_eq!(last_slot(&server), slot);
     // A new conversation has nothing saved to restore, and a session with no key is not
     // pinned.
     assert_eq!(ask(&llm, request("no session")).await, "fresh");
@@ -474,31 +474,20 @@ async fn a_sessions_slot_is_restored_unless_it_ran_nothing_since_it_was_saved() 
     assert_eq!(
         paths,
         [
-            restore.as_str(),
             chat,
             save.as_str(),
             chat,
             save.as_str(),
-            restore.as_str(),
             chat,
             save.as_str(),
             restore.as_str(),
             chat,
-            restore.as_str(),
             chat,
             save.as_str(),
             chat,
         ]
     );
-    for (i, owner) in [
-        (0, &one),
-        (2, &one),
-        (5, &two),
-        (7, &two),
-        (8, &one),
-        (10, &one),
-        (12, &one),
-    ] {
+    for (i, owner) in [(1, &one), (3, &one), (5, &two), (6, &one), (9, &one)] {
         assert!(
             is_file_of(&file_of(&posts[i]), owner.as_str()),
             "{i}: {}",
@@ -506,25 +495,114 @@ async fn a_sessions_slot_is_restored_unless_it_ran_nothing_since_it_was_saved() 
         );
     }
     assert_eq!(
-        file_of(&posts[0]),
-        file_of(&posts[8]),
+        file_of(&posts[1]),
+        file_of(&posts[6]),
         "one shape, one file"
     );
     assert_ne!(
-        file_of(&posts[0]),
-        file_of(&posts[10]),
+        file_of(&posts[1]),
+        file_of(&posts[9]),
         "another shape, another file"
     );
-    assert_eq!(file_of(&posts[10]), file_of(&posts[12]));
-    assert_eq!(posts[0].header("x-session-affinity"), Some("resumed-one"));
+    assert_eq!(posts[6].header("x-session-affinity"), Some("resumed-one"));
     assert_eq!(
-        posts[1].body["messages"].as_array().map(Vec::len),
+        posts[7].body["messages"].as_array().map(Vec::len),
         Some(3),
         "the request as it was"
     );
-    assert!(posts[11].body.get("id_slot").is_none());
-    assert!(posts[13].body.get("id_slot").is_none());
+    assert!(posts[10].body.get("id_slot").is_none());
     assert!(posts.iter().all(|p| p.body != Value::Null));
+}
+
+/// Leave on this machine what an earlier process that saved `request`'s state on `server`
+/// (with `slots` slots) leaves behind: a client of its own sends the request and saves
+/// the slot (the server's replies to it go at the end of its queue, which is empty). The
+/// requests it made are then forgotten.
+async fn saved_earlier(server: &StubServer, slots: u32, request: LlmRequest) {
+    let session = request
+        .sent_for()
+        .cloned()
+        .unwrap_or_else(|| panic!("no session"));
+    server.slots(ran(&vec![1; usize::try_from(slots).unwrap_or(1)]));
+    server.push([
+        StubReply::text_stream(&["earlier"]),
+        StubReply::status(200, r#"{"id_slot":0,"n_saved":12}"#),
+    ]);
+    let earlier = saving_client(server, slots).await;
+    assert_eq!(ask(&earlier, request).await, "earlier");
+    assert!(matches!(earlier.keep_session(&session).await, Ok(true)));
+    assert_eq!(slot_calls(server).len(), 1, "saved, nothing restored");
+    server.forget_requests();
+}
+
+#[tokio::test]
+async fn a_state_is_restored_where_this_machine_saved_it_and_not_once_found_missing() {
+    let saved =
+        |tokens: u32| StubReply::status(200, format!(r#"{{"id_slot":0,"n_saved":{tokens}}}"#));
+    let server = StubServer::start([
+        StubReply::text_stream(&["a"]),
+        saved(40),
+        StubReply::status(200, r#"{"id_slot":0,"n_restored":40}"#),
+        StubReply::text_stream(&["b"]),
+        saved(0),
+        StubReply::text_stream(&["c"]),
+        saved(40),
+        no_file(),
+        StubReply::text_stream(&["d"]),
+        StubReply::text_stream(&["e"]),
+        saved(40),
+    ])
+    .await;
+    let session = key("one-per-process");
+    server.slots(ran(&[3]));
+    // Each step a new client, as each turn of `exec --last` is a new process.
+    let step = |reply: &'static str| {
+        let server = &server;
+        let session = &session;
+        async move {
+            let llm = saving_client(server, 1).await;
+            assert_eq!(ask(&llm, resumed(session)).await, reply);
+            llm.keep_session(session).await
+        }
+    };
+    // Nothing saved yet: not restored; saved.
+    assert!(matches!(step("a").await, Ok(true)));
+    // Saved by the process before: restored. The slot then held nothing to save (0
+    // tokens): not a state to restore.
+    assert!(matches!(step("b").await, Ok(false)));
+    // So not restored; saved.
+    assert!(matches!(step("c").await, Ok(true)));
+    // The server lost the file (restarted with another save folder): the restore fails,
+    // the request goes unpinned, and its reply is not found in a slot (busy again).
+    server.slots_in_turn([ran(&[3]), listing(1, &[0])]);
+    assert!(matches!(step("d").await, Ok(false)));
+    // Found missing: not asked for again.
+    server.slots(ran(&[3]));
+    assert!(matches!(step("e").await, Ok(true)));
+    let posts = post_paths(&server);
+    let chat = "/v1/chat/completions";
+    assert_eq!(
+        posts,
+        [
+            chat,
+            "/slots/0?action=save",
+            "/slots/0?action=restore",
+            chat,
+            "/slots/0?action=save",
+            chat,
+            "/slots/0?action=save",
+            "/slots/0?action=restore",
+            chat,
+            chat,
+            "/slots/0?action=save",
+        ]
+    );
+    let chats = chats(&server);
+    assert!(
+        chats[3].body.get("id_slot").is_none(),
+        "unpinned after the failed restore"
+    );
+    assert_eq!(chats[4].body["id_slot"], json!(0));
 }
 
 #[tokio::test]
@@ -553,46 +631,55 @@ async fn a_slot_that_holds_another_reply_is_not_saved() {
 }
 
 #[tokio::test]
-async fn a_restore_for_another_session_means_the_slot_no_longer_holds_the_first() {
-    let server = StubServer::start([
-        StubReply::text_stream(&["one"]),
-        StubReply::status(200, r#"{"id_slot":0,"n_saved":12}"#),
-        StubReply::status(200, r#"{"id_slot":0,"n_restored":30}"#),
+async fn a_request_of_another_session_means_the_slot_no_longer_holds_the_first() {
+    let bad_request = || {
         StubReply::status(
             400,
             r#"{"error":{"code":400,"message":"bad request","type":"invalid_request_error"}}"#,
-        ),
+        )
+    };
+    let server = StubServer::start([]).await;
+    let (one, two, three) = (key("first-session"), key("second-session"), key("third"));
+    saved_earlier(&server, 1, resumed(&two)).await;
+    server.push([
+        StubReply::text_stream(&["one"]),
+        StubReply::status(200, r#"{"id_slot":0,"n_saved":12}"#),
+        StubReply::status(200, r#"{"id_slot":0,"n_restored":30}"#),
+        bad_request(),
         StubReply::status(200, r#"{"id_slot":0,"n_restored":12}"#),
         StubReply::text_stream(&["one again"]),
         StubReply::status(200, r#"{"id_slot":0,"n_saved":14}"#),
-    ])
-    .await;
-    llama_server(&server, Some(1));
+        bad_request(),
+        StubReply::status(200, r#"{"id_slot":0,"n_restored":14}"#),
+        StubReply::text_stream(&["one more"]),
+        StubReply::status(200, r#"{"id_slot":0,"n_saved":16}"#),
+    ]);
     // One slot whose last task never changes: only what this client did tells.
     server.slots(ran(&[5]));
-    let mut c = config(&server);
-    c.pin_slots = true;
-    c.save_slots = true;
-    let llm = connect(c).await;
-    let (one, two) = (key("first-session"), key("second-session"));
+    let llm = saving_client(&server, 1).await;
     assert_eq!(ask(&llm, fresh(&one)).await, "one");
-    // The second session's state is restored there; its request then fails.
+    // The second session's state (saved by an earlier process) is restored there; its
+    // request then fails.
     let (_, error) = collect(&llm, resumed(&two)).await;
     assert!(error.is_some());
     // The first session's state is restored again before its request.
     assert_eq!(ask(&llm, resumed(&one)).await, "one again");
-    let posts: Vec<String> = server
-        .requests()
-        .into_iter()
-        .filter(|r| r.method == "POST")
-        .map(|r| r.path)
-        .collect();
+    // A third session, nothing of it saved: nothing restored, but its request goes to the
+    // slot all the same, so the first session's state is restored again after it.
+    let (_, error) = collect(&llm, resumed(&three)).await;
+    assert!(error.is_some());
+    assert_eq!(ask(&llm, resumed(&one)).await, "one more");
+    let posts = post_paths(&server);
     assert_eq!(
         posts,
         [
             "/v1/chat/completions",
             "/slots/0?action=save",
             "/slots/0?action=restore",
+            "/v1/chat/completions",
+            "/slots/0?action=restore",
+            "/v1/chat/completions",
+            "/slots/0?action=save",
             "/v1/chat/completions",
             "/slots/0?action=restore",
             "/v1/chat/completions",
@@ -758,9 +845,12 @@ async fn when_every_slot_stays_busy_the_request_waits_at_its_hash_slot_after_the
 
 #[tokio::test]
 async fn after_a_failed_restore_a_reply_is_saved_only_from_the_one_slot_that_holds_it() {
-    let server = StubServer::start([no_file(), StubReply::text_stream(&["a"])]).await;
-    let llm = saving_client(&server, 2).await;
+    let server = StubServer::start([]).await;
     let session = key("ambiguous");
+    // Saved by an earlier process, but the server lost the file since.
+    saved_earlier(&server, 2, resumed(&session)).await;
+    server.push([no_file(), StubReply::text_stream(&["a"])]);
+    let llm = saving_client(&server, 2).await;
     // Both slots hold as many tokens as the reply: which is its slot is not known.
     let mut both = ran(&[3, 4]);
     both[0]["n_prompt_tokens"] = json!(12);
@@ -776,14 +866,16 @@ async fn after_a_failed_restore_a_reply_is_saved_only_from_the_one_slot_that_hol
 
 #[tokio::test]
 async fn a_cut_reply_the_server_chose_the_slot_of_is_saved_from_the_one_slot_holding_it() {
-    let server = StubServer::start([
+    let server = StubServer::start([]).await;
+    let session = key("cut-unpinned");
+    // Saved by an earlier process, but the server lost the file since.
+    saved_earlier(&server, 2, resumed(&session)).await;
+    server.push([
         no_file(),
         endless_reply(&["a", "b", "c"]),
         StubReply::status(200, r#"{"id_slot":1,"n_saved":16}"#),
-    ])
-    .await;
+    ]);
     let llm = saving_client(&server, 2).await;
-    let session = key("cut-unpinned");
     // The restore fails: the request goes unpinned. Once the reader stops, the slots
     // busy, then slot 1 idle holding the cut reply (16 of a 12-token prompt and 2 pieces
     // read), slot 0 holding something else.
@@ -809,21 +901,22 @@ async fn a_cut_reply_the_server_chose_the_slot_of_is_saved_from_the_one_slot_hol
 async fn a_side_prompt_goes_with_its_session_and_is_saved_in_a_file_of_its_own() {
     let saved = || StubReply::status(200, r#"{"id_slot":0,"n_saved":12}"#);
     let server = StubServer::start([
-        StubReply::status(200, r#"{"id_slot":0,"n_restored":9}"#),
         StubReply::text_stream(&["answer"]),
         saved(),
         StubReply::text_stream(&["the reply"]),
+        saved(),
+        StubReply::status(200, r#"{"id_slot":0,"n_restored":12}"#),
+        StubReply::text_stream(&["answer again"]),
         saved(),
     ])
     .await;
     let llm = saving_client(&server, 1).await;
     let session = key("side-asked");
     server.slots(ran(&[3]));
-    // A question asked apart for the session: no conversation in it, but an earlier side
-    // prompt of its shape may have been saved, so it is restored; it carries the session's
-    // key, goes to its slot and is saved there.
-    let side = request("which step comes next?").with_side_of(Some(session.clone()));
-    assert_eq!(ask(&llm, side).await, "answer");
+    // A question asked apart for the session: it carries the session's key, goes to its
+    // slot and is saved there (nothing restored: nothing of its shape saved yet).
+    let side = || request("which step comes next?").with_side_of(Some(session.clone()));
+    assert_eq!(ask(&llm, side()).await, "answer");
     let first = &chats(&server)[0];
     assert_eq!(first.body["prompt_cache_key"], json!(session.as_str()));
     assert_eq!(first.body["id_slot"], json!(0));
@@ -834,14 +927,20 @@ async fn a_side_prompt_goes_with_its_session_and_is_saved_in_a_file_of_its_own()
         .messages
         .insert(0, ChatMessage::system("You are terse."));
     assert_eq!(ask(&llm, conversation).await, "the reply");
+    assert!(matches!(llm.keep_session(&session).await, Ok(true)));
+    // The next process asks the side question again: though its request carries no
+    // conversation, its state was saved, so it is restored.
+    let next = saving_client(&server, 1).await;
+    assert_eq!(ask(&next, side()).await, "answer again");
     let calls = slot_calls(&server);
     let actions: Vec<&str> = calls.iter().map(|c| c.path.as_str()).collect();
     assert_eq!(
         actions,
         [
+            "/slots/0?action=save",
+            "/slots/0?action=save",
             "/slots/0?action=restore",
             "/slots/0?action=save",
-            "/slots/0?action=save"
         ]
     );
     let files: Vec<String> = calls.iter().map(file_of).collect();
@@ -849,9 +948,9 @@ async fn a_side_prompt_goes_with_its_session_and_is_saved_in_a_file_of_its_own()
         files.iter().all(|f| is_file_of(f, session.as_str())),
         "{files:?}"
     );
-    assert_eq!(files[0], files[1], "the side prompt's file");
-    assert_ne!(files[1], files[2], "the conversation's is another");
-    assert!(matches!(llm.keep_session(&session).await, Ok(true)));
+    assert_ne!(files[0], files[1], "the conversation's is another file");
+    assert_eq!(files[0], files[2], "the side prompt's file");
+    assert_eq!(files[2], files[3]);
 }
 
 #[tokio::test]
