@@ -207,9 +207,20 @@ pub(crate) async fn open(
     terminal: &mut Terminal,
 ) -> Result<Opened, String> {
     let (chat_template, context_size) = (load.chat_template.as_deref(), load.context_size);
-    if context_size.is_some() && matches!(choice, Choice::OpenAi(_) | Choice::Script(_)) {
+    let served = matches!(choice, Choice::OpenAi(_) | Choice::Script(_));
+    if context_size.is_some() && served {
         return Err("--context-size applies to llama models only (a server sets its own: llama-server -c N)".into());
     }
+    if load.threads.is_some() && served {
+        return Err(
+            "--threads applies to llama models only (a server sets its own: llama-server -t N)"
+                .into(),
+        );
+    }
+    let sizes = Sizes {
+        context: context_size,
+        threads: load.threads,
+    };
     let template = match (chat_template, &choice) {
         (None, _) => None,
         (Some(_), Choice::OpenAi(_) | Choice::Script(_)) => {
@@ -229,11 +240,11 @@ pub(crate) async fn open(
                     path.display()
                 ));
             }
-            let llm = load_llama(path, template, context_size, keeping, terminal).await?;
+            let llm = load_llama(path, template, sizes, keeping, terminal).await?;
             Ok(Opened { llm, small: true })
         }
         Choice::Llama(path) => {
-            let llm = load_llama(path, template, context_size, keeping, terminal).await?;
+            let llm = load_llama(path, template, sizes, keeping, terminal).await?;
             let small = llm.model_details().is_small();
             Ok(Opened { llm, small })
         }
@@ -284,11 +295,18 @@ pub(crate) async fn open(
     }
 }
 
+/// The context window and threads an in-process model is loaded with, when given.
+#[derive(Debug, Clone, Copy)]
+struct Sizes {
+    context: Option<u32>,
+    threads: Option<u32>,
+}
+
 /// Load a GGUF model off the async runtime, showing progress.
 async fn load_llama(
     path: PathBuf,
     chat_template: Option<String>,
-    context_size: Option<u32>,
+    sizes: Sizes,
     keeping: Keeping,
     terminal: &mut Terminal,
 ) -> Result<Arc<dyn LlmService>, String> {
@@ -299,7 +317,8 @@ async fn load_llama(
     let defaults = llm_llama::LlamaConfig::new(path);
     let config = llm_llama::LlamaConfig {
         chat_template,
-        context_size: context_size.unwrap_or(defaults.context_size),
+        context_size: sizes.context.unwrap_or(defaults.context_size),
+        threads: sizes.threads.unwrap_or(defaults.threads),
         state_dir: keeping.state_dir,
         state_cap_bytes: keeping.state_cap_bytes,
         prompt_cache_bytes: keeping.prompt_cache_bytes,
@@ -312,7 +331,12 @@ async fn load_llama(
         .await
         .map_err(|e| format!("loading the model stopped: {e}"))?
         .map_err(|e| e.to_string())?;
-    tracing::info!(model = %name, seconds = started.elapsed().as_secs_f64(), "model loaded");
+    tracing::info!(
+        model = %name,
+        threads = llm.info().threads,
+        seconds = started.elapsed().as_secs_f64(),
+        "model loaded"
+    );
     Ok(Arc::new(llm))
 }
 

@@ -28,9 +28,6 @@ pub(crate) struct BenchLlmArgs {
     /// the in-process backend against raw llama.cpp; `--model FILE` measures that GGUF.
     #[command(flatten)]
     backend: crate::flags::BackendArgs,
-    /// Threads for prompt processing and generation (0: every core).
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    threads: u32,
     /// Prompt tokens for the pp measurement.
     #[arg(long = "prompt", value_name = "P", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
     prompt_tokens: u32,
@@ -167,8 +164,9 @@ fn context_size(args: &BenchLlmArgs) -> Result<u32, String> {
 /// Run the benchmark and print its report.
 pub(crate) async fn run(args: BenchLlmArgs) -> Result<(), String> {
     if args.backend.backend.is_some() {
-        if args.load.chat_template.is_some() || args.load.context_size.is_some() {
-            return Err("--chat-template and --context-size apply to llama models only (a server sets its own)".into());
+        let load = &args.load;
+        if load.chat_template.is_some() || load.context_size.is_some() || load.threads.is_some() {
+            return Err("--chat-template, --context-size and --threads apply to llama models only (a server sets its own)".into());
         }
         return match crate::backend::choose(&args.backend, &services_ai::BackendConfig::default())?
         {
@@ -207,7 +205,7 @@ pub(crate) async fn run(args: BenchLlmArgs) -> Result<(), String> {
         None => None,
     };
     let config = llm_llama::LlamaConfig {
-        threads: args.threads,
+        threads: args.load.threads.unwrap_or(0),
         chat_template,
         context_size: context_size(&args)?,
         batch_size: args.prompt_tokens.max(512),

@@ -40,6 +40,60 @@ fn run_with_the_default_model_streams_an_answer() {
     );
 }
 
+/// `--threads` sets the in-process model's threads, as `-v` shows; a server's backend
+/// refuses it (a server sets its own).
+#[test]
+fn threads_are_set_for_an_in_process_model_only() {
+    let ws = Workspace::new();
+    let served = aintern(
+        &[
+            "run",
+            "--workspace",
+            ws.path(),
+            "--backend",
+            "openai:http://127.0.0.1:9/v1",
+            "--threads",
+            "1",
+            "hi",
+        ],
+        b"",
+    );
+    assert!(!served.status.success());
+    let said = String::from_utf8_lossy(&served.stderr);
+    assert!(
+        said.contains("--threads applies to llama models only"),
+        "{said}"
+    );
+    let Some(model) = model(true) else { return };
+    let backend = format!("llama:{}", model.display());
+    let out = aintern(
+        &[
+            "-v",
+            "run",
+            "--json",
+            "--workspace",
+            ws.path(),
+            "--backend",
+            &backend,
+            "--threads",
+            "1",
+            "--tool-choice",
+            "none",
+            "--max-tokens",
+            "4",
+            "Say hello.",
+        ],
+        b"",
+    );
+    completed(&out);
+    let log = String::from_utf8_lossy(&out.stderr);
+    let loaded = log
+        .lines()
+        .find(|l| l.contains("model loaded"))
+        .unwrap_or_else(|| panic!("-v says when the model is loaded:\n{log}"));
+    assert!(loaded.contains("threads=1"), "{loaded}");
+}
+
 /// The model for real-model tests when it is downloaded (else a notice): the embedded
 /// default model, or with `overridable` `$AINTERN_TEST_MODEL` when set.
 pub(crate) fn model(overridable: bool) -> Option<std::path::PathBuf> {
