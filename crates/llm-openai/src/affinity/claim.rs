@@ -63,11 +63,9 @@ impl Claims {
     /// must be a folder (not a link) of this user that no one else can enter.
     pub(crate) fn new(base_url: &str, dir: Option<&Path>) -> Self {
         let dir = match dir {
-            Some(dir) => {
-                let uid = std::fs::metadata("/proc/self").ok().map(|m| m.uid());
-                (usable(dir) && uid.is_some_and(|uid| owned_by(dir, uid)))
-                    .then(|| dir.to_path_buf())
-            }
+            Some(dir) => user()
+                .is_some_and(|uid| private(dir, uid))
+                .then(|| dir.to_path_buf()),
             None => claims_dir(),
         };
         if dir.is_none() {
@@ -163,7 +161,7 @@ impl Claims {
 
 /// The user's claims folder, created if need be; `None` when it cannot be used.
 fn claims_dir() -> Option<PathBuf> {
-    let uid = std::fs::metadata("/proc/self").ok()?.uid();
+    let uid = user()?;
     let dir = match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
         Some(run) if run.is_absolute() => run.join("aintern-slots"),
         _ => std::env::temp_dir().join(format!("aintern-{uid}-slots")),
@@ -173,7 +171,17 @@ fn claims_dir() -> Option<PathBuf> {
         Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
         Err(_) => return None,
     }
-    (usable(&dir) && owned_by(&dir, uid)).then_some(dir)
+    private(&dir, uid).then_some(dir)
+}
+
+/// This process's user.
+fn user() -> Option<u32> {
+    std::fs::metadata("/proc/self").ok().map(|m| m.uid())
+}
+
+/// Whether `dir` is a folder (not a link) of `uid` that no one else can enter or change.
+fn private(dir: &Path, uid: u32) -> bool {
+    usable(dir) && owned_by(dir, uid)
 }
 
 /// Whether `dir` is a folder (not a link) that only its owner can enter or change.

@@ -300,13 +300,14 @@ impl Affinity {
 
     /// `pinned`'s state is in its slot: saved from it, the slot's last task `task`.
     fn note_held(&self, pinned: &Pinned, task: Option<u64>) {
+        self.claims.note_saved(&pinned.of.file(), true);
         let mut state = self.lock();
         state.missing.remove(&pinned.of);
         let of = pinned.of.clone();
         state.held.insert(pinned.slot, Held { of, task });
     }
 
-    /// The server has no file for `pinned`'s state.
+    /// The server has no file for `pinned`'s state, or one that holds nothing.
     fn note_missing(&self, pinned: &Pinned) {
         self.claims.note_saved(&pinned.of.file(), false);
         let mut state = self.lock();
@@ -664,11 +665,9 @@ impl Inner {
                 tracing::debug!(slot = pinned.slot, ?tokens, "the session's slot was saved");
                 if tokens == Some(0) {
                     // The slot held nothing: the file holds nothing worth restoring.
-                    self.affinity.claims.note_saved(&pinned.of.file(), false);
-                    self.affinity.note_lost(pinned);
+                    self.affinity.note_missing(pinned);
                     Kept::NotSaved
                 } else {
-                    self.affinity.claims.note_saved(&pinned.of.file(), true);
                     self.affinity.note_held(pinned, now.and_then(|s| s.task));
                     Kept::Saved
                 }
