@@ -472,6 +472,11 @@ fn the_backend_section_loads_and_is_validated() {
         "backend.max_retries",
         "at most 10",
     );
+    check_rule(
+        |c| c.backend.slot_files = 0,
+        "backend.slot_files",
+        "from 1 to 4096",
+    );
     let unknown = toml_file("[backend]\nkindd = \"openai\"\n");
     assert!(
         ConfigLoader::new().file(unknown.path()).load().is_err(),

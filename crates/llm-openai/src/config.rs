@@ -69,8 +69,9 @@ pub struct OpenAiConfig {
     /// `/props`).
     pub pin_slots: bool,
     /// With sessions pinned: save a session's slot on llama-server when a request ends
-    /// ([`core_models::LlmService::keep_session`]), as `aintern-<key>-<shape>.bin` under
-    /// the server's `--slot-save-path` (one file per shape of prompt), and restore it
+    /// ([`core_models::LlmService::keep_session`]), in one of at most
+    /// [`OpenAiConfig::slot_files`] files under the server's `--slot-save-path` (one per
+    /// session and shape of prompt, the least recently used reused), and restore it
     /// before a request whose slot, as far as this client knows, does not hold the
     /// session (its first request in a process, or after another request used the slot),
     /// when a state of that shape was saved (as the record beside the slot claims tells,
@@ -78,13 +79,22 @@ pub struct OpenAiConfig {
     /// model answered before or is a side prompt. Without `--slot-save-path` nothing is
     /// saved.
     pub save_slots: bool,
+    /// With slots saved: most files this user's sessions keep on the server, named
+    /// `aintern-<owner>-<n>.bin` (`owner` a hash of this machine's name and the user's id,
+    /// `n` below this number). llama-server has no action that removes a saved slot, so a
+    /// state is saved in the file that holds it already, else in one no state holds, else
+    /// in the least recently used (see [`OpenAiConfig::claim_slots`] for where that is
+    /// recorded; without the record, in the file its session and shape hash to). At
+    /// least 1.
+    pub slot_files: u32,
     /// With sessions pinned: claim a slot among the clients of this machine before using
     /// it (an advisory lock per server and slot, in a folder only the user can enter,
     /// held until the slot's state is saved), so that two processes do not take one slot,
     /// nor one take a slot before the session whose reply it holds has saved it. On by
     /// default; where the folder cannot be used, slots are used unclaimed. The same folder
-    /// records which sessions' states were saved, so that a state never saved is not
-    /// asked to be restored (a failed restore empties the slot).
+    /// records which state each slot file holds, so that a state never saved is not
+    /// asked to be restored (a failed restore empties the slot) and the least recently
+    /// used file is the one reused.
     pub claim_slots: bool,
     /// The folder of the slot claims and of the record of saved states; `None`: the
     /// user's own (`$XDG_RUNTIME_DIR/aintern-slots`, else `aintern-<uid>-slots` in the
@@ -116,6 +126,7 @@ impl fmt::Debug for OpenAiConfig {
             .field("affinity_header", &self.affinity_header)
             .field("pin_slots", &self.pin_slots)
             .field("save_slots", &self.save_slots)
+            .field("slot_files", &self.slot_files)
             .field("claim_slots", &self.claim_slots)
             .field("claims_dir", &self.claims_dir)
             .finish()
@@ -142,6 +153,7 @@ impl OpenAiConfig {
             affinity_header: defaults.affinity_header,
             pin_slots: defaults.pin_slots,
             save_slots: defaults.save_slots,
+            slot_files: defaults.slot_files,
             claim_slots: true,
             claims_dir: None,
         }
@@ -193,6 +205,7 @@ impl OpenAiConfig {
             affinity_header: backend.affinity_header.clone(),
             pin_slots: backend.pin_slots,
             save_slots: backend.save_slots,
+            slot_files: backend.slot_files,
             ..OpenAiConfig::new(url)
         })
     }

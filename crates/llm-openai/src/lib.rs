@@ -591,7 +591,8 @@ impl LlmService for OpenAiLlm {
 
     /// With `save_slots` on llama-server whose slots sessions are pinned to, the session's
     /// slot was saved as soon as its last reply ended (`POST /slots/{id}?action=save`, in
-    /// `aintern-<key>-<shape>.bin` under the server's `--slot-save-path`): whether it was.
+    /// one of [`OpenAiConfig::slot_files`] files under the server's `--slot-save-path`):
+    /// whether it was.
     /// `Ok(false)` when nothing was saved: not configured, the slot already served another
     /// request, or the server cannot save (said once, then not asked again).
     ///

@@ -101,6 +101,11 @@ pub struct BackendConfig {
     /// before the session's next process asks (needs llama-server `--slot-save-path`;
     /// without it nothing is saved).
     pub save_slots: bool,
+    /// `openai`: with `save_slots`, most files this user's sessions keep on llama-server
+    /// (it has no action that removes one: a file is reused, the least recently used
+    /// first, instead of a new one written). The server's disk holds at most this many
+    /// slots' states.
+    pub slot_files: u32,
 }
 
 impl Default for BackendConfig {
@@ -123,6 +128,7 @@ impl Default for BackendConfig {
             affinity_header: None,
             pin_slots: false,
             save_slots: false,
+            slot_files: 64,
         }
     }
 }
@@ -152,12 +158,15 @@ impl fmt::Debug for BackendConfig {
             .field("affinity_header", &self.affinity_header)
             .field("pin_slots", &self.pin_slots)
             .field("save_slots", &self.save_slots)
+            .field("slot_files", &self.slot_files)
             .finish()
     }
 }
 
 /// Most retries allowed.
 const MAX_RETRIES: u32 = 10;
+/// Most files a user's saved slots may take on llama-server.
+const MAX_SLOT_FILES: u32 = 4096;
 /// The longest time limit: a day.
 const MAX_TIMEOUT_MS: u64 = 86_400_000;
 
@@ -232,6 +241,14 @@ impl BackendConfig {
             );
         }
         check(
+            (1..=MAX_SLOT_FILES).contains(&self.slot_files),
+            "backend.slot_files",
+            format!(
+                "must be from 1 to {MAX_SLOT_FILES} (got {})",
+                self.slot_files
+            ),
+        );
+        check(
             self.max_retries <= MAX_RETRIES,
             "backend.max_retries",
             format!("must be at most {MAX_RETRIES} (got {})", self.max_retries),
@@ -266,4 +283,5 @@ setters!(BackendConfig {
     with_affinity_header => affinity_header: Option<String>,
     with_pin_slots => pin_slots: bool,
     with_save_slots => save_slots: bool,
+    with_slot_files => slot_files: u32,
 });

@@ -16,14 +16,8 @@
 //! taken for any reason but another client's claim, requests are pinned as before, with
 //! no claim. Clients on other machines, or of other users, do not see these claims.
 //!
-//! The same folder records which states were saved: an empty file named after the server
-//! and the saved file, written when a save moved tokens and removed when a restore found
-//! no file. A state never saved is then not asked for: a restore that finds no file
-//! empties the slot it was for (llama-server clears it first), and a request pinned to an
-//! empty slot is evaluated from nothing, the server's own prompt cache passed by. The
-//! record is a hint, never trusted for content: a file it names that the server no
-//! longer has (a server restarted with another `--slot-save-path`) costs one failed
-//! restore, after which the record is gone.
+//! The same folder records which state each of the files slots are saved in holds (see
+//! [`super::files`]).
 
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::ErrorKind;
@@ -90,43 +84,14 @@ impl Claims {
         self.dir.is_some()
     }
 
-    /// Whether a client of this machine saved the state `file` names on this server (and
-    /// no restore found it missing since); `None` when that cannot be known here.
-    pub(crate) fn saved(&self, file: &str) -> Option<bool> {
-        let path = self.record(file)?;
-        Some(std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()))
+    /// The claims folder, when claims can be taken.
+    pub(crate) fn folder(&self) -> Option<&Path> {
+        self.dir.as_deref()
     }
 
-    /// Record that the state `file` names was saved (`true`: a save moved tokens) or is
-    /// not there (`false`: a restore found no file, or a save moved nothing). A record
-    /// that cannot be written only costs a restore later.
-    pub(crate) fn note_saved(&self, file: &str, saved: bool) {
-        let Some(path) = self.record(file) else {
-            return;
-        };
-        let done = if saved {
-            OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .mode(0o600)
-                .open(&path)
-                .map(drop)
-        } else {
-            match std::fs::remove_file(&path) {
-                Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
-                done => done,
-            }
-        };
-        if let Err(e) = done {
-            tracing::debug!(error = %e, file, saved, "the record of a saved state was not changed");
-        }
-    }
-
-    /// The record of the state `file` names on this server, when claims can be used.
-    fn record(&self, file: &str) -> Option<PathBuf> {
-        let dir = self.dir.as_ref()?;
-        Some(dir.join(format!("{:016x}-{file}.saved", self.server)))
+    /// The server's identity in file names: a hash of its base URL.
+    pub(crate) fn server(&self) -> u64 {
+        self.server
     }
 
     /// Try to claim `slot`, without waiting.
@@ -175,7 +140,7 @@ fn claims_dir() -> Option<PathBuf> {
 }
 
 /// This process's user.
-fn user() -> Option<u32> {
+pub(crate) fn user() -> Option<u32> {
     std::fs::metadata("/proc/self").ok().map(|m| m.uid())
 }
 
@@ -194,21 +159,23 @@ fn owned_by(dir: &Path, uid: u32) -> bool {
     std::fs::symlink_metadata(dir).is_ok_and(|m| m.uid() == uid)
 }
 
+/// A new folder only the user can enter, for a test's claims and records.
+#[cfg(test)]
+pub(crate) fn private_dir(name: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("aintern-claims-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .unwrap_or_else(|e| panic!("{e}"));
+    dir
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
-
-    fn private_dir(name: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("aintern-claims-test-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        DirBuilder::new()
-            .mode(0o700)
-            .create(&dir)
-            .unwrap_or_else(|e| panic!("{e}"));
-        dir
-    }
 
     #[test]
     fn a_claimed_slot_is_taken_until_its_claim_is_dropped() {
@@ -248,43 +215,5 @@ mod tests {
         assert!(Claims::new("http://127.0.0.1:8080/v1", Some(&real)).available());
         let _ = std::fs::remove_dir_all(&dir);
         let _ = std::fs::remove_dir_all(&real);
-    }
-
-    #[test]
-    fn a_saved_state_is_recorded_per_server_until_found_missing() {
-        let dir = private_dir("saved");
-        let one = Claims::new("http://127.0.0.1:8080/v1", Some(&dir));
-        let file = "aintern-k-0000000000000001.bin";
-        assert_eq!(one.saved(file), Some(false));
-        one.note_saved(file, true);
-        assert_eq!(one.saved(file), Some(true));
-        // Another client of the same server sees it; another server's is another record.
-        let two = Claims::new("http://127.0.0.1:8080/v1/", Some(&dir));
-        assert_eq!(two.saved(file), Some(true));
-        let other = Claims::new("http://127.0.0.1:8081/v1", Some(&dir));
-        assert_eq!(other.saved(file), Some(false));
-        assert_eq!(two.saved("aintern-k-0000000000000002.bin"), Some(false));
-        // Recorded twice, removed twice: no error either way.
-        one.note_saved(file, true);
-        two.note_saved(file, false);
-        two.note_saved(file, false);
-        assert_eq!(one.saved(file), Some(false));
-        // The record is private to the user.
-        one.note_saved(file, true);
-        let records: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("{e}"))
-            .filter_map(Result::ok)
-            .collect();
-        assert_eq!(records.len(), 1);
-        let mode = records[0]
-            .metadata()
-            .unwrap_or_else(|e| panic!("{e}"))
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o777, 0o600);
-        // Without a folder nothing is known, and nothing is written.
-        assert_eq!(Claims::none().saved(file), None);
-        Claims::none().note_saved(file, true);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -15,13 +15,13 @@
 //! still holds that reply; a reply its reader stopped early, once the server stopped,
 //! see [`cut`]), and restored before a request unless the slot still holds
 //! what was saved: the server's listing names the last task each slot ran, so a slot
-//! another request used meanwhile is known. A state is asked for only where a client of
-//! this machine saved it (a record beside the slot claims, see [`claim`]): a restore that
-//! finds no file empties the slot, and the server does not look in its own prompt cache
-//! for a request pinned to an empty slot. A session may send prompts of more than one
+//! another request used meanwhile is known. A session may send prompts of more than one
 //! shape (the conversation, and the side prompts a steering asks apart): each shape, its
-//! leading message and its tools, is saved in a file of its own, so that none evicts
-//! another. Everything here only saves work: the server reuses a
+//! leading message and its tools, is a state of its own, so that none evicts another.
+//! States are saved in a bounded pool of files, and one is asked for only where a client
+//! of this machine saved it (see [`files`]): a restore that finds no file empties the
+//! slot, and the server does not look in its own prompt cache for a request pinned to an
+//! empty slot. Everything here only saves work: the server reuses a
 //! restored state only as far as its tokens match the prompt, so a stale or foreign file
 //! costs time, never a wrong reply.
 
@@ -42,8 +42,10 @@ use tokio::time::Instant;
 
 mod claim;
 mod cut;
+mod files;
 use claim::{Claim, Claimed, Claims};
 pub(crate) use cut::CutSave;
+use files::SlotFiles;
 
 /// The body field that carries a session's key for hosted APIs.
 pub(crate) const PROMPT_CACHE_KEY: &str = "prompt_cache_key";
@@ -74,6 +76,8 @@ pub(crate) struct Affinity {
     listing_refused: AtomicBool,
     /// Which slots this client's requests hold, among the clients of this machine.
     claims: Claims,
+    /// The files slots are saved in, and which state each holds.
+    files: SlotFiles,
     /// What this client did with slots.
     state: Mutex<SlotState>,
 }
@@ -102,9 +106,10 @@ struct Shaped {
 }
 
 impl Shaped {
-    /// The file this state is saved in (see [`slot_file`]).
-    fn file(&self) -> String {
-        slot_file(&self.key, self.shape)
+    /// This state's name in the records of slot files (see [`files`]): the key's
+    /// characters (letters, digits, `-`, `_`) and the shape in hexadecimal.
+    fn name(&self) -> String {
+        format!("{}-{:016x}", self.key.as_str(), self.shape)
     }
 }
 
@@ -192,9 +197,19 @@ impl Affinity {
         } else {
             None
         };
+        if config.slot_files == 0 {
+            return Err(Error::InvalidConfig(
+                "backend.slot_files: the server needs at least 1 file for saved slots".into(),
+            ));
+        }
         if config.pin_slots && slots.is_none() {
             tracing::debug!("the server says no slot count: sessions are not pinned to slots");
         }
+        let claims = if slots.is_some() && config.claim_slots {
+            Claims::new(&config.base_url, config.claims_dir.as_deref())
+        } else {
+            Claims::none()
+        };
         Ok(Affinity {
             prompt_cache_key: config.prompt_cache_key,
             header,
@@ -202,11 +217,8 @@ impl Affinity {
             save: config.save_slots && slots.is_some(),
             save_refused: AtomicBool::new(false),
             listing_refused: AtomicBool::new(false),
-            claims: if slots.is_some() && config.claim_slots {
-                Claims::new(&config.base_url, config.claims_dir.as_deref())
-            } else {
-                Claims::none()
-            },
+            files: SlotFiles::new(&claims, config.slot_files),
+            claims,
             state: Mutex::new(SlotState::default()),
         })
     }
@@ -276,31 +288,30 @@ impl Affinity {
         holds
     }
 
-    /// Whether a restore of `pinned`'s state is worth asking for: slots are saved, the
-    /// server was not found without that file, the state was saved (as far as the record
-    /// of this machine's clients tells, see [`claim`]), and the conversation was answered
-    /// before (a conversation the model never answered has nothing saved worth restoring).
+    /// The file to restore `pinned`'s state from, when a restore is worth asking for:
+    /// slots are saved, the server was not found without that file, the state was saved
+    /// (as far as the records of this machine's clients tell, see [`files`]), and the
+    /// conversation was answered before (a conversation the model never answered has nothing saved worth restoring).
     /// A restore that finds no file empties the slot, losing what it held, and a request
     /// pinned to an empty slot passes the server's own prompt cache by. A side prompt (a
     /// question asked apart for the session, see [`LlmRequest::side_of`]) does not carry
     /// the conversation: where there is no record, it is restored unless its file was
     /// found missing, as one of the session's earlier side prompts of its shape may have
     /// been saved.
-    fn worth_restoring(&self, pinned: &Pinned, request: &LlmRequest) -> bool {
+    fn restore_file(&self, pinned: &Pinned, request: &LlmRequest) -> Option<String> {
         let answered_before = request.session.is_none()
             || request
                 .messages
                 .iter()
                 .any(|m| m.role == MessageRole::Assistant);
-        self.saving()
-            && answered_before
-            && !self.lock().missing.contains(&pinned.of)
-            && self.claims.saved(&pinned.of.file()) != Some(false)
+        if !self.saving() || !answered_before || self.lock().missing.contains(&pinned.of) {
+            return None;
+        }
+        self.files.find(&pinned.of.name())
     }
 
     /// `pinned`'s state is in its slot: saved from it, the slot's last task `task`.
     fn note_held(&self, pinned: &Pinned, task: Option<u64>) {
-        self.claims.note_saved(&pinned.of.file(), true);
         let mut state = self.lock();
         state.missing.remove(&pinned.of);
         let of = pinned.of.clone();
@@ -309,7 +320,7 @@ impl Affinity {
 
     /// The server has no file for `pinned`'s state, or one that holds nothing.
     fn note_missing(&self, pinned: &Pinned) {
-        self.claims.note_saved(&pinned.of.file(), false);
+        self.files.forget(&pinned.of.name());
         let mut state = self.lock();
         state.missing.insert(pinned.of.clone());
         state.held.remove(&pinned.slot);
@@ -404,13 +415,6 @@ pub(crate) fn shape_of(request: &LlmRequest) -> u64 {
     fnv1a(text.as_bytes())
 }
 
-/// The file a session's slot is saved in for prompts of `shape`, under llama-server's
-/// `--slot-save-path`: the key's characters (letters, digits, `-`, `_`) and the shape in
-/// hexadecimal between a prefix and a suffix, which llama-server's file-name check accepts.
-pub(crate) fn slot_file(key: &SessionKey, shape: u64) -> String {
-    format!("aintern-{}-{shape:016x}.bin", key.as_str())
-}
-
 /// The slots in llama-server's `GET /slots` answer (a list of slots, each with its `id`,
 /// `is_processing` and, once it ran one, `id_task`), lowest first; `None` when it is no
 /// such list.
@@ -478,10 +482,13 @@ impl Inner {
             claimed = pinned.claim.is_some(),
             "the session's slot"
         );
-        if held || !self.affinity.worth_restoring(&pinned, request) {
+        let Some(file) = (!held)
+            .then(|| self.affinity.restore_file(&pinned, request))
+            .flatten()
+        else {
             return Some(pinned);
-        }
-        match self.slot_action(&pinned, "restore").await {
+        };
+        match self.slot_action(&pinned, "restore", &file).await {
             Ok(answer) => {
                 let tokens = answer.get("n_restored").and_then(Value::as_u64);
                 tracing::debug!(
@@ -659,7 +666,8 @@ impl Inner {
     /// Save `pinned`'s slot, which holds its reply (`now`: the slot as listed then), and
     /// note what became of it.
     async fn save(&self, pinned: &Pinned, now: Option<SlotView>) {
-        let kept = match self.slot_action(pinned, "save").await {
+        let file = self.affinity.files.place(&pinned.of.name());
+        let kept = match self.slot_action(pinned, "save", &file).await {
             Ok(answer) => {
                 let tokens = answer.get("n_saved").and_then(Value::as_u64);
                 tracing::debug!(slot = pinned.slot, ?tokens, "the session's slot was saved");
@@ -674,10 +682,12 @@ impl Inner {
             }
             Err(e) if cannot_save(&e) => {
                 self.affinity.refuse_saving();
+                self.affinity.files.forget(&pinned.of.name());
                 Kept::NotSaved
             }
             Err(e) => {
-                self.affinity.note_lost(pinned);
+                // What the file holds now is not known.
+                self.affinity.note_missing(pinned);
                 Kept::Failed(Error::Slot {
                     action: "save",
                     slot: pinned.slot,
@@ -767,10 +777,15 @@ impl Inner {
         }
     }
 
-    /// `POST {root}/slots/{slot}?action={action}` with the file of `pinned`'s state (with
-    /// the client's headers and key, and the session's header), sent again once when the
-    /// connection breaks before any reply; the server's answer.
-    async fn slot_action(&self, pinned: &Pinned, action: &'static str) -> Result<Value, Error> {
+    /// `POST {root}/slots/{slot}?action={action}` with `file`, where `pinned`'s state is
+    /// (with the client's headers and key, and the session's header), sent again once
+    /// when the connection breaks before any reply; the server's answer.
+    async fn slot_action(
+        &self,
+        pinned: &Pinned,
+        action: &'static str,
+        file: &str,
+    ) -> Result<Value, Error> {
         let url = self.urls.slot_action(pinned.slot, action);
         let limit = self.config.first_token_timeout;
         let deadline = Instant::now() + limit;
@@ -780,7 +795,6 @@ impl Inner {
             limit,
             ..Context::default()
         };
-        let file = pinned.of.file();
         let send = || {
             let request = self
                 .http

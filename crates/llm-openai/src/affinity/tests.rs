@@ -32,16 +32,11 @@ fn slots_are_stable_and_in_range() {
 }
 
 #[test]
-fn slot_files_hold_only_the_key_and_the_shape() {
-    let id = key("Ab_9-z");
-    assert_eq!(slot_file(&id, 0xab), "aintern-Ab_9-z-00000000000000ab.bin");
-    let longest = key(&"x".repeat(SessionKey::MAX_LEN));
-    let name = slot_file(&longest, u64::MAX);
-    assert!(name
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)));
-    assert!(!name.contains(".."));
-    assert!(name.len() < 128, "{name}");
+fn a_state_is_named_by_its_key_and_its_shape() {
+    let state = |key: SessionKey, shape| Shaped { key, shape }.name();
+    assert_eq!(state(key("Ab_9-z"), 0xab), "Ab_9-z-00000000000000ab");
+    let longest = state(key(&"x".repeat(SessionKey::MAX_LEN)), u64::MAX);
+    assert!(longest.len() < 128, "a record holds it whole: {longest}");
 }
 
 #[test]
@@ -237,26 +232,36 @@ fn a_missing_file_is_not_asked_for_again_until_saved() {
         core_models::ChatMessage::user("and?"),
     ])
     .with_session(Some(session.clone()));
-    assert!(!affinity.worth_restoring(&pinned, &fresh), "never answered");
+    assert!(
+        affinity.restore_file(&pinned, &fresh).is_none(),
+        "never answered"
+    );
     // A side prompt does not carry the conversation: its shape's file may be there.
     let side = LlmRequest::new(vec![core_models::ChatMessage::user("which step?")])
         .with_side_of(Some(session.clone()));
     let side_shape = Pinned::new(0, session.clone(), 5);
-    assert!(affinity.worth_restoring(&side_shape, &side));
+    assert!(affinity.restore_file(&side_shape, &side).is_some());
     affinity.note_missing(&side_shape);
     assert!(
-        !affinity.worth_restoring(&side_shape, &side),
+        affinity.restore_file(&side_shape, &side).is_none(),
         "found missing"
     );
-    assert!(affinity.worth_restoring(&pinned, &answered));
+    assert!(affinity.restore_file(&pinned, &answered).is_some());
     affinity.note_missing(&pinned);
-    assert!(!affinity.worth_restoring(&pinned, &answered));
+    assert!(affinity.restore_file(&pinned, &answered).is_none());
     let other_shape = Pinned::new(0, session.clone(), 4);
-    assert!(affinity.worth_restoring(&other_shape, &answered));
+    assert!(affinity.restore_file(&other_shape, &answered).is_some());
     affinity.note_held(&pinned, Some(1));
-    assert!(affinity.worth_restoring(&pinned, &answered), "saved since");
+    assert_eq!(
+        affinity.restore_file(&pinned, &answered),
+        Some(affinity.files.place(&pinned.of.name())),
+        "saved since, where it is saved"
+    );
     affinity.refuse_saving();
-    assert!(!affinity.worth_restoring(&pinned, &answered), "cannot save");
+    assert!(
+        affinity.restore_file(&pinned, &answered).is_none(),
+        "cannot save"
+    );
 }
 
 #[test]

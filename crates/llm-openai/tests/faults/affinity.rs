@@ -102,11 +102,17 @@ fn file_of(call: &StubRequest) -> String {
         .to_string()
 }
 
-/// Whether `name` is the file of `key`'s state of one shape.
-fn is_file_of(name: &str, key: &str) -> bool {
-    name.strip_prefix(&format!("aintern-{key}-"))
+/// Whether `name` is one of the slot files this user and machine save states in:
+/// `aintern-<owner>-<n>.bin`, nothing of a session's key in it.
+fn is_slot_file(name: &str) -> bool {
+    name.strip_prefix("aintern-")
         .and_then(|rest| rest.strip_suffix(".bin"))
-        .is_some_and(|shape| shape.len() == 16 && shape.bytes().all(|b| b.is_ascii_hexdigit()))
+        .and_then(|rest| rest.split_once('-'))
+        .is_some_and(|(owner, n)| {
+            owner.len() == 8
+                && owner.bytes().all(|b| b.is_ascii_hexdigit())
+                && n.parse::<u32>().is_ok()
+        })
 }
 
 /// The slot the last chat request was sent to.
@@ -320,11 +326,7 @@ async fn a_reply_is_saved_as_soon_as_it_ends_until_the_server_cannot() {
     assert!(slot < 4);
     assert_eq!(calls.len(), 1, "saved, no restore for a new conversation");
     assert_eq!(calls[0].path, format!("/slots/{slot}?action=save"));
-    assert!(
-        is_file_of(&file_of(&calls[0]), session.as_str()),
-        "{}",
-        calls[0].body
-    );
+    assert!(is_slot_file(&file_of(&calls[0])), "{}", calls[0].body);
     assert_eq!(
         calls[0].header("authorization"),
         Some("Bearer sk-slots"),
@@ -487,13 +489,19 @@ async fn a_sessions_slot_is_restored_unless_it_ran_nothing_since_it_was_saved() 
             chat,
         ]
     );
-    for (i, owner) in [(1, &one), (3, &one), (5, &two), (6, &one), (9, &one)] {
-        assert!(
-            is_file_of(&file_of(&posts[i]), owner.as_str()),
-            "{i}: {}",
-            posts[i].body
-        );
+    for i in [1, 3, 5, 6, 9] {
+        assert!(is_slot_file(&file_of(&posts[i])), "{i}: {}", posts[i].body);
     }
+    assert_eq!(
+        file_of(&posts[1]),
+        file_of(&posts[3]),
+        "one state, one file"
+    );
+    assert_ne!(
+        file_of(&posts[1]),
+        file_of(&posts[5]),
+        "another session, another file"
+    );
     assert_eq!(
         file_of(&posts[1]),
         file_of(&posts[6]),
@@ -603,6 +611,60 @@ async fn a_state_is_restored_where_this_machine_saved_it_and_not_once_found_miss
         "unpinned after the failed restore"
     );
     assert_eq!(chats[4].body["id_slot"], json!(0));
+}
+
+#[tokio::test]
+async fn states_share_a_bounded_pool_of_files_the_least_recently_used_reused() {
+    let saved = || StubReply::status(200, r#"{"id_slot":0,"n_saved":40}"#);
+    let restored = || StubReply::status(200, r#"{"id_slot":0,"n_restored":40}"#);
+    let server = StubServer::start([]).await;
+    let (one, two, three) = (key("pool-one"), key("pool-two"), key("pool-three"));
+    server.slots(ran(&[3]));
+    // Each turn a new process, whose client keeps at most 2 files on the server.
+    let turn = |session: &SessionKey, replies: Vec<StubReply>| {
+        let server = &server;
+        let session = session.clone();
+        async move {
+            server.push(replies);
+            llama_server(server, Some(1));
+            let mut c = config(server);
+            c.pin_slots = true;
+            c.save_slots = true;
+            c.slot_files = 2;
+            let llm = connect(c).await;
+            assert_eq!(ask(&llm, resumed(&session)).await, "ok");
+            assert!(matches!(llm.keep_session(&session).await, Ok(true)));
+        }
+    };
+    let ok = || StubReply::text_stream(&["ok"]);
+    // Two sessions, two files; the second's state restored and saved again.
+    turn(&one, vec![ok(), saved()]).await;
+    turn(&two, vec![ok(), saved()]).await;
+    turn(&two, vec![restored(), ok(), saved()]).await;
+    // A third: the least recently used file (the first session's) is reused.
+    turn(&three, vec![ok(), saved()]).await;
+    // So the first session's state is gone: not restored; it takes the file now least
+    // recently used (the second's).
+    turn(&one, vec![ok(), saved()]).await;
+    let posts = post_paths(&server);
+    let (chat, save, restore) = (
+        "/v1/chat/completions",
+        "/slots/0?action=save",
+        "/slots/0?action=restore",
+    );
+    assert_eq!(
+        posts,
+        [chat, save, chat, save, restore, chat, save, chat, save, chat, save]
+    );
+    let files: Vec<String> = slot_calls(&server).iter().map(file_of).collect();
+    assert!(files.iter().all(|f| is_slot_file(f)), "{files:?}");
+    let (first, second) = (&files[0], &files[1]);
+    assert_ne!(first, second);
+    assert_eq!(
+        files[2..],
+        [second, second, first, second].map(String::clone),
+        "restored and saved where it was, then the least recently used reused"
+    );
 }
 
 #[tokio::test]
@@ -738,7 +800,7 @@ async fn a_reply_its_reader_stopped_is_saved_once_the_slot_holds_it() {
     let calls = slot_calls(&server);
     assert_eq!(calls.len(), 1, "{calls:?}");
     assert_eq!(calls[0].path, "/slots/0?action=save");
-    assert!(is_file_of(&file_of(&calls[0]), session.as_str()));
+    assert!(is_slot_file(&file_of(&calls[0])));
 
     // A slot holding far more than the cut reply left ran something else since: not saved.
     server.slots(json!([{"id": 0, "is_processing": false, "id_task": 9, "n_prompt_tokens": 400}]));
@@ -894,7 +956,7 @@ async fn a_cut_reply_the_server_chose_the_slot_of_is_saved_from_the_one_slot_hol
     assert_eq!(calls.len(), 2, "{calls:?}");
     assert!(calls[0].path.ends_with("action=restore"));
     assert_eq!(calls[1].path, "/slots/1?action=save");
-    assert!(is_file_of(&file_of(&calls[1]), session.as_str()));
+    assert!(is_slot_file(&file_of(&calls[1])));
 }
 
 #[tokio::test]
@@ -944,10 +1006,7 @@ async fn a_side_prompt_goes_with_its_session_and_is_saved_in_a_file_of_its_own()
         ]
     );
     let files: Vec<String> = calls.iter().map(file_of).collect();
-    assert!(
-        files.iter().all(|f| is_file_of(f, session.as_str())),
-        "{files:?}"
-    );
+    assert!(files.iter().all(|f| is_slot_file(f)), "{files:?}");
     assert_ne!(files[0], files[1], "the conversation's is another file");
     assert_eq!(files[0], files[2], "the side prompt's file");
     assert_eq!(files[2], files[3]);
