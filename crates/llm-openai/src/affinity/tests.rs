@@ -1,4 +1,5 @@
 use super::*;
+use serde_json::json;
 use std::collections::HashSet;
 
 fn key(text: &str) -> SessionKey {
