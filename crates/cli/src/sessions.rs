@@ -269,11 +269,14 @@ impl Store {
             .ok_or_else(|| StoreError::NotFound("(none saved yet)".into()))
     }
 
-    /// Delete a session's file, and the model state saved for it.
+    /// Delete a session's file, and the model state saved for it; forget the slots saved
+    /// for it on llama-servers, whose files are then reused first.
     pub(crate) fn remove(&self, id: Uuid) -> Result<(), StoreError> {
         let path = self.path(id);
         std::fs::remove_file(&path).map_err(io(&path))?;
         llm_llama::remove_session_state(&self.dir, &id.into()).map_err(io(&self.dir))?;
+        let forgotten = llm_openai::forget_saved_slots(&id.into(), None);
+        tracing::debug!(forgotten, "the session's saved slots were forgotten");
         Ok(())
     }
 }

@@ -43,6 +43,7 @@ mod generate;
 mod http;
 mod wire;
 
+pub use affinity::forget_saved_slots;
 pub use config::{ApiKey, OpenAiConfig};
 pub use core_models::ToolMode;
 pub use discover::{ModelEntry, ServerInfo};

@@ -359,6 +359,39 @@ fn no_save_saves_nothing_and_sessions_can_be_removed() {
 }
 
 #[test]
+fn removing_a_session_forgets_the_slots_saved_for_it_on_servers() {
+    use std::os::unix::fs::DirBuilderExt;
+    let ws = Workspace::new();
+    let s = script(&ws, "one.json", &[text("a")]);
+    completed(&exec_over(&ws, &s, &[], "y"));
+    let id = sessions(&ws)[0]["id"].as_str().unwrap().to_string();
+    // What a client that saved this session's slots, and another session's, left in the
+    // user's claims folder: which state each of a server's slot files holds.
+    let run = ws.home.path().join("run");
+    let claims = run.join("aintern-slots");
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .recursive(true)
+        .create(&claims)
+        .unwrap();
+    let record = |n: u32, state: &str| {
+        let path = claims.join(format!("00000000000000aa-{n}.holds"));
+        std::fs::write(&path, state).unwrap();
+        path
+    };
+    let mine = record(0, &format!("{id}-00000000000000ab"));
+    let other = record(1, "another-session-00000000000000ab");
+    let out = bin(ws.home.path())
+        .env("XDG_RUNTIME_DIR", &run)
+        .args(["sessions", "rm", &id])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(!mine.exists(), "the removed session's file is free again");
+    assert!(other.exists(), "another session's stays");
+}
+
+#[test]
 fn commands_cannot_read_saved_sessions_or_the_chat_history() {
     let ws = Workspace::new();
     let s = script(&ws, "one.json", &[text("the secret word is plover")]);

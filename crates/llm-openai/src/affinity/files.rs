@@ -113,18 +113,26 @@ impl SlotFiles {
     /// `state` is in no file: a restore found none, or a save moved nothing or failed.
     /// Its record is removed (a record another state took meanwhile stays).
     pub(crate) fn forget(&self, state: &str) {
+        self.forget_where(|s| s == state);
+    }
+
+    /// Remove the records of the states `which` picks; how many were removed.
+    fn forget_where(&self, which: impl Fn(&str) -> bool) -> usize {
         let Some(dir) = &self.dir else {
-            return;
+            return 0;
         };
         let _lock = self.lock(dir);
-        for record in self.records(dir).into_iter().filter(|r| r.state == state) {
+        let mut removed = 0;
+        for record in self.records(dir).into_iter().filter(|r| which(&r.state)) {
             match std::fs::remove_file(self.record(dir, record.n)) {
-                Err(e) if e.kind() != ErrorKind::NotFound => {
+                Ok(()) => removed += 1,
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e) => {
                     tracing::debug!(error = %e, n = record.n, "the record of a slot file was not removed");
                 }
-                _ => {}
             }
         }
+        removed
     }
 
     /// The name of file `n` on the server: letters, digits, `-` and `.`, which
@@ -218,6 +226,42 @@ impl SlotFiles {
             }
         }
     }
+}
+
+/// Forget every state of the session `key` recorded in `dir`, on every server: their files
+/// are the first reused by the next states saved (llama-server cannot remove them). How
+/// many records were removed.
+pub(crate) fn forget_session(dir: &Path, key: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    // The servers this folder holds records of, by the hash their records' names start with.
+    let servers: std::collections::BTreeSet<u64> = entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let name = entry.file_name();
+            let (server, _) = name.to_str()?.strip_suffix(".holds")?.split_once('-')?;
+            u64::from_str_radix(server, 16).ok()
+        })
+        .collect();
+    let of_key = |state: &str| {
+        state
+            .strip_prefix(key)
+            .and_then(|rest| rest.strip_prefix('-'))
+            .is_some_and(|shape| shape.len() == 16 && shape.bytes().all(|b| b.is_ascii_hexdigit()))
+    };
+    servers
+        .into_iter()
+        .map(|server| {
+            let files = SlotFiles {
+                dir: Some(dir.to_path_buf()),
+                server,
+                owner: 0,
+                size: u32::MAX,
+            };
+            files.forget_where(of_key)
+        })
+        .sum()
 }
 
 /// Mark the record at `path` used now (its time orders the files for reuse).
@@ -352,6 +396,36 @@ mod tests {
         });
         let distinct: std::collections::HashSet<&String> = placed.iter().collect();
         assert_eq!(distinct.len(), 8, "{placed:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_removed_session_frees_its_files_on_every_server() {
+        let dir = private_dir("files-session");
+        let one = pool(&dir, "http://127.0.0.1:8080/v1", 4);
+        let two = pool(&dir, "http://127.0.0.1:8081/v1", 4);
+        let shape = |n: u32| format!("{n:016x}");
+        let (a1, a2) = (format!("k-{}", shape(1)), format!("k-{}", shape(2)));
+        // Other sessions, one whose key starts with this one's.
+        let (other, longer) = (
+            format!("q-{}", shape(1)),
+            format!("k-{}-{}", shape(1), shape(3)),
+        );
+        let first = one.place(&a1);
+        one.place(&a2);
+        one.place(&other);
+        two.place(&a1);
+        two.place(&longer);
+        assert_eq!(forget_session(&dir, "k"), 3);
+        for files in [&one, &two] {
+            assert_eq!(files.find(&a1), None);
+            assert_eq!(files.find(&a2), None);
+        }
+        assert!(one.find(&other).is_some());
+        assert!(two.find(&longer).is_some());
+        assert_eq!(one.place("new-state"), first, "its files are free again");
+        assert_eq!(forget_session(&dir, "k"), 0);
+        assert_eq!(forget_session(&dir.join("absent"), "k"), 0);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -384,6 +384,18 @@ impl Affinity {
     }
 }
 
+/// Forget what this machine recorded of `session`'s slots saved on any llama-server (see
+/// [`crate::OpenAiConfig::save_slots`]), in `claims_dir` (as
+/// [`crate::OpenAiConfig::claims_dir`]; `None`: the user's own): the files its states
+/// were saved in are the first the next states saved reuse, and none of them is restored
+/// for it again. llama-server cannot remove a saved slot, so a state stays in its file on
+/// the server until the file is reused. How many records were removed.
+pub fn forget_saved_slots(session: &SessionKey, claims_dir: Option<&std::path::Path>) -> usize {
+    Claims::new("", claims_dir)
+        .folder()
+        .map_or(0, |dir| files::forget_session(dir, session.as_str()))
+}
+
 /// The slot of `key` among `total`: FNV-1a (64 bits) of the key's bytes, modulo `total`.
 /// The same in every process and every version, so that a session returns to its slot.
 pub(crate) fn slot_of(key: &SessionKey, total: u32) -> u32 {
