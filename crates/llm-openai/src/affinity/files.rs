@@ -95,13 +95,17 @@ impl SlotFiles {
         let Some(dir) = &self.dir else {
             return self.name(self.hashed(state));
         };
-        let _lock = self.lock(dir);
+        let lock = self.lock(dir);
+        if lock.is_some() {
+            self.sweep(dir);
+        }
         let records = self.records(dir);
+        let taken: std::collections::HashSet<u32> = records.iter().map(|r| r.n).collect();
         let n = records
             .iter()
             .find(|r| r.state == state)
             .map(|r| r.n)
-            .or_else(|| (0..self.size).find(|n| records.iter().all(|r| r.n != *n)))
+            .or_else(|| (0..self.size).find(|n| !taken.contains(n)))
             .or_else(|| records.iter().min_by_key(|r| (r.used, r.n)).map(|r| r.n))
             .unwrap_or_else(|| self.hashed(state));
         if let Err(e) = self.write(dir, n, state) {
@@ -195,16 +199,47 @@ impl SlotFiles {
             self.server,
             std::process::id()
         ));
-        let mut file = OpenOptions::new()
+        let written = OpenOptions::new()
             .create(true)
             .truncate(true)
             .write(true)
             .mode(0o600)
-            .open(&beside)?;
-        file.write_all(state.as_bytes())?;
-        file.set_modified(SystemTime::now())?;
-        drop(file);
-        std::fs::rename(&beside, &path)
+            .open(&beside)
+            .and_then(|mut file| {
+                file.write_all(state.as_bytes())?;
+                file.set_modified(SystemTime::now())
+            })
+            .and_then(|()| std::fs::rename(&beside, &path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&beside);
+        }
+        written
+    }
+
+    /// Remove this server's records a process left half written (it died between writing
+    /// and renaming). Called holding the lock, under which every record is written, so
+    /// none is being written now.
+    fn sweep(&self, dir: &Path) {
+        let prefix = format!("{:016x}-", self.server);
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let name = entry.file_name();
+            let left = name
+                .to_str()
+                .and_then(|name| name.strip_prefix(&prefix))
+                .and_then(|rest| rest.split_once(".holds."))
+                .is_some_and(|(n, pid)| {
+                    !n.is_empty()
+                        && n.bytes().all(|b| b.is_ascii_digit())
+                        && !pid.is_empty()
+                        && pid.bytes().all(|b| b.is_ascii_digit())
+                });
+            if left && entry.file_type().is_ok_and(|t| t.is_file()) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
     }
 
     /// The lock under which this server's records change, when it can be taken (else
@@ -373,6 +408,30 @@ mod tests {
                 .mode();
             assert_eq!(mode & 0o777, 0o600, "{name}");
         }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_record_left_half_written_is_removed_by_the_next_placing() {
+        let dir = private_dir("files-left");
+        let files = pool(&dir, "http://127.0.0.1:8080/v1", 4);
+        let server = files.server;
+        let left = dir.join(format!("{server:016x}-2.holds.4242"));
+        let others = [
+            // Another server's, a name of another form, and a folder: not this pool's.
+            dir.join(format!("{:016x}-2.holds.4242", server ^ 1)),
+            dir.join(format!("{server:016x}-2.holds.tmp")),
+        ];
+        std::fs::write(&left, "half").unwrap_or_else(|e| panic!("{e}"));
+        for other in &others {
+            std::fs::write(other, "x").unwrap_or_else(|e| panic!("{e}"));
+        }
+        let folder = dir.join(format!("{server:016x}-3.holds.77"));
+        std::fs::create_dir(&folder).unwrap_or_else(|e| panic!("{e}"));
+        files.place("a");
+        assert!(!left.exists(), "the leftover is removed");
+        assert!(others.iter().all(|o| o.exists()) && folder.exists());
+        assert_eq!(files.find("a").map(|f| number(&f)), Some(0));
         let _ = std::fs::remove_dir_all(&dir);
     }
 
