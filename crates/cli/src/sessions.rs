@@ -269,15 +269,17 @@ impl Store {
             .ok_or_else(|| StoreError::NotFound("(none saved yet)".into()))
     }
 
-    /// Delete a session's file, and the model state saved for it; forget the slots saved
-    /// for it on llama-servers, whose files are then reused first.
-    pub(crate) fn remove(&self, id: Uuid) -> Result<(), StoreError> {
+    /// Delete the model state saved for a session and forget the slots saved for it on
+    /// llama-servers (whose files are then reused first), then the session's file: a
+    /// failure leaves the session there to remove again. How many saved slots were
+    /// forgotten.
+    pub(crate) fn remove(&self, id: Uuid) -> Result<usize, StoreError> {
         let path = self.path(id);
-        std::fs::remove_file(&path).map_err(io(&path))?;
         llm_llama::remove_session_state(&self.dir, &id.into()).map_err(io(&self.dir))?;
         let forgotten = llm_openai::forget_saved_slots(&id.into(), None);
         tracing::debug!(forgotten, "the session's saved slots were forgotten");
-        Ok(())
+        std::fs::remove_file(&path).map_err(io(&path))?;
+        Ok(forgotten)
     }
 }
 

@@ -76,7 +76,7 @@ pub(crate) fn run(action: SessionsAction) -> Result<(), String> {
             }
         }
         SessionsAction::Rm { ids } => {
-            let mut removed = Vec::new();
+            let (mut removed, mut forgotten) = (Vec::new(), 0);
             for id in ids {
                 let found = match store.find(&id) {
                     Ok(saved) => saved.header.id,
@@ -87,10 +87,17 @@ pub(crate) fn run(action: SessionsAction) -> Result<(), String> {
                     }
                     Err(e) => return Err(e.to_string()),
                 };
-                store.remove(found).map_err(|e| e.to_string())?;
+                forgotten += store.remove(found).map_err(|e| e.to_string())?;
                 removed.push(found.to_string());
             }
-            format!("removed {}", removed.join(", "))
+            let mut text = format!("removed {}", removed.join(", "));
+            if forgotten > 0 {
+                text.push_str(&format!(
+                    "\nforgot {forgotten} slot state{} saved on llama-servers: the servers keep those files until states of other sessions are saved in them",
+                    if forgotten == 1 { "" } else { "s" }
+                ));
+            }
+            text
         }
     };
     writeln!(out, "{text}").map_err(|e| e.to_string())

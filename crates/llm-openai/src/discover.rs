@@ -22,6 +22,9 @@ pub struct ModelEntry {
     /// Its context window in tokens, when the server says.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context_length: Option<u32>,
+    /// Its file's size in bytes, when the server says (llama-server).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
 }
 
 impl ModelEntry {
@@ -54,6 +57,29 @@ pub struct ServerInfo {
     /// `total_slots`), when it says.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total_slots: Option<u32>,
+    /// The model file it loaded, when it says (llama-server's `model_path`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_path: Option<String>,
+}
+
+impl ServerInfo {
+    /// What a server's saved KV state depends on, as far as it says: the model it loaded
+    /// (its file, and each model listed with its size and parameters), its chat template
+    /// and its context. Two servers (or one, restarted with another model) that say the
+    /// same here may share saved slots; any difference keeps them apart.
+    pub(crate) fn model_identity(&self) -> String {
+        let mut text = format!(
+            "path={:?}\ntemplate={:?}\ncontext={:?}",
+            self.model_path, self.chat_template, self.context_length
+        );
+        for m in &self.models {
+            text.push_str(&format!(
+                "\nmodel={:?} parameters={:?} size={:?} context={:?}",
+                m.id, m.parameters, m.size, m.context_length
+            ));
+        }
+        text
+    }
 }
 
 /// The models of a `/models` answer (OpenAI's `{"data": [...]}`, or a bare list).
@@ -97,6 +123,9 @@ pub(crate) fn models(json: &Value) -> Vec<ModelEntry> {
                     .or_else(|| number("context_length"))
                     .or_else(|| number("max_model_len"))
                     .and_then(|n| u32::try_from(n).ok()),
+                size: meta
+                    .and_then(|meta| meta.get("size"))
+                    .and_then(Value::as_u64),
                 id,
             })
         })
@@ -128,6 +157,11 @@ pub(crate) fn props(json: &Value, info: &mut ServerInfo) -> bool {
         .and_then(Value::as_u64)
         .and_then(|n| u32::try_from(n).ok())
         .filter(|n| *n > 0);
+    info.model_path = json
+        .get("model_path")
+        .and_then(Value::as_str)
+        .filter(|p| !p.is_empty())
+        .map(String::from);
     true
 }
 
@@ -144,12 +178,45 @@ mod tests {
         assert_eq!(found[0].aliases, ["smol"]);
         assert_eq!(found[0].parameters, Some(134_515_008));
         assert_eq!(found[0].context_length, Some(4096));
+        assert_eq!(found[0].size, None);
         assert!(found[0].answers_to("smol"));
         let ollama = json!({"object": "list", "data": [{"id": "qwen3:latest", "object": "model", "owned_by": "library"}]});
         assert!(models(&ollama)[0].answers_to("qwen3"));
         let vllm = json!({"data": [{"id": "Qwen/Qwen3-8B", "max_model_len": 32768}]});
         assert_eq!(models(&vllm)[0].context_length, Some(32768));
         assert!(models(&json!({"unexpected": true})).is_empty());
+    }
+
+    #[test]
+    fn the_model_identity_tells_models_apart() {
+        let served = |path: &str, size: u64| {
+            let mut info = ServerInfo::default();
+            let json = json!({"model_path": path, "chat_template": "t", "default_generation_settings": {"n_ctx": 4096}, "total_slots": 4});
+            assert!(props(&json, &mut info));
+            info.models = models(
+                &json!({"data": [{"id": "smol", "meta": {"n_params": 134515008, "size": size}}]}),
+            );
+            info
+        };
+        let one = served("/m/smol-q4.gguf", 96_576_768);
+        assert_eq!(one.model_path.as_deref(), Some("/m/smol-q4.gguf"));
+        assert_eq!(one.models[0].size, Some(96_576_768));
+        assert_eq!(
+            one.model_identity(),
+            served("/m/smol-q4.gguf", 96_576_768).model_identity()
+        );
+        // Another file, or the same path holding another file, is another model.
+        assert_ne!(
+            one.model_identity(),
+            served("/m/smol-q8.gguf", 96_576_768).model_identity()
+        );
+        assert_ne!(
+            one.model_identity(),
+            served("/m/smol-q4.gguf", 144_000_000).model_identity()
+        );
+        let mut other_context = one.clone();
+        other_context.context_length = Some(2048);
+        assert_ne!(one.model_identity(), other_context.model_identity());
     }
 
     #[test]
@@ -160,6 +227,7 @@ mod tests {
         assert_eq!(info.template_renders_tools, Some(false));
         assert_eq!(info.context_length, Some(2048));
         assert_eq!(info.total_slots, Some(4));
+        assert_eq!(info.model_path, None);
         for odd in [json!(0), json!(-1), json!("4"), json!(1u64 << 40)] {
             let mut info = ServerInfo::default();
             assert!(props(

@@ -389,6 +389,38 @@ fn removing_a_session_forgets_the_slots_saved_for_it_on_servers() {
     assert!(out.status.success(), "{out:?}");
     assert!(!mine.exists(), "the removed session's file is free again");
     assert!(other.exists(), "another session's stays");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!("removed {id}")) && said.contains("forgot 1 slot state saved"),
+        "{said}"
+    );
+    assert!(sessions(&ws).is_empty());
+}
+
+#[test]
+fn a_session_whose_saved_state_cannot_be_removed_stays_to_remove_again() {
+    let ws = Workspace::new();
+    let s = script(&ws, "one.json", &[text("a")]);
+    completed(&exec_over(&ws, &s, &[], "y"));
+    let id = sessions(&ws)[0]["id"].as_str().unwrap().to_string();
+    // Something of the session's state that cannot be removed as a file: a folder.
+    let dir = ws.home.path().join("data/aintern/sessions");
+    let stuck = dir.join(format!("{id}.kv0"));
+    std::fs::create_dir(&stuck).unwrap();
+    std::fs::write(stuck.join("inside"), "x").unwrap();
+    let rm = || {
+        bin(ws.home.path())
+            .args(["sessions", "rm", &id])
+            .output()
+            .unwrap()
+    };
+    let out = rm();
+    assert!(!out.status.success(), "{out:?}");
+    assert_eq!(sessions(&ws).len(), 1, "the session is still there");
+    std::fs::remove_dir_all(&stuck).unwrap();
+    let out = rm();
+    assert!(out.status.success(), "{out:?}");
+    assert!(sessions(&ws).is_empty());
 }
 
 #[test]

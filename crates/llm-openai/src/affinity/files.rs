@@ -4,13 +4,21 @@
 //! action that removes one. A file per session and shape of prompt would fill the
 //! server's disk as sessions come and go (a 7–8B model's state takes about 128 KiB a
 //! token: a conversation of 6k tokens, about 0.75 GiB). The files are therefore a pool:
-//! at most [`crate::OpenAiConfig::slot_files`] per user and machine, named
-//! `aintern-<owner>-<n>.bin`, where `owner` is a hash of the machine's name and the user's
-//! id (so clients of other users or machines use other names) and `n` is below the pool's
-//! size. Nothing of a session's key reaches the server's disk.
+//! at most [`crate::OpenAiConfig::slot_files`] per user, machine, server and model, named
+//! `aintern-<owner>-<pool>-<n>.bin`, where `owner` is a hash of the machine's name and the
+//! user's id (so clients of other users or machines use other names), `pool` a hash of the
+//! server's address and of the model it serves (see [`crate::ServerInfo`]'s model
+//! identity), and `n` is below the pool's size. Nothing of a session's key reaches the
+//! server's disk.
+//!
+//! A state is valid only for the model that computed it, and llama-server checks little
+//! of that when it restores a file (the layers' count and the cache's types and sizes,
+//! which another file of the same architecture passes): so a server restarted with
+//! another model, or another server writing to the same `--slot-save-path`, gets a pool
+//! of its own, and a state one computed is never asked for from the other.
 //!
 //! Which state each file holds is recorded in the claims folder (see [`super::claim`]):
-//! one record per server and file, holding the state's name (its session's key and its
+//! one record per pool and file, holding the state's name (its session's key and its
 //! shape), its time the last time the file was saved or restored. A state is saved in the
 //! file that holds it already, else in one no record names, else in the least recently
 //! used, whose state is forgotten; it is restored only from the file a record names it
@@ -22,8 +30,9 @@
 //! is evaluated from nothing, the server's own prompt cache passed by. A record is a hint,
 //! never trusted for content: a file the server no longer has (a server restarted with
 //! another `--slot-save-path`) costs one failed restore, after which the record is gone;
-//! a file someone else overwrote costs a restore whose tokens the server does not reuse
-//! (it reuses a restored state only as far as its tokens match the prompt).
+//! a file another client of the same user, machine, server and model overwrote costs a
+//! restore whose tokens the server does not reuse (it reuses a restored state only as far
+//! as its tokens match the prompt, and the same model computed them).
 //!
 //! Without the folder, a state's file is the one its name hashes to: the pool is bounded
 //! all the same, and two states that share a file cost time, never a wrong reply.
@@ -39,13 +48,14 @@ use std::time::SystemTime;
 /// and 16 hexadecimal digits).
 const RECORD_CAP: u64 = 256;
 
-/// The pool of one client's slot files on one server.
+/// The pool of one client's slot files on one server and model.
 #[derive(Debug)]
 pub(crate) struct SlotFiles {
     /// The folder of the records, when it can be used (the claims folder).
     dir: Option<PathBuf>,
-    /// The server's identity in the records' names.
-    server: u64,
+    /// The pool's identity (the server's and its model's) in the names of the records and
+    /// the files.
+    pool: u64,
     /// This user's and machine's part of the files' names.
     owner: u32,
     /// How many files the pool has (at least 1).
@@ -61,14 +71,15 @@ struct Record {
 }
 
 impl SlotFiles {
-    /// The pool of `size` files (at least 1) on the server `claims` are for, recorded in
-    /// the claims' folder when they have one.
-    pub(crate) fn new(claims: &Claims, size: u32) -> Self {
+    /// The pool of `size` files (at least 1) on the server `claims` are for, serving the
+    /// model `model` identifies ([`crate::ServerInfo::model_identity`]), recorded in the
+    /// claims' folder when they have one.
+    pub(crate) fn new(claims: &Claims, model: &str, size: u32) -> Self {
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
         let who = format!("{}\u{0}{}", host.trim(), user().unwrap_or(u32::MAX));
         SlotFiles {
             dir: claims.folder().map(Path::to_path_buf),
-            server: claims.server(),
+            pool: super::fnv1a(format!("{:016x}\u{0}{model}", claims.server()).as_bytes()),
             // The low half of the hash: enough to keep users and machines apart.
             owner: (super::fnv1a(who.as_bytes()) & u64::from(u32::MAX)) as u32,
             size: size.max(1),
@@ -90,10 +101,12 @@ impl SlotFiles {
 
     /// The file to save `state` in, recorded as holding it from now on: the one that holds
     /// it already, else one no record names, else the least recently used (its state
-    /// forgotten). Without records, the file `state`'s name hashes to.
-    pub(crate) fn place(&self, state: &str) -> String {
+    /// forgotten). Without records, the file `state`'s name hashes to. `None` when the
+    /// record cannot be written: the state is then not to be saved (no one could find it,
+    /// and a file reused for it would no longer hold what its old record says).
+    pub(crate) fn place(&self, state: &str) -> Option<String> {
         let Some(dir) = &self.dir else {
-            return self.name(self.hashed(state));
+            return Some(self.name(self.hashed(state)));
         };
         let lock = self.lock(dir);
         if lock.is_some() {
@@ -108,10 +121,13 @@ impl SlotFiles {
             .or_else(|| (0..self.size).find(|n| !taken.contains(n)))
             .or_else(|| records.iter().min_by_key(|r| (r.used, r.n)).map(|r| r.n))
             .unwrap_or_else(|| self.hashed(state));
-        if let Err(e) = self.write(dir, n, state) {
-            tracing::debug!(error = %e, n, "the record of a slot file was not written");
+        match self.write(dir, n, state) {
+            Ok(()) => Some(self.name(n)),
+            Err(e) => {
+                tracing::warn!(error = %e, n, "the record of a slot file cannot be written: the slot is not saved");
+                None
+            }
         }
-        self.name(n)
     }
 
     /// `state` is in no file: a restore found none, or a save moved nothing or failed.
@@ -142,7 +158,12 @@ impl SlotFiles {
     /// The name of file `n` on the server: letters, digits, `-` and `.`, which
     /// llama-server's file-name check accepts.
     fn name(&self, n: u32) -> String {
-        format!("aintern-{:08x}-{n}.bin", self.owner)
+        format!(
+            "aintern-{:08x}-{:08x}-{n}.bin",
+            self.owner,
+            // The low half: enough to keep servers and models apart on one disk.
+            self.pool & u64::from(u32::MAX)
+        )
     }
 
     /// The file `state`'s name hashes to.
@@ -153,13 +174,13 @@ impl SlotFiles {
 
     /// The record of file `n`.
     fn record(&self, dir: &Path, n: u32) -> PathBuf {
-        dir.join(format!("{:016x}-{n}.holds", self.server))
+        dir.join(format!("{:016x}-{n}.holds", self.pool))
     }
 
-    /// This server's records of files in the pool (a record of a file past its size, left
+    /// This pool's records of its files (a record of a file past its size, left
     /// by a larger pool, is not one).
     fn records(&self, dir: &Path) -> Vec<Record> {
-        let prefix = format!("{:016x}-", self.server);
+        let prefix = format!("{:016x}-", self.pool);
         let Ok(entries) = std::fs::read_dir(dir) else {
             return Vec::new();
         };
@@ -196,7 +217,7 @@ impl SlotFiles {
         let path = self.record(dir, n);
         let beside = dir.join(format!(
             "{:016x}-{n}.holds.{}",
-            self.server,
+            self.pool,
             std::process::id()
         ));
         let written = OpenOptions::new()
@@ -216,11 +237,11 @@ impl SlotFiles {
         written
     }
 
-    /// Remove this server's records a process left half written (it died between writing
+    /// Remove this pool's records a process left half written (it died between writing
     /// and renaming). Called holding the lock, under which every record is written, so
     /// none is being written now.
     fn sweep(&self, dir: &Path) {
-        let prefix = format!("{:016x}-", self.server);
+        let prefix = format!("{:016x}-", self.pool);
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
         };
@@ -242,10 +263,10 @@ impl SlotFiles {
         }
     }
 
-    /// The lock under which this server's records change, when it can be taken (else
+    /// The lock under which this pool's records change, when it can be taken (else
     /// they change without it: a race costs a restore, never a wrong reply).
     fn lock(&self, dir: &Path) -> Option<File> {
-        let path = dir.join(format!("{:016x}-files.lock", self.server));
+        let path = dir.join(format!("{:016x}-files.lock", self.pool));
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -270,13 +291,13 @@ pub(crate) fn forget_session(dir: &Path, key: &str) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
-    // The servers this folder holds records of, by the hash their records' names start with.
-    let servers: std::collections::BTreeSet<u64> = entries
+    // The pools this folder holds records of, by the hash their records' names start with.
+    let pools: std::collections::BTreeSet<u64> = entries
         .filter_map(Result::ok)
         .filter_map(|entry| {
             let name = entry.file_name();
-            let (server, _) = name.to_str()?.strip_suffix(".holds")?.split_once('-')?;
-            u64::from_str_radix(server, 16).ok()
+            let (pool, _) = name.to_str()?.strip_suffix(".holds")?.split_once('-')?;
+            u64::from_str_radix(pool, 16).ok()
         })
         .collect();
     let of_key = |state: &str| {
@@ -285,12 +306,12 @@ pub(crate) fn forget_session(dir: &Path, key: &str) -> usize {
             .and_then(|rest| rest.strip_prefix('-'))
             .is_some_and(|shape| shape.len() == 16 && shape.bytes().all(|b| b.is_ascii_hexdigit()))
     };
-    servers
+    pools
         .into_iter()
-        .map(|server| {
+        .map(|pool| {
             let files = SlotFiles {
                 dir: Some(dir.to_path_buf()),
-                server,
+                pool,
                 owner: 0,
                 size: u32::MAX,
             };
@@ -317,7 +338,14 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     fn pool(dir: &Path, url: &str, size: u32) -> SlotFiles {
-        SlotFiles::new(&Claims::new(url, Some(dir)), size)
+        SlotFiles::new(&Claims::new(url, Some(dir)), "a model", size)
+    }
+
+    /// The file `state` is placed in.
+    fn placed(files: &SlotFiles, state: &str) -> String {
+        files
+            .place(state)
+            .unwrap_or_else(|| panic!("{state} was not placed"))
     }
 
     /// The pool's number in a file's name.
@@ -333,7 +361,7 @@ mod tests {
         let dir = private_dir("files-names");
         let files = pool(&dir, "http://127.0.0.1:8080/v1", 64);
         let state = "0b0f4d6c-52a2-4d1e-9a43-0f0c8c1d2e3f-00000000000000ab";
-        let name = files.place(state);
+        let name = placed(&files, state);
         assert!(!name.contains("0b0f4d6c"), "no key on the server: {name}");
         let owner = name
             .strip_prefix("aintern-")
@@ -354,25 +382,57 @@ mod tests {
     }
 
     #[test]
+    fn another_model_or_server_has_a_pool_of_its_own() {
+        let dir = private_dir("files-models");
+        let claims = Claims::new("http://127.0.0.1:8080/v1", Some(&dir));
+        let one = SlotFiles::new(&claims, "model one", 4);
+        let name = placed(&one, "s-0000000000000001");
+        // The same server restarted with another model: the state is not asked for, and
+        // a state saved now goes to a file of another name, which the first never restores.
+        let two = SlotFiles::new(&claims, "model two", 4);
+        assert_eq!(two.find("s-0000000000000001"), None);
+        let other = placed(&two, "s-0000000000000001");
+        assert_ne!(other, name);
+        assert_eq!(one.find("s-0000000000000001"), Some(name.clone()));
+        // Another server writing to the same folder, with the same model: names of its own.
+        let elsewhere = Claims::new("http://127.0.0.1:8081/v1", Some(&dir));
+        let three = SlotFiles::new(&elsewhere, "model one", 4);
+        let third = placed(&three, "s-0000000000000001");
+        assert!(third != name && third != other, "{third}");
+        // Each name: the owner, the pool and the number.
+        let parts = |n: &str| {
+            n.strip_prefix("aintern-")
+                .and_then(|rest| rest.strip_suffix(".bin"))
+                .map(|rest| rest.split('-').map(String::from).collect::<Vec<_>>())
+                .unwrap_or_default()
+        };
+        let (a, b) = (parts(&name), parts(&other));
+        assert_eq!((a.len(), b.len()), (3, 3), "{name} {other}");
+        assert_eq!(a[0], b[0], "one user and machine");
+        assert_ne!(a[1], b[1], "two pools");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn the_least_recently_used_file_is_reused_and_its_state_forgotten() {
         let dir = private_dir("files-reuse");
         let files = pool(&dir, "http://127.0.0.1:8080/v1", 2);
         assert_eq!(files.find("a"), None, "nothing saved yet");
-        let a = files.place("a");
-        let b = files.place("b");
+        let a = placed(&files, "a");
+        let b = placed(&files, "b");
         assert_ne!(a, b, "a free file before a used one");
-        assert_eq!(files.place("a"), a, "a state's own file");
+        assert_eq!(placed(&files, "a"), a, "a state's own file");
         // `b` is used after `a`, then `a` again: `b` is the least recently used.
         assert_eq!(files.find("b"), Some(b.clone()));
         assert_eq!(files.find("a"), Some(a.clone()));
-        let c = files.place("c");
+        let c = placed(&files, "c");
         assert_eq!(c, b, "the least recently used is reused");
         assert_eq!(files.find("b"), None, "its state is forgotten");
         assert_eq!(files.find("a"), Some(a.clone()));
         assert_eq!(files.find("c"), Some(c.clone()));
         // Never more files than the pool holds.
         for state in ["d", "e", "f", "g"] {
-            assert!([&a, &c].contains(&&files.place(state)));
+            assert!([&a, &c].contains(&&placed(&files, state)));
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -381,13 +441,13 @@ mod tests {
     fn a_forgotten_state_is_not_found_and_its_file_is_free_again() {
         let dir = private_dir("files-forget");
         let files = pool(&dir, "http://127.0.0.1:8080/v1", 3);
-        let a = files.place("a");
-        let b = files.place("b");
+        let a = placed(&files, "a");
+        let b = placed(&files, "b");
         files.forget("a");
         files.forget("a");
         assert_eq!(files.find("a"), None);
         assert_eq!(files.find("b"), Some(b.clone()));
-        assert_eq!(files.place("c"), a, "the free file, lowest first");
+        assert_eq!(placed(&files, "c"), a, "the free file, lowest first");
         // Another server's records are its own.
         let other = pool(&dir, "http://127.0.0.1:8081/v1", 3);
         assert_eq!(other.find("b"), None);
@@ -415,7 +475,7 @@ mod tests {
     fn a_record_left_half_written_is_removed_by_the_next_placing() {
         let dir = private_dir("files-left");
         let files = pool(&dir, "http://127.0.0.1:8080/v1", 4);
-        let server = files.server;
+        let server = files.pool;
         let left = dir.join(format!("{server:016x}-2.holds.4242"));
         let others = [
             // Another server's, a name of another form, and a folder: not this pool's.
@@ -428,10 +488,34 @@ mod tests {
         }
         let folder = dir.join(format!("{server:016x}-3.holds.77"));
         std::fs::create_dir(&folder).unwrap_or_else(|e| panic!("{e}"));
-        files.place("a");
+        placed(&files, "a");
         assert!(!left.exists(), "the leftover is removed");
         assert!(others.iter().all(|o| o.exists()) && folder.exists());
         assert_eq!(files.find("a").map(|f| number(&f)), Some(0));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_state_whose_record_cannot_be_written_is_not_placed() {
+        let dir = private_dir("files-unwritable");
+        let files = pool(&dir, "http://127.0.0.1:8080/v1", 2);
+        let (a, b) = (placed(&files, "a"), placed(&files, "b"));
+        // The record of the least recently used file (`a`'s) cannot be written: where its
+        // new record would be written first is a folder.
+        let blocked = dir.join(format!(
+            "{:016x}-{}.holds.{}",
+            files.pool,
+            number(&a),
+            std::process::id()
+        ));
+        std::fs::create_dir(&blocked).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(files.place("c"), None);
+        // Nothing changed: `a` is where it was, `c` nowhere.
+        assert_eq!(files.find("a"), Some(a.clone()));
+        assert_eq!(files.find("b"), Some(b));
+        assert_eq!(files.find("c"), None);
+        std::fs::remove_dir(&blocked).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(files.place("c"), Some(a));
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -444,7 +528,7 @@ mod tests {
                     let dir = &dir;
                     // Each its own client, as each process is.
                     scope.spawn(move || {
-                        pool(dir, "http://127.0.0.1:8080/v1", 8).place(&format!("s{i}"))
+                        placed(&pool(dir, "http://127.0.0.1:8080/v1", 8), &format!("s{i}"))
                     })
                 })
                 .collect();
@@ -470,11 +554,11 @@ mod tests {
             format!("q-{}", shape(1)),
             format!("k-{}-{}", shape(1), shape(3)),
         );
-        let first = one.place(&a1);
-        one.place(&a2);
-        one.place(&other);
-        two.place(&a1);
-        two.place(&longer);
+        let first = placed(&one, &a1);
+        placed(&one, &a2);
+        placed(&one, &other);
+        placed(&two, &a1);
+        placed(&two, &longer);
         assert_eq!(forget_session(&dir, "k"), 3);
         for files in [&one, &two] {
             assert_eq!(files.find(&a1), None);
@@ -482,7 +566,7 @@ mod tests {
         }
         assert!(one.find(&other).is_some());
         assert!(two.find(&longer).is_some());
-        assert_eq!(one.place("new-state"), first, "its files are free again");
+        assert_eq!(placed(&one, "new-state"), first, "its files are free again");
         assert_eq!(forget_session(&dir, "k"), 0);
         assert_eq!(forget_session(&dir.join("absent"), "k"), 0);
         let _ = std::fs::remove_dir_all(&dir);
@@ -493,24 +577,24 @@ mod tests {
         let dir = private_dir("files-smaller");
         let big = pool(&dir, "http://127.0.0.1:8080/v1", 4);
         for state in ["a", "b", "c"] {
-            big.place(state);
+            placed(&big, state);
         }
         let small = pool(&dir, "http://127.0.0.1:8080/v1", 2);
         assert_eq!(small.find("c"), None, "file 2 is past the pool");
-        assert!(number(&small.place("c")) < 2);
+        assert!(number(&placed(&small, "c")) < 2);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn without_records_a_state_goes_to_the_file_it_hashes_to() {
-        let files = SlotFiles::new(&Claims::none(), 8);
-        let a = files.place("a-0000000000000001");
+        let files = SlotFiles::new(&Claims::none(), "a model", 8);
+        let a = placed(&files, "a-0000000000000001");
         assert_eq!(files.find("a-0000000000000001"), Some(a.clone()));
         assert!(number(&a) < 8);
         files.forget("a-0000000000000001");
-        assert_eq!(files.place("a-0000000000000001"), a, "nothing recorded");
+        assert_eq!(placed(&files, "a-0000000000000001"), a, "nothing recorded");
         let spread: std::collections::HashSet<u32> = (0..64)
-            .map(|i| number(&files.place(&format!("s{i}-0000000000000001"))))
+            .map(|i| number(&placed(&files, &format!("s{i}-0000000000000001"))))
             .collect();
         assert_eq!(spread.len(), 8, "the states spread over the pool");
     }

@@ -22,8 +22,9 @@
 //! of this machine saved it (see [`files`]): a restore that finds no file empties the
 //! slot, and the server does not look in its own prompt cache for a request pinned to an
 //! empty slot. Everything here only saves work: the server reuses a
-//! restored state only as far as its tokens match the prompt, so a stale or foreign file
-//! costs time, never a wrong reply.
+//! restored state only as far as its tokens match the prompt, and a pool of files holds
+//! the states of one server and model (a server restarted with another model starts a
+//! pool of its own), so a stale or foreign file costs time, never a wrong reply.
 
 use crate::classify::Context;
 use crate::config::OpenAiConfig;
@@ -218,7 +219,7 @@ impl Affinity {
             save: config.save_slots && slots.is_some(),
             save_refused: AtomicBool::new(false),
             listing_refused: AtomicBool::new(false),
-            files: SlotFiles::new(&claims, config.slot_files),
+            files: SlotFiles::new(&claims, &info.model_identity(), config.slot_files),
             claims,
             state: Mutex::new(SlotState::default()),
         })
@@ -332,8 +333,15 @@ impl Affinity {
         self.lock().held.remove(&pinned.slot);
     }
 
+    /// What became of a reply of `key`: the last reply's outcome, except that a failure
+    /// stays until [`Inner::keep_session`] reports it (a later side prompt saved does not
+    /// hide that the conversation's save failed).
     fn note_kept(&self, key: &SessionKey, kept: Kept) {
-        self.lock().kept.insert(key.clone(), kept);
+        let mut state = self.lock();
+        if matches!(kept, Kept::Failed(_)) || !matches!(state.kept.get(key), Some(Kept::Failed(_)))
+        {
+            state.kept.insert(key.clone(), kept);
+        }
     }
 
     /// The server cannot save slots: said once, and not asked again.

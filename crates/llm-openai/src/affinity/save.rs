@@ -78,7 +78,10 @@ impl Inner {
     /// Save `pinned`'s slot, which holds its reply (`now`: the slot as listed then), and
     /// note what became of it.
     pub(super) async fn save(&self, pinned: &Pinned, now: Option<SlotView>) {
-        let file = self.affinity.files.place(&pinned.of.name());
+        let Some(file) = self.affinity.files.place(&pinned.of.name()) else {
+            self.affinity.note_kept(&pinned.of.key, Kept::NotSaved);
+            return;
+        };
         let kept = match self.slot_action(pinned, "save", &file).await {
             Ok(answer) => {
                 let tokens = answer.get("n_saved").and_then(Value::as_u64);

@@ -255,7 +255,7 @@ fn a_missing_file_is_not_asked_for_again_until_saved() {
     affinity.note_held(&pinned, Some(1));
     assert_eq!(
         affinity.restore_file(&pinned, &answered),
-        Some(affinity.files.place(&pinned.of.name())),
+        affinity.files.place(&pinned.of.name()),
         "saved since, where it is saved"
     );
     affinity.refuse_saving();

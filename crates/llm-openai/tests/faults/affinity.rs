@@ -103,16 +103,15 @@ fn file_of(call: &StubRequest) -> String {
 }
 
 /// Whether `name` is one of the slot files this user and machine save states in:
-/// `aintern-<owner>-<n>.bin`, nothing of a session's key in it.
+/// `aintern-<owner>-<pool>-<n>.bin`, nothing of a session's key in it.
 fn is_slot_file(name: &str) -> bool {
-    name.strip_prefix("aintern-")
+    let hex = |part: &str| part.len() == 8 && part.bytes().all(|b| b.is_ascii_hexdigit());
+    let parts: Vec<&str> = name
+        .strip_prefix("aintern-")
         .and_then(|rest| rest.strip_suffix(".bin"))
-        .and_then(|rest| rest.split_once('-'))
-        .is_some_and(|(owner, n)| {
-            owner.len() == 8
-                && owner.bytes().all(|b| b.is_ascii_hexdigit())
-                && n.parse::<u32>().is_ok()
-        })
+        .map(|rest| rest.split('-').collect())
+        .unwrap_or_default();
+    matches!(parts.as_slice(), [owner, pool, n] if hex(owner) && hex(pool) && n.parse::<u32>().is_ok())
 }
 
 /// The slot the last chat request was sent to.
@@ -668,6 +667,50 @@ async fn states_share_a_bounded_pool_of_files_the_least_recently_used_reused() {
 }
 
 #[tokio::test]
+async fn a_state_saved_with_one_model_is_never_restored_for_another() {
+    let saved = || StubReply::status(200, r#"{"id_slot":0,"n_saved":40}"#);
+    let restored = || StubReply::status(200, r#"{"id_slot":0,"n_restored":40}"#);
+    let ok = || StubReply::text_stream(&["ok"]);
+    let server = StubServer::start([]).await;
+    let session = key("model-change");
+    server.slots(ran(&[3]));
+    // Each turn a new process, against the server as it then serves `model`.
+    let turn = |model: &'static str, replies: Vec<StubReply>| {
+        let server = &server;
+        let session = session.clone();
+        async move {
+            server.push(replies);
+            server.props(json!({"default_generation_settings": {"n_ctx": 4096}, "total_slots": 1, "model_path": model}));
+            let mut c = config(server);
+            c.pin_slots = true;
+            c.save_slots = true;
+            let llm = connect(c).await;
+            assert_eq!(ask(&llm, resumed(&session)).await, "ok");
+            assert!(matches!(llm.keep_session(&session).await, Ok(true)));
+        }
+    };
+    turn("/m/one-q4.gguf", vec![ok(), saved()]).await;
+    // Restarted with another model of the same architecture: the state the first computed
+    // is not asked for, and this model's goes to a file of its own.
+    turn("/m/one-q8.gguf", vec![ok(), saved()]).await;
+    // Back to the first model: its own state, from its own file.
+    turn("/m/one-q4.gguf", vec![restored(), ok(), saved()]).await;
+    let (chat, save, restore) = (
+        "/v1/chat/completions",
+        "/slots/0?action=save",
+        "/slots/0?action=restore",
+    );
+    assert_eq!(
+        post_paths(&server),
+        [chat, save, chat, save, restore, chat, save]
+    );
+    let files: Vec<String> = slot_calls(&server).iter().map(file_of).collect();
+    assert!(files.iter().all(|f| is_slot_file(f)), "{files:?}");
+    assert_ne!(files[0], files[1], "two models, two files");
+    assert_eq!(files[2..], [files[0].clone(), files[0].clone()]);
+}
+
+#[tokio::test]
 async fn a_slot_that_holds_another_reply_is_not_saved() {
     let server = StubServer::start([
         StubReply::text_stream(&["one"]),
@@ -957,6 +1000,36 @@ async fn a_cut_reply_the_server_chose_the_slot_of_is_saved_from_the_one_slot_hol
     assert!(calls[0].path.ends_with("action=restore"));
     assert_eq!(calls[1].path, "/slots/1?action=save");
     assert!(is_slot_file(&file_of(&calls[1])));
+}
+
+#[tokio::test]
+async fn a_failed_save_is_reported_though_a_later_reply_of_the_session_was_saved() {
+    let server = StubServer::start([
+        StubReply::text_stream(&["the reply"]),
+        StubReply::status(
+            400,
+            r#"{"error":{"code":400,"message":"failed to save","type":"invalid_request_error"}}"#,
+        ),
+        StubReply::text_stream(&["answer"]),
+        StubReply::status(200, r#"{"id_slot":0,"n_saved":12}"#),
+    ])
+    .await;
+    let llm = saving_client(&server, 1).await;
+    let session = key("failed-then-saved");
+    server.slots(ran(&[3]));
+    assert_eq!(ask(&llm, fresh(&session)).await, "the reply");
+    // A side prompt of the session after it, saved.
+    server.slots(ran(&[4]));
+    let side = request("which step comes next?").with_side_of(Some(session.clone()));
+    assert_eq!(ask(&llm, side).await, "answer");
+    assert_eq!(slot_calls(&server).len(), 2);
+    let kept = llm.keep_session(&session).await;
+    assert!(
+        matches!(&kept, Err(e) if e.to_string().contains("save")),
+        "the conversation's failed save is reported: {kept:?}"
+    );
+    // Reported once.
+    assert!(matches!(llm.keep_session(&session).await, Ok(false)));
 }
 
 #[tokio::test]

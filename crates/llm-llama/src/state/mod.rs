@@ -27,6 +27,10 @@ const FORMAT: u32 = 1;
 const MANIFEST_MAX: u64 = 16 << 20;
 /// Sequences shorter than this are not worth a file.
 pub(crate) const MIN_TOKENS: usize = 16;
+/// How old a state file whose session has no manifest must be to be taken as left by a
+/// save that never finished (killed, or its process ended first), and removed: a save
+/// writes its sequence files before its manifest, in seconds.
+const ORPHAN_AGE: std::time::Duration = std::time::Duration::from_secs(600);
 /// Most of a session's states stashed in memory saved with it, beside its sequences
 /// (a turn of the small-model steering sends prompts of about three shapes).
 const SAVED_STASHED: usize = 3;
@@ -124,6 +128,17 @@ fn manifest_path(dir: &Path, key: &SessionKey) -> PathBuf {
 /// Sequence file `index`'s path for `key` in `dir`.
 fn entry_path(dir: &Path, key: &SessionKey, index: usize) -> PathBuf {
     dir.join(format!("{key}.kv{index}"))
+}
+
+/// The session a state file's `name` belongs to (`KEY.kv.json`, `KEY.kvN`, or one being
+/// written, `….tmp`), when it is one.
+fn state_key(name: &str) -> Option<&str> {
+    let base = name.strip_suffix(".tmp").unwrap_or(name);
+    let key = match base.strip_suffix(".kv.json") {
+        Some(key) => key,
+        None => base.rsplit_once(".kv")?.0,
+    };
+    (!key.is_empty() && is_state_file(name, key)).then_some(key)
 }
 
 /// Whether `name` is one of `key`'s state files (`KEY.kv.json`, `KEY.kvN`, or one being
@@ -343,7 +358,9 @@ impl StateStore {
         Ok(())
     }
 
-    /// Remove the least recently saved sessions' states until all take at most the cap.
+    /// Remove the least recently saved sessions' states until all take at most the cap,
+    /// and the files of saves that never finished (no manifest, older than
+    /// [`ORPHAN_AGE`]).
     fn enforce_cap(&self) {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return;
@@ -361,10 +378,31 @@ impl StateStore {
                 })
             })
             .collect();
+        let now = std::time::SystemTime::now();
+        for (name, size, modified) in &files {
+            let orphan = state_key(name).is_some_and(|key| {
+                SessionKey::new(key).is_some()
+                    && !files.iter().any(|(n, _, _)| *n == format!("{key}.kv.json"))
+            }) && now.duration_since(*modified).unwrap_or_default() > ORPHAN_AGE;
+            if orphan {
+                match std::fs::remove_file(self.dir.join(name)) {
+                    Ok(()) => {
+                        tracing::info!(file = %name, bytes = size, "a state file an unfinished save left was removed");
+                    }
+                    Err(e) => {
+                        tracing::warn!(file = %name, error = %e, "cannot remove a state file an unfinished save left")
+                    }
+                }
+            }
+        }
         let mut sessions: Vec<(String, u64, std::time::SystemTime)> = files
             .iter()
             .filter_map(|(name, _, modified)| {
-                let key = name.strip_suffix(".kv.json")?;
+                // Only a session's manifest: a file named so whose name is no session key
+                // is no state of ours, and could not be removed.
+                let key = name
+                    .strip_suffix(".kv.json")
+                    .filter(|key| SessionKey::new(*key).is_some())?;
                 let size = files
                     .iter()
                     .filter(|(n, _, _)| is_state_file(n, key))
@@ -621,100 +659,20 @@ mod llama {
     }
 }
 
-/// Create `dir` (and its parents) when missing, the folder itself private (0700).
+/// Create `dir` (and its parents) when missing, the folder itself private (0700); a
+/// folder there already that others may enter is made private.
 fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
-        .create(dir)
+        .create(dir)?;
+    let meta = std::fs::symlink_metadata(dir)?;
+    if meta.is_dir() && meta.permissions().mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_checksum_does_not_depend_on_how_it_is_fed() {
-        let data: Vec<u8> = (0..1000u32).map(|i| (i * 31 % 251) as u8).collect();
-        let whole = checksum(&data);
-        for split in [1, 3, 7, 8, 9, 500, 999] {
-            let mut hash = Checksum::default();
-            for piece in data.chunks(split) {
-                hash.update(piece);
-            }
-            assert_eq!(hash.value(), whole, "fed in pieces of {split}");
-        }
-        let mut changed = data.clone();
-        changed[500] ^= 1;
-        assert_ne!(checksum(&changed), whole);
-        assert_ne!(checksum(&data[..999]), whole);
-    }
-
-    #[test]
-    fn only_a_sessions_own_files_are_its_state() {
-        let key = "0f8b2c1e-aaaa-bbbb-cccc-000000000001";
-        for name in ["K.kv.json", "K.kv0", "K.kv12", "K.kv3.tmp", "K.kv.json.tmp"] {
-            assert!(is_state_file(&name.replace('K', key), key), "{name}");
-        }
-        for name in [
-            "K.jsonl",
-            "K.kv",
-            "K.kvx",
-            "K.kv0.bak",
-            "KX.kv0",
-            "other.kv0",
-        ] {
-            assert!(!is_state_file(&name.replace('K', key), key), "{name}");
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let key = SessionKey::new(key).unwrap();
-        for name in ["kv.json", "kv0", "jsonl"] {
-            std::fs::write(dir.path().join(format!("{key}.{name}")), b"x").unwrap();
-        }
-        assert_eq!(remove_session_state(dir.path(), &key).unwrap(), 2);
-        assert!(dir.path().join(format!("{key}.jsonl")).exists());
-        assert_eq!(
-            remove_session_state(&dir.path().join("missing"), &key).unwrap(),
-            0
-        );
-    }
-
-    #[test]
-    fn the_cap_removes_the_least_recently_saved_states_whole() {
-        let dir = tempfile::tempdir().unwrap();
-        let identity = Identity {
-            build: String::new(),
-            model_path: String::new(),
-            model_size: 0,
-            model_modified_ns: 0,
-            model_head: String::new(),
-            n_vocab: 10,
-            template: String::new(),
-            context_size: 100,
-            sequences: 1,
-            gpu_layers: 0,
-            kv_type: "F16".into(),
-        };
-        let keys: Vec<SessionKey> = (1..=3)
-            .map(|i| SessionKey::new(format!("s{i}")).unwrap())
-            .collect();
-        for (i, key) in keys.iter().enumerate() {
-            std::fs::write(manifest_path(dir.path(), key), vec![b'{'; 100]).unwrap();
-            std::fs::write(entry_path(dir.path(), key, 0), vec![0u8; 900]).unwrap();
-            let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000 + i as u64);
-            std::fs::File::options()
-                .write(true)
-                .open(manifest_path(dir.path(), key))
-                .unwrap()
-                .set_modified(when)
-                .unwrap();
-        }
-        // 3000 bytes held, 2500 allowed: the oldest session goes, with its data file.
-        StateStore::new(dir.path().into(), 2500, identity).enforce_cap();
-        assert!(!manifest_path(dir.path(), &keys[0]).exists());
-        assert!(!entry_path(dir.path(), &keys[0], 0).exists());
-        assert!(manifest_path(dir.path(), &keys[1]).exists());
-        assert!(entry_path(dir.path(), &keys[2], 0).exists());
-    }
-}
+mod tests;
