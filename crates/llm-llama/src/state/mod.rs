@@ -379,11 +379,14 @@ impl StateStore {
             })
             .collect();
         let now = std::time::SystemTime::now();
+        let with_manifest: std::collections::HashSet<&str> = files
+            .iter()
+            .filter_map(|(name, _, _)| name.strip_suffix(".kv.json"))
+            .collect();
         for (name, size, modified) in &files {
-            let orphan = state_key(name).is_some_and(|key| {
-                SessionKey::new(key).is_some()
-                    && !files.iter().any(|(n, _, _)| *n == format!("{key}.kv.json"))
-            }) && now.duration_since(*modified).unwrap_or_default() > ORPHAN_AGE;
+            let orphan = state_key(name)
+                .is_some_and(|key| SessionKey::new(key).is_some() && !with_manifest.contains(key))
+                && now.duration_since(*modified).unwrap_or_default() > ORPHAN_AGE;
             if orphan {
                 match std::fs::remove_file(self.dir.join(name)) {
                     Ok(()) => {
