@@ -55,6 +55,27 @@ struct Reply {
     stopped: bool,
     /// Tokens written for the model (the end of its reasoning, see `ReasoningBudget`).
     forced: VecDeque<LlamaToken>,
+    /// When the request began (the time to the first token counts from it).
+    started: Instant,
+}
+
+/// What a draft's verification writes into: the reply, its sampler, and the tokens drafts
+/// are looked up in.
+struct Writing<'a> {
+    reply: &'a mut Reply,
+    sampler: &'a mut ReplySampler,
+    history: &'a mut Vec<LlamaToken>,
+}
+
+/// What a draft's verification kept.
+struct Checked {
+    /// How many of the draft's tokens the model agreed with.
+    kept: usize,
+    /// The model's own token after them, to write next (none when the reply ended, or
+    /// stopped for tokens written for the model).
+    next: Option<LlamaToken>,
+    /// Whether the reply ended among the kept tokens.
+    ended: bool,
 }
 
 impl<'m, 'c> Session<'m, 'c> {
@@ -169,6 +190,9 @@ impl<'m, 'c> Session<'m, 'c> {
         Ok(())
     }
 
+    /// Generate the reply to `request`: its prompt evaluated (what a sequence already holds
+    /// reused), then its tokens sampled and sent, drafts verified in batches when drafting
+    /// is on; the prompt's usage sent before the reply, the whole usage after.
     pub(crate) fn generate(
         &mut self,
         templates: &Templates<'_>,
@@ -176,55 +200,16 @@ impl<'m, 'c> Session<'m, 'c> {
     ) -> Result<(), Error> {
         let started = Instant::now();
         let (prompt, has_bos) = templates.render(self.model, request)?;
-        let vocab = self.model.vocab();
-        let tokens = vocab.tokenize(prompt.as_bytes(), !has_bos, true);
-        let window = self.ctx.n_ctx() as usize;
-        if tokens.is_empty() {
-            return Err(Error::Template("the prompt is empty".into()));
-        }
-        if tokens.len() >= window {
-            return Err(Error::ContextFull {
-                needed: tokens.len(),
-                window: self.ctx.n_ctx(),
-            });
-        }
-        // Reuse what a sequence already holds; evaluate only the rest (at least the last
-        // token, whose logits start the generation).
-        let chosen = self.slots.choose(&tokens);
-        let seq = chosen.seq;
-        let mut common = chosen.common;
-        if let Some(stash) = self.stash.as_deref_mut() {
-            // A prompt of another shape keeps the sequence's state in memory; one of a
-            // shape seen before finds its own again.
-            common = crate::stash::swap_in(self.ctx, self.slots, stash, seq, &tokens, common);
-            stash.set_owner(seq, request.sent_for().cloned());
-        }
-        let mut common = common.min(tokens.len() - 1);
-        if common < self.slots.tokens(seq).len() && !self.trim(seq, common) {
-            self.reset_cache();
-            common = 0;
-        }
-        let evaluated = tokens.len() - common;
-        tracing::debug!(
-            prompt_tokens = tokens.len(),
-            reused = common,
-            evaluated,
-            seq,
-            "prompt"
-        );
-        self.decode(seq, &tokens[common..], common, Logits::Last)?;
-        let prompt_time = started.elapsed();
+        let tokens = self
+            .model
+            .vocab()
+            .tokenize(prompt.as_bytes(), !has_bos, true);
+        let (seq, prompt_usage) = self.evaluate_prompt(request, &tokens, started)?;
         if self.cancelled() {
             return Ok(());
         }
         // The prompt's counts before the reply (the last report holds): a reply its reader
         // stops early (a loop cut short) has still reported what its prompt cost.
-        let prompt_usage = LlmUsage::default()
-            .with_prompt_tokens(tokens.len() as u64)
-            .with_prompt_tokens_evaluated(evaluated as u64)
-            .with_cached_prompt_tokens((tokens.len() as u64).saturating_sub(evaluated as u64))
-            .with_prompt_time(prompt_time)
-            .with_time_to_first_token(prompt_time);
         let _ = self.out.send(Ok(LlmChunk::Usage(prompt_usage.clone())));
 
         let mut sampler =
@@ -238,11 +223,13 @@ impl<'m, 'c> Session<'m, 'c> {
             first_token: None,
             stopped: false,
             forced: VecDeque::new(),
+            started,
         };
         let mut drafter = self.speculative.then(Drafter::default);
+        let window = self.ctx.n_ctx() as usize;
         // The prompt and the reply so far: what drafts are looked up in.
-        let mut history = tokens.clone();
-        let mut position = tokens.len();
+        let mut history = tokens;
+        let mut position = history.len();
         // A token already sampled (from a draft's batch), to write next.
         let mut pending: Option<LlamaToken> = None;
         while !self.cancelled() {
@@ -257,7 +244,7 @@ impl<'m, 'c> Session<'m, 'c> {
                     None => sampler.sample(self.ctx, -1),
                 },
             };
-            if !self.write(&mut reply, &mut sampler, token, started) {
+            if !self.write(&mut reply, &mut sampler, token) {
                 break;
             }
             history.push(token);
@@ -282,52 +269,142 @@ impl<'m, 'c> Session<'m, 'c> {
                 position += 1;
                 continue;
             }
-            // The token and the draft in one batch: output i predicts what follows the
-            // token and the draft's first i tokens.
-            let mut batch = Vec::with_capacity(draft.len() + 1);
-            batch.push(token);
-            batch.extend_from_slice(&draft);
-            self.decode(seq, &batch, position, Logits::All)?;
-            position += 1;
-            let mut kept = 0;
-            let mut ended = false;
-            for i in 0..=draft.len() {
-                let index = i32::try_from(i).unwrap_or(0);
-                let next = sampler.sample(self.ctx, index);
-                if draft.get(i) != Some(&next) {
-                    // The model's own token where the draft went wrong, or the one after
-                    // a draft taken whole.
-                    pending = Some(next);
-                    break;
-                }
-                kept += 1;
-                position += 1;
-                let go_on = self.write(&mut reply, &mut sampler, next, started);
-                history.push(next);
-                if !go_on {
-                    ended = true;
-                    break;
-                }
-                if !reply.forced.is_empty() {
-                    break;
-                }
-            }
+            let mut writing = Writing {
+                reply: &mut reply,
+                sampler: &mut sampler,
+                history: &mut history,
+            };
+            let checked = self.verify(seq, token, &draft, &mut position, &mut writing)?;
             if let Some(drafter) = drafter.as_mut() {
-                drafter.record(draft.len(), kept);
+                drafter.record(draft.len(), checked.kept);
             }
-            if self.slots.tokens(seq).len() > position && !self.trim(seq, position) {
-                self.reset_cache();
-                return Err(Error::Backend(
-                    "the cache cannot drop a refused draft".into(),
-                ));
-            }
-            if ended {
+            pending = checked.next;
+            if checked.ended {
                 break;
             }
         }
         if self.cancelled() {
             return Ok(());
         }
+        self.finish(&mut reply, &sampler, drafter.as_ref());
+        let usage = prompt_usage
+            .with_generated_tokens(reply.generated)
+            .with_time_to_first_token(reply.first_token.unwrap_or_else(|| started.elapsed()))
+            .with_generation_time(gen_started.elapsed())
+            .with_hit_token_limit(!reply.stopped && reply.generated >= reply.max);
+        let _ = self.out.send(Ok(LlmChunk::Usage(usage)));
+        Ok(())
+    }
+
+    /// Evaluate the prompt's `tokens` into the sequence that already holds most of them
+    /// (or a state of the same start stashed in memory), only what it does not hold (at
+    /// least the last token, whose logits start the generation). Returns the sequence and
+    /// the prompt's usage.
+    fn evaluate_prompt(
+        &mut self,
+        request: &LlmRequest,
+        tokens: &[LlamaToken],
+        started: Instant,
+    ) -> Result<(usize, LlmUsage), Error> {
+        let window = self.ctx.n_ctx() as usize;
+        if tokens.is_empty() {
+            return Err(Error::Template("the prompt is empty".into()));
+        }
+        if tokens.len() >= window {
+            return Err(Error::ContextFull {
+                needed: tokens.len(),
+                window: self.ctx.n_ctx(),
+            });
+        }
+        let chosen = self.slots.choose(tokens);
+        let seq = chosen.seq;
+        let mut common = chosen.common;
+        if let Some(stash) = self.stash.as_deref_mut() {
+            // A prompt of another shape keeps the sequence's state in memory; one of a
+            // shape seen before finds its own again.
+            common = crate::stash::swap_in(self.ctx, self.slots, stash, seq, tokens, common);
+            stash.set_owner(seq, request.sent_for().cloned());
+        }
+        let mut common = common.min(tokens.len() - 1);
+        if common < self.slots.tokens(seq).len() && !self.trim(seq, common) {
+            self.reset_cache();
+            common = 0;
+        }
+        let evaluated = tokens.len() - common;
+        tracing::debug!(
+            prompt_tokens = tokens.len(),
+            reused = common,
+            evaluated,
+            seq,
+            "prompt"
+        );
+        self.decode(seq, &tokens[common..], common, Logits::Last)?;
+        let prompt_time = started.elapsed();
+        let usage = LlmUsage::default()
+            .with_prompt_tokens(tokens.len() as u64)
+            .with_prompt_tokens_evaluated(evaluated as u64)
+            .with_cached_prompt_tokens((tokens.len() as u64).saturating_sub(evaluated as u64))
+            .with_prompt_time(prompt_time)
+            .with_time_to_first_token(prompt_time);
+        Ok((seq, usage))
+    }
+
+    /// Verify `draft`: the written `token` and the draft decoded in one batch at
+    /// `position` (output i predicts what follows the token and the draft's first i
+    /// tokens), the draft's tokens written while the model's own choice agrees. What the
+    /// cache holds past the last kept token is dropped. Moves `position` past what was
+    /// kept.
+    fn verify(
+        &mut self,
+        seq: usize,
+        token: LlamaToken,
+        draft: &[LlamaToken],
+        position: &mut usize,
+        writing: &mut Writing<'_>,
+    ) -> Result<Checked, Error> {
+        let mut batch = Vec::with_capacity(draft.len() + 1);
+        batch.push(token);
+        batch.extend_from_slice(draft);
+        self.decode(seq, &batch, *position, Logits::All)?;
+        *position += 1;
+        let mut checked = Checked {
+            kept: 0,
+            next: None,
+            ended: false,
+        };
+        for i in 0..=draft.len() {
+            let index = i32::try_from(i).unwrap_or(0);
+            let next = writing.sampler.sample(self.ctx, index);
+            if draft.get(i) != Some(&next) {
+                // The model's own token where the draft went wrong, or the one after a
+                // draft taken whole.
+                checked.next = Some(next);
+                break;
+            }
+            checked.kept += 1;
+            *position += 1;
+            let go_on = self.write(writing.reply, writing.sampler, next);
+            writing.history.push(next);
+            if !go_on {
+                checked.ended = true;
+                break;
+            }
+            if !writing.reply.forced.is_empty() {
+                break;
+            }
+        }
+        if self.slots.tokens(seq).len() > *position && !self.trim(seq, *position) {
+            self.reset_cache();
+            return Err(Error::Backend(
+                "the cache cannot drop a refused draft".into(),
+            ));
+        }
+        Ok(checked)
+    }
+
+    /// Send what the reply still holds back (an incomplete character, the start of a
+    /// stop string that never completed), and log what grammar and drafts did.
+    fn finish(&mut self, reply: &mut Reply, sampler: &ReplySampler, drafter: Option<&Drafter>) {
         if !reply.stopped {
             let tail = reply.utf8.finish();
             let text = match reply.stops.push(&tail) {
@@ -342,7 +419,7 @@ impl<'m, 'c> Session<'m, 'c> {
                 "tokens the grammar had sampled again"
             );
         }
-        if let Some(drafter) = &drafter {
+        if let Some(drafter) = drafter {
             tracing::debug!(
                 generated = reply.generated,
                 drafted = drafter.drafted,
@@ -350,30 +427,19 @@ impl<'m, 'c> Session<'m, 'c> {
                 "prompt-lookup drafts"
             );
         }
-        let usage = prompt_usage
-            .with_generated_tokens(reply.generated)
-            .with_time_to_first_token(reply.first_token.unwrap_or_else(|| started.elapsed()))
-            .with_generation_time(gen_started.elapsed())
-            .with_hit_token_limit(!reply.stopped && reply.generated >= reply.max);
-        let _ = self.out.send(Ok(LlmChunk::Usage(usage)));
-        Ok(())
     }
 
     /// Write the chosen `token` into the reply; false when the reply ends with it (an
     /// end-of-generation token, which is not written; a stop string; the token limit).
-    fn write(
-        &mut self,
-        reply: &mut Reply,
-        sampler: &mut ReplySampler,
-        token: LlamaToken,
-        started: Instant,
-    ) -> bool {
+    fn write(&mut self, reply: &mut Reply, sampler: &mut ReplySampler, token: LlamaToken) -> bool {
         let vocab = self.model.vocab();
         if vocab.is_eog(token) {
             return false;
         }
         reply.generated += 1;
-        reply.first_token.get_or_insert_with(|| started.elapsed());
+        reply
+            .first_token
+            .get_or_insert_with(|| reply.started.elapsed());
         // Special tokens as their text: call and reasoning markers are special tokens in
         // many models (`[TOOL_CALLS]`, `<|START_ACTION|>`, `<|python_tag|>`…), and the
         // parser must see them, as the grammar does.
