@@ -26,27 +26,12 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
     Box::pin(async_stream::stream! {
         let mode = if inner.text_mode.load(Ordering::Relaxed) { Mode::Text } else { Mode::Native };
         let context = inner.context(&request, mode);
-        let grammar = match &request.constraint {
-            // An answer held to a schema: in text mode llama-server takes the grammar of
-            // calls or the answer; otherwise the body asks for structured output
-            // (`response_format`), and the agent validates the answer either way.
-            Some(core_models::ReplyConstraint::JsonSchema(_)) if mode == Mode::Text => {
-                inner.text_grammar(&request)
-            }
-            Some(core_models::ReplyConstraint::JsonSchema(_)) => None,
-            // A choice among texts: llama-server holds it with a grammar; another server
-            // has nothing to hold it with (the caller then goes another way).
-            Some(constraint) if inner.info.llama_server => {
-                Some(tool_grammar::constraint_grammar(constraint).text)
-            }
-            Some(_) => {
-                yield Err(core_models::Error::Unsupported(
-                    "only llama-server holds a reply to a grammar".into(),
-                ));
+        let grammar = match grammar_for(&inner, &request, mode) {
+            Ok(grammar) => grammar,
+            Err(e) => {
+                yield Err(e);
                 return;
             }
-            None if mode == Mode::Text => inner.text_grammar(&request),
-            None => None,
         };
         // A session's slot chosen (and its saved state restored there when the slot may
         // hold something else).
@@ -103,29 +88,13 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
             let mut decoder = Decoder::new(context.clone());
             if !http::is_event_stream(&response) {
                 // A server that answered with the whole reply at once.
-                let reply = http::read_body(response, http::REPLY_CAP, deadline)
-                    .await
-                    .and_then(|body| {
-                        serde_json::from_slice::<Chunk>(&body)
-                            .map_err(|e| Error::Protocol(format!("not a chat completion: {e}")))
-                    })
-                    .and_then(|chunk| decoder.chunk(chunk));
-                let ttft = started.elapsed();
-                let ending = reply.and_then(|chunks| {
-                    decoder
-                        .finish(Ending::Complete, Some(ttft), ttft)
-                        .map(|end| chunks.into_iter().chain(end).collect::<Vec<_>>())
-                });
-                match ending {
+                match whole_reply(response, decoder, deadline, started).await {
                     Ok(chunks) => {
                         let used = usage_in(&chunks);
                         for chunk in chunks {
                             yield Ok(chunk);
                         }
-                        cut.disarm();
-                        if let Some(pinned) = &pinned {
-                            inner.after_reply(pinned, used.as_ref()).await;
-                        }
+                        reply_whole(&inner, pinned.as_ref(), &mut cut, used.as_ref()).await;
                     }
                     Err(e) => yield Err(e.into()),
                 }
@@ -185,12 +154,7 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
                                         for chunk in chunks {
                                             yield Ok(chunk);
                                         }
-                                        // The reply is whole: its state saved while
-                                        // the slot still holds it.
-                                        cut.disarm();
-                                        if let Some(pinned) = &pinned {
-                                            inner.after_reply(pinned, used.as_ref()).await;
-                                        }
+                                        reply_whole(&inner, pinned.as_ref(), &mut cut, used.as_ref()).await;
                                     }
                                     Err(e) => yield Err(e.into()),
                                 }
@@ -215,6 +179,66 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
             }
         }
     })
+}
+
+/// The grammar a request's reply is held to in the body, if any; an error for a choice
+/// among texts that the server has nothing to hold with.
+fn grammar_for(
+    inner: &Inner,
+    request: &LlmRequest,
+    mode: Mode,
+) -> Result<Option<String>, core_models::Error> {
+    Ok(match &request.constraint {
+        // An answer held to a schema: in text mode llama-server takes the grammar of calls
+        // or the answer; otherwise the body asks for structured output (`response_format`),
+        // and the agent validates the answer either way.
+        Some(core_models::ReplyConstraint::JsonSchema(_)) if mode == Mode::Text => {
+            inner.text_grammar(request)
+        }
+        Some(core_models::ReplyConstraint::JsonSchema(_)) => None,
+        // A choice among texts: llama-server holds it with a grammar; another server has
+        // nothing to hold it with (the caller then goes another way).
+        Some(constraint) if inner.info.llama_server => {
+            Some(tool_grammar::constraint_grammar(constraint).text)
+        }
+        Some(_) => {
+            return Err(core_models::Error::Unsupported(
+                "only llama-server holds a reply to a grammar".into(),
+            ))
+        }
+        None if mode == Mode::Text => inner.text_grammar(request),
+        None => None,
+    })
+}
+
+/// A reply the server sent whole rather than as events: read (within the first-token
+/// deadline) and decoded, its end included.
+async fn whole_reply(
+    response: reqwest::Response,
+    mut decoder: Decoder,
+    deadline: Instant,
+    started: Instant,
+) -> Result<Vec<LlmChunk>, Error> {
+    let body = http::read_body(response, http::REPLY_CAP, deadline).await?;
+    let chunk = serde_json::from_slice::<Chunk>(&body)
+        .map_err(|e| Error::Protocol(format!("not a chat completion: {e}")))?;
+    let mut chunks = decoder.chunk(chunk)?;
+    let ttft = started.elapsed();
+    chunks.extend(decoder.finish(Ending::Complete, Some(ttft), ttft)?);
+    Ok(chunks)
+}
+
+/// The reply is whole: the session's slot state saved while the slot still holds it.
+async fn reply_whole(
+    inner: &Inner,
+    pinned: Option<&Pinned>,
+    cut: &mut CutSave,
+    used: Option<&LlmUsage>,
+) {
+    cut.disarm();
+    if let Some(pinned) = pinned {
+        inner.after_reply(pinned, used).await;
+    }
 }
 
 /// The usage among `chunks`, if any.
