@@ -651,5 +651,5 @@ async fn an_answer_schema_is_sent_as_structured_output_and_dropped_where_refused
     assert!(sent[2].body.get("response_format").is_none(), "remembered");
 }
 
-#[path = "faults/affinity.rs"]
+#[path = "faults/affinity/mod.rs"]
 mod affinity;
