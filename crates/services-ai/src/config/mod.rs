@@ -344,6 +344,16 @@ impl AgentConfig {
                 errors.push(ValidationError { field, message });
             }
         };
+        self.check_limits(&mut check);
+        check_budget(&self.budget, &mut check);
+        self.check_tool_settings(&mut check);
+        errors.extend(self.backend.validation_errors());
+        errors.extend(core_models::mcp_validation_errors(&self.mcp_servers));
+        errors
+    }
+
+    /// Check the limits of the loop and its tools (seed 001 part b's rules among them).
+    fn check_limits(&self, check: &mut Check<'_>) {
         check(
             self.max_agent_iterations >= 1,
             "max_agent_iterations",
@@ -437,52 +447,6 @@ impl AgentConfig {
             "tool_use_system_prompt",
             "cannot be empty (allowed: any non-blank text)".to_string(),
         );
-        let budget = &self.budget;
-        if let Some(tokens) = budget.max_total_tokens {
-            check(
-                tokens >= 1,
-                "budget.max_total_tokens",
-                format!("must be at least 1 when set (got {tokens})"),
-            );
-        }
-        if let Some(ms) = budget.max_wall_time_ms {
-            check(
-                ms >= 1,
-                "budget.max_wall_time_ms",
-                format!("must be at least 1 when set (got {ms})"),
-            );
-        }
-        if let Some(cost) = budget.max_cost {
-            check(
-                cost.is_finite() && cost > 0.0,
-                "budget.max_cost",
-                format!("must be a positive number when set (got {cost})"),
-            );
-        }
-        for (field, price) in [
-            (
-                "budget.prompt_cost_per_1k_tokens",
-                budget.prompt_cost_per_1k_tokens,
-            ),
-            (
-                "budget.completion_cost_per_1k_tokens",
-                budget.completion_cost_per_1k_tokens,
-            ),
-        ] {
-            check(
-                price.is_finite() && price >= 0.0,
-                field,
-                format!("must be zero or a positive number (got {price})"),
-            );
-        }
-        if budget.max_cost.is_some() {
-            check(
-                budget.prompt_cost_per_1k_tokens > 0.0
-                    || budget.completion_cost_per_1k_tokens > 0.0,
-                "budget.max_cost",
-                "needs a positive prompt or completion price per 1k tokens".to_string(),
-            );
-        }
         check(
             self.approval_timeout_ms >= 1,
             "approval_timeout_ms",
@@ -496,6 +460,10 @@ impl AgentConfig {
                 self.iteration_delay_ms
             ),
         );
+    }
+
+    /// Check the sandbox's paths and variables, and the formatters.
+    fn check_tool_settings(&self, check: &mut Check<'_>) {
         for (field, paths) in [
             ("sandbox.writable_paths", &self.sandbox.writable_paths),
             ("sandbox.deny_read", &self.sandbox.deny_read),
@@ -528,9 +496,6 @@ impl AgentConfig {
                 format!("{name}: extensions must list at least one extension"),
             );
         }
-        errors.extend(self.backend.validation_errors());
-        errors.extend(core_models::mcp_validation_errors(&self.mcp_servers));
-        errors
     }
 
     /// Validate.
@@ -549,6 +514,56 @@ impl AgentConfig {
 
 /// The longest pause between iterations.
 pub const MAX_ITERATION_DELAY_MS: u64 = 60_000;
+/// A rule's check: whether it holds, its field, and what is wrong when it does not.
+type Check<'a> = dyn FnMut(bool, &'static str, String) + 'a;
+
+/// Check the budget's limits and prices.
+fn check_budget(budget: &BudgetConfig, check: &mut Check<'_>) {
+    if let Some(tokens) = budget.max_total_tokens {
+        check(
+            tokens >= 1,
+            "budget.max_total_tokens",
+            format!("must be at least 1 when set (got {tokens})"),
+        );
+    }
+    if let Some(ms) = budget.max_wall_time_ms {
+        check(
+            ms >= 1,
+            "budget.max_wall_time_ms",
+            format!("must be at least 1 when set (got {ms})"),
+        );
+    }
+    if let Some(cost) = budget.max_cost {
+        check(
+            cost.is_finite() && cost > 0.0,
+            "budget.max_cost",
+            format!("must be a positive number when set (got {cost})"),
+        );
+    }
+    for (field, price) in [
+        (
+            "budget.prompt_cost_per_1k_tokens",
+            budget.prompt_cost_per_1k_tokens,
+        ),
+        (
+            "budget.completion_cost_per_1k_tokens",
+            budget.completion_cost_per_1k_tokens,
+        ),
+    ] {
+        check(
+            price.is_finite() && price >= 0.0,
+            field,
+            format!("must be zero or a positive number (got {price})"),
+        );
+    }
+    if budget.max_cost.is_some() {
+        check(
+            budget.prompt_cost_per_1k_tokens > 0.0 || budget.completion_cost_per_1k_tokens > 0.0,
+            "budget.max_cost",
+            "needs a positive prompt or completion price per 1k tokens".to_string(),
+        );
+    }
+}
 
 /// Whether a sandbox path setting is usable, and why not.
 fn sandbox_path(path: &str, writable: bool) -> (bool, &'static str) {
