@@ -49,6 +49,14 @@ pub(super) fn regex_escape(text: &str) -> String {
     out
 }
 
+/// Calls that a literal opening marker starts (a lazy grammar's trigger).
+fn one(expr: String, trigger: &str) -> Calls {
+    Calls {
+        expr,
+        triggers: vec![word(trigger)],
+    }
+}
+
 /// Calls inside a section's markers; the opening marker starts a lazy grammar.
 fn section(open: &str, calls: &str, close: &str) -> Calls {
     Calls {
@@ -424,7 +432,8 @@ fn named(
     })
 }
 
-/// The calls grammar of `target`'s format: up to `max_calls` calls of `tools`.
+/// The calls grammar of `target`'s format: up to `max_calls` calls of `tools`, in the
+/// format's family (see the module documentation).
 pub(super) fn calls(
     g: &mut Gbnf<'_>,
     target: &GrammarTarget,
@@ -432,16 +441,220 @@ pub(super) fn calls(
     max_calls: usize,
 ) -> Result<Calls, Error> {
     let repeated = |call: &str, separator: &str| repeated(call, separator, max_calls);
-    let one = |expr: String, trigger: &str| Calls {
-        expr,
-        triggers: vec![word(trigger)],
-    };
-    let calls = match target.format {
+    match target.format {
+        F::Mistral if target.name_then_args => named_calls(g, target, tools, &repeated),
+        F::Harmony
+        | F::DeepSeekR1
+        | F::DeepSeekV31
+        | F::KimiK2
+        | F::FunctionaryV31
+        | F::FunctionaryV32 => named_calls(g, target, tools, &repeated),
+        F::QwenXml
+        | F::SeedOss
+        | F::Glm
+        | F::MiniMaxM2
+        | F::DeepSeekV32
+        | F::Pythonic
+        | F::Lfm2
+        | F::Gemma4 => element_calls(g, target, tools, &repeated),
+        F::Hermes
+        | F::Apertus
+        | F::Llama
+        | F::Mistral
+        | F::CommandR7b
+        | F::Granite
+        | F::Nemotron
+        | F::Phi4
+        | F::Generic
+        | F::FencedJson
+        | F::InlineJson
+        | F::Reasoning => object_calls(g, target, tools, &repeated),
+    }
+}
+
+/// Calls as JSON objects that name the tool, inside the format's markers (and AIntern's
+/// own fence for formats without a call syntax).
+fn object_calls(
+    g: &mut Gbnf<'_>,
+    target: &GrammarTarget,
+    tools: &[&ToolDefinition],
+    repeated: &dyn Fn(&str, &str) -> String,
+) -> Result<Calls, Error> {
+    Ok(match target.format {
         F::Hermes => {
             let call = json_call(g, tools, "name", "arguments")?;
             let block = format!("\"<tool_call>\" sp {call} sp \"</tool_call>\"");
             one(repeated(&format!("( {block} )"), SPACE), "<tool_call>")
         }
+        F::Apertus => {
+            let call = per_tool(g, "apertus-call", tools, |g, t| {
+                let args = arguments(g, t)?;
+                Ok(json_object(&[(t.id.as_str(), args)], &[]))
+            })?;
+            let expr = format!(
+                "\"<|tools_prefix|>[\" sp {} sp \"]<|tools_suffix|>\"",
+                repeated(&call, "\",\" sp")
+            );
+            one(expr, "<|tools_prefix|>")
+        }
+        F::Llama => {
+            let call = json_call(g, tools, "name", "parameters")?;
+            Calls {
+                expr: call,
+                triggers: vec![r#"(\{\s*"name")"#.into()],
+            }
+        }
+        F::Mistral => {
+            let call = per_tool(g, "mistral-call", tools, |g, t| {
+                let args = arguments(g, t)?;
+                Ok(json_object(
+                    &[("name", json_literal(&t.id)), ("arguments", args)],
+                    &[("id", "\"\\\"\" [a-zA-Z0-9]{9} \"\\\"\"".into())],
+                ))
+            })?;
+            let expr = format!("\"[TOOL_CALLS][\" {} \"]\"", repeated(&call, "\",\" sp"));
+            one(expr, "[TOOL_CALLS]")
+        }
+        F::CommandR7b => {
+            let call = per_tool(g, "action", tools, |g, t| {
+                let args = arguments(g, t)?;
+                Ok(json_object(
+                    &[
+                        ("tool_call_id", "\"\\\"\" [0-9]{1,3} \"\\\"\"".into()),
+                        ("tool_name", json_literal(&t.id)),
+                        ("parameters", args),
+                    ],
+                    &[],
+                ))
+            })?;
+            let expr = format!(
+                "\"<|START_ACTION|>[\" sp {} sp \"]<|END_ACTION|>\"",
+                repeated(&call, "\",\" sp")
+            );
+            one(expr, "<|START_ACTION|>")
+        }
+        F::Granite | F::Nemotron | F::Phi4 => {
+            let call = json_call(g, tools, "name", "arguments")?;
+            let list = format!("\"[\" sp {} sp \"]\"", repeated(&call, "\",\" sp"));
+            let (open, close) = match target.format {
+                F::Granite => ("<|tool_call|>", ""),
+                F::Nemotron => ("<TOOLCALL>", "</TOOLCALL>"),
+                _ => ("functools", ""),
+            };
+            let mut expr = format!("{} {list}", literal(open));
+            if !close.is_empty() {
+                expr.push_str(&format!(" {}", literal(close)));
+            }
+            one(expr, open)
+        }
+        F::Generic => {
+            let call = json_call(g, tools, "name", "arguments")?;
+            let list = format!("\"[\" sp {} sp \"]\"", repeated(&call, "\",\" sp"));
+            Calls {
+                expr: format!("\"{{\" sp \"\\\"tool_calls\\\"\" sp \":\" sp {list} sp \"}}\""),
+                triggers: vec![r#"(\{\s*"tool_calls")"#.into()],
+            }
+        }
+        // The formats without a call syntax of their own (fenced JSON, inline JSON,
+        // reasoning; `calls` sends no other here): AIntern's own fence.
+        _ => {
+            let call = json_call(g, tools, "tool", "parameters")?;
+            let expr = format!("\"```tool_call\\n\" {call} \"\\n```\"");
+            one(expr, super::CALL_FENCE)
+        }
+    })
+}
+
+/// Calls that write the tool's name as text, then its arguments as JSON.
+fn named_calls(
+    g: &mut Gbnf<'_>,
+    target: &GrammarTarget,
+    tools: &[&ToolDefinition],
+    repeated: &dyn Fn(&str, &str) -> String,
+) -> Result<Calls, Error> {
+    Ok(match target.format {
+        F::Mistral if target.name_then_args => {
+            let call = named(g, "mistral-call", tools, "[TOOL_CALLS]", "[ARGS]", "")?;
+            one(repeated(&call, ""), "[TOOL_CALLS]")
+        }
+        // One call: `<|call|>` ends the message and the turn.
+        F::Harmony => {
+            let open = "<|channel|>commentary to=functions.";
+            let call = named(
+                g,
+                "harmony-call",
+                tools,
+                open,
+                " <|constrain|>json<|message|>",
+                "",
+            )?;
+            one(call, open)
+        }
+        F::DeepSeekR1 | F::DeepSeekV31 => {
+            let call = if target.format == F::DeepSeekR1 {
+                named(
+                    g,
+                    "ds-call",
+                    tools,
+                    "<｜tool▁call▁begin｜>function<｜tool▁sep｜>",
+                    "\n```json\n",
+                    "\n```<｜tool▁call▁end｜>",
+                )?
+            } else {
+                named(
+                    g,
+                    "ds-call",
+                    tools,
+                    "<｜tool▁call▁begin｜>",
+                    "<｜tool▁sep｜>",
+                    "<｜tool▁call▁end｜>",
+                )?
+            };
+            section(
+                "<｜tool▁calls▁begin｜>",
+                &repeated(&call, SPACE),
+                "<｜tool▁calls▁end｜>",
+            )
+        }
+        F::KimiK2 => {
+            let call = per_tool(g, "kimi-call", tools, |g, t| {
+                let args = arguments(g, t)?;
+                Ok(format!(
+                    "{} [0-9]{{1,3}} \"<|tool_call_argument_begin|>\" {args} \"<|tool_call_end|>\"",
+                    literal(&format!("<|tool_call_begin|>functions.{}:", t.id))
+                ))
+            })?;
+            section(
+                "<|tool_calls_section_begin|>",
+                &repeated(&call, SPACE),
+                "<|tool_calls_section_end|>",
+            )
+        }
+        F::FunctionaryV31 => {
+            let call = named(g, "function-call", tools, "<function=", ">", "</function>")?;
+            one(repeated(&call, SPACE), "<function=")
+        }
+        // Functionary v3.2 (`calls` sends no other format here): the prompt ends with
+        // `>>>`, so the reply starts with the first section's name.
+        _ => {
+            let call = named(g, "section", tools, "", "\n", "")?;
+            let names = names_pattern(tools);
+            Calls {
+                expr: format!("\">>>\"? {}", repeated(&call, "sp \">>>\"")),
+                triggers: vec![format!(r"^({names}\n)[\s\S]*$"), format!(r"(>>>{names}\n)")],
+            }
+        }
+    })
+}
+
+/// Calls of one element per argument: the XML formats, pythonic calls, Gemma 4.
+fn element_calls(
+    g: &mut Gbnf<'_>,
+    target: &GrammarTarget,
+    tools: &[&ToolDefinition],
+    repeated: &dyn Fn(&str, &str) -> String,
+) -> Result<Calls, Error> {
+    Ok(match target.format {
         F::QwenXml | F::SeedOss => {
             let (open, close) = if target.format == F::SeedOss {
                 ("<seed:tool_call>", "</seed:tool_call>")
@@ -497,24 +710,6 @@ pub(super) fn calls(
             );
             one(expr, open)
         }
-        F::Apertus => {
-            let call = per_tool(g, "apertus-call", tools, |g, t| {
-                let args = arguments(g, t)?;
-                Ok(json_object(&[(t.id.as_str(), args)], &[]))
-            })?;
-            let expr = format!(
-                "\"<|tools_prefix|>[\" sp {} sp \"]<|tools_suffix|>\"",
-                repeated(&call, "\",\" sp")
-            );
-            one(expr, "<|tools_prefix|>")
-        }
-        F::Llama => {
-            let call = json_call(g, tools, "name", "parameters")?;
-            Calls {
-                expr: call,
-                triggers: vec![r#"(\{\s*"name")"#.into()],
-            }
-        }
         F::Pythonic | F::Lfm2 => {
             let call = python_call(g, tools)?;
             let list = format!("\"[\" {} \"]\"", repeated(&call, "\",\" sp"));
@@ -530,138 +725,11 @@ pub(super) fn calls(
                 }
             }
         }
-        F::Mistral if target.name_then_args => {
-            let call = named(g, "mistral-call", tools, "[TOOL_CALLS]", "[ARGS]", "")?;
-            one(repeated(&call, ""), "[TOOL_CALLS]")
-        }
-        F::Mistral => {
-            let call = per_tool(g, "mistral-call", tools, |g, t| {
-                let args = arguments(g, t)?;
-                Ok(json_object(
-                    &[("name", json_literal(&t.id)), ("arguments", args)],
-                    &[("id", "\"\\\"\" [a-zA-Z0-9]{9} \"\\\"\"".into())],
-                ))
-            })?;
-            let expr = format!("\"[TOOL_CALLS][\" {} \"]\"", repeated(&call, "\",\" sp"));
-            one(expr, "[TOOL_CALLS]")
-        }
-        // One call: `<|call|>` ends the message and the turn.
-        F::Harmony => {
-            let open = "<|channel|>commentary to=functions.";
-            let call = named(
-                g,
-                "harmony-call",
-                tools,
-                open,
-                " <|constrain|>json<|message|>",
-                "",
-            )?;
-            one(call, open)
-        }
-        F::DeepSeekR1 | F::DeepSeekV31 => {
-            let call = if target.format == F::DeepSeekR1 {
-                named(
-                    g,
-                    "ds-call",
-                    tools,
-                    "<｜tool▁call▁begin｜>function<｜tool▁sep｜>",
-                    "\n```json\n",
-                    "\n```<｜tool▁call▁end｜>",
-                )?
-            } else {
-                named(
-                    g,
-                    "ds-call",
-                    tools,
-                    "<｜tool▁call▁begin｜>",
-                    "<｜tool▁sep｜>",
-                    "<｜tool▁call▁end｜>",
-                )?
-            };
-            section(
-                "<｜tool▁calls▁begin｜>",
-                &repeated(&call, SPACE),
-                "<｜tool▁calls▁end｜>",
-            )
-        }
-        F::KimiK2 => {
-            let call = per_tool(g, "kimi-call", tools, |g, t| {
-                let args = arguments(g, t)?;
-                Ok(format!(
-                    "{} [0-9]{{1,3}} \"<|tool_call_argument_begin|>\" {args} \"<|tool_call_end|>\"",
-                    literal(&format!("<|tool_call_begin|>functions.{}:", t.id))
-                ))
-            })?;
-            section(
-                "<|tool_calls_section_begin|>",
-                &repeated(&call, SPACE),
-                "<|tool_calls_section_end|>",
-            )
-        }
-        F::CommandR7b => {
-            let call = per_tool(g, "action", tools, |g, t| {
-                let args = arguments(g, t)?;
-                Ok(json_object(
-                    &[
-                        ("tool_call_id", "\"\\\"\" [0-9]{1,3} \"\\\"\"".into()),
-                        ("tool_name", json_literal(&t.id)),
-                        ("parameters", args),
-                    ],
-                    &[],
-                ))
-            })?;
-            let expr = format!(
-                "\"<|START_ACTION|>[\" sp {} sp \"]<|END_ACTION|>\"",
-                repeated(&call, "\",\" sp")
-            );
-            one(expr, "<|START_ACTION|>")
-        }
-        F::Granite | F::Nemotron | F::Phi4 => {
-            let call = json_call(g, tools, "name", "arguments")?;
-            let list = format!("\"[\" sp {} sp \"]\"", repeated(&call, "\",\" sp"));
-            let (open, close) = match target.format {
-                F::Granite => ("<|tool_call|>", ""),
-                F::Nemotron => ("<TOOLCALL>", "</TOOLCALL>"),
-                _ => ("functools", ""),
-            };
-            let mut expr = format!("{} {list}", literal(open));
-            if !close.is_empty() {
-                expr.push_str(&format!(" {}", literal(close)));
-            }
-            one(expr, open)
-        }
-        F::Generic => {
-            let call = json_call(g, tools, "name", "arguments")?;
-            let list = format!("\"[\" sp {} sp \"]\"", repeated(&call, "\",\" sp"));
-            Calls {
-                expr: format!("\"{{\" sp \"\\\"tool_calls\\\"\" sp \":\" sp {list} sp \"}}\""),
-                triggers: vec![r#"(\{\s*"tool_calls")"#.into()],
-            }
-        }
-        F::FunctionaryV31 => {
-            let call = named(g, "function-call", tools, "<function=", ">", "</function>")?;
-            one(repeated(&call, SPACE), "<function=")
-        }
-        // The prompt ends with `>>>`: the reply starts with the first section's name.
-        F::FunctionaryV32 => {
-            let call = named(g, "section", tools, "", "\n", "")?;
-            let names = names_pattern(tools);
-            Calls {
-                expr: format!("\">>>\"? {}", repeated(&call, "sp \">>>\"")),
-                triggers: vec![format!(r"^({names}\n)[\s\S]*$"), format!(r"(>>>{names}\n)")],
-            }
-        }
-        F::Gemma4 => {
+        // Gemma 4 (`calls` sends no other format here).
+        _ => {
             let call = gemma_call(g, tools)?;
             let block = format!("\"<|tool_call>\" {call} \"<tool_call|>\"");
             one(repeated(&format!("( {block} )"), ""), "<|tool_call>")
         }
-        // AIntern's own fence, for every format that has no call syntax of its own.
-        F::FencedJson | F::InlineJson | F::Reasoning => {
-            let call = json_call(g, tools, "tool", "parameters")?;
-            let expr = format!("\"```tool_call\\n\" {call} \"\\n```\"");
-            one(expr, super::CALL_FENCE)
-        }
-    };
-    Ok(calls)
+    })
 }
