@@ -94,7 +94,7 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
                         for chunk in chunks {
                             yield Ok(chunk);
                         }
-                        reply_whole(&inner, pinned.as_ref(), &mut cut, used.as_ref()).await;
+                        after_whole_reply(&inner, pinned.as_ref(), &mut cut, used.as_ref()).await;
                     }
                     Err(e) => yield Err(e.into()),
                 }
@@ -154,7 +154,7 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
                                         for chunk in chunks {
                                             yield Ok(chunk);
                                         }
-                                        reply_whole(&inner, pinned.as_ref(), &mut cut, used.as_ref()).await;
+                                        after_whole_reply(&inner, pinned.as_ref(), &mut cut, used.as_ref()).await;
                                     }
                                     Err(e) => yield Err(e.into()),
                                 }
@@ -229,7 +229,7 @@ async fn whole_reply(
 }
 
 /// The reply is whole: the session's slot state saved while the slot still holds it.
-async fn reply_whole(
+async fn after_whole_reply(
     inner: &Inner,
     pinned: Option<&Pinned>,
     cut: &mut CutSave,

@@ -514,15 +514,7 @@ async fn in_a_folder_of_a_larger_repository_git_shows_the_folder_only() {
     let head = inspector.head(&proj).await.unwrap();
     assert!(head.is_some());
     let commits = inspector.commits_since(&proj, &h.first).await.unwrap();
-    let summary: Vec<(&str, Vec<&str>)> = commits
-        .iter()
-        .map(|c| {
-            (
-                c.subject.as_str(),
-                c.files.iter().map(String::as_str).collect(),
-            )
-        })
-        .collect();
+    let summary = crate::tools::git::summary(&commits);
     assert_eq!(summary, [("inside", vec!["notes.txt"])]);
 }
 

@@ -2,6 +2,19 @@
 
 use super::*;
 
+/// Each commit's subject and the files it changed.
+pub(crate) fn summary(commits: &[core_models::GitCommit]) -> Vec<(&str, Vec<&str>)> {
+    commits
+        .iter()
+        .map(|c| {
+            (
+                c.subject.as_str(),
+                c.files.iter().map(String::as_str).collect(),
+            )
+        })
+        .collect()
+}
+
 fn git(dir: &Path, args: &[&str]) {
     let status = Command::new("git")
         .args([
@@ -45,15 +58,7 @@ async fn git_inspector_on_a_real_repository() {
     std::fs::write(dir.path().join("a.txt"), "aa").unwrap();
     git(dir.path(), &["commit", "-q", "-am", "third"]);
     let commits = inspector.commits_since(dir.path(), &first).await.unwrap();
-    let summary: Vec<(&str, Vec<&str>)> = commits
-        .iter()
-        .map(|c| {
-            (
-                c.subject.as_str(),
-                c.files.iter().map(String::as_str).collect(),
-            )
-        })
-        .collect();
+    let summary = crate::tools::git::summary(&commits);
     assert_eq!(
         summary,
         [

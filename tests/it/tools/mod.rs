@@ -12,7 +12,7 @@ use tools::{
 };
 
 mod commands;
-mod git;
+pub(crate) mod git;
 
 fn ws() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
