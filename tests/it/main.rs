@@ -18,6 +18,7 @@ mod parser;
 mod parser_formats;
 mod parser_peers;
 mod parser_props;
+mod parser_recovered;
 mod permissions;
 mod project;
 mod security;

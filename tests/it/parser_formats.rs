@@ -360,13 +360,21 @@ fn claimed_format_fixes() {
     .check();
 }
 
+/// A bare JSON call is Llama's own spelling; a Hermes model's reply that is one is read
+/// as its call, marked as recovered; a format whose calls are not JSON leaves it text.
 #[test]
-fn bare_json_only_for_bare_json_formats() {
+fn bare_json_is_read_for_json_call_formats() {
     let reply = "{\"name\": \"run\", \"arguments\": {\"command\": \"ls\"}}";
     let hermes = for_format("hermes").parse_all(reply);
-    assert!(hermes.tool_calls.is_empty());
-    assert_eq!(hermes.text, reply);
-    assert_eq!(for_format("llama3").parse_all(reply).tool_calls.len(), 1);
+    assert_eq!(hermes.tool_calls.len(), 1);
+    assert_eq!(hermes.tool_calls[0].recovered.as_deref(), Some("bare JSON"));
+    assert_eq!(hermes.text, "");
+    let llama = for_format("llama3").parse_all(reply);
+    assert_eq!(llama.tool_calls.len(), 1);
+    assert_eq!(llama.tool_calls[0].recovered, None, "Llama's own spelling");
+    let xml = for_format("qwen3-coder").parse_all(reply);
+    assert!(xml.tool_calls.is_empty());
+    assert_eq!(xml.text, reply);
 }
 
 #[test]

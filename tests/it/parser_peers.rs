@@ -59,6 +59,7 @@ struct Peer {
 
 const LLAMA_CPP: &str = "ggml-org/llama.cpp tests/test-chat.cpp";
 const LLAMA_CPP_OLD: &str = "ggml-org/llama.cpp tests/test-chat.cpp (before the PEG parsers)";
+const LLAMA_CPP_HERMES: &str = "ggml-org/llama.cpp tests/chat-parsers/test-hermes-2-pro.cpp";
 const VLLM_APERTUS: &str = "vllm-project/vllm tests/tool_parsers/test_apertus_tool_parser.py";
 const VLLM_LLAMA3: &str = "vllm-project/vllm tests/tool_parsers/test_llama3_json_tool_parser.py";
 const SGLANG_LLAMA32: &str =
@@ -316,6 +317,33 @@ fn hermes_variants() {
             "Hello, world!\nWhat's up?", &[("special_function", r#"{"arg1": 1}"#)]),
         case(LLAMA_CPP_OLD, "hermes", "<function=special_function>{\"arg1\": 1}</function>\n<function=python>{\"code\":\"print('hello')\"}</function>",
             "", &[("special_function", r#"{"arg1": 1}"#), ("python", r#"{"code": "print('hello')"}"#)]),
+    ]);
+}
+
+/// The other spellings llama.cpp's Hermes parser reads (its vectors, one call each):
+/// other tags, fences, bare JSON, and a reply that ends with a bare call.
+#[test]
+fn hermes_other_spellings() {
+    const CALL: &[(&str, &str)] = &[("special_function", r#"{"arg1": 1}"#)];
+    check_all(&[
+        case(LLAMA_CPP_HERMES, "hermes", "<function name=\"special_function\">\n{\"arg1\": 1}\n</function>", "", CALL),
+        case(LLAMA_CPP_HERMES, "hermes", "<tool>\n  {\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}\n</tool>", "", CALL),
+        case(LLAMA_CPP_HERMES, "hermes", "<response>\n  {\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}\n</response>", "", CALL),
+        case(LLAMA_CPP_HERMES, "hermes", "```xml\n<response>\n    {\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}\n</response>\n```", "", CALL),
+        case(LLAMA_CPP_HERMES, "hermes", "```xml\n  {\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}\n```", "", CALL),
+        case(LLAMA_CPP_HERMES, "hermes", "```\n  {\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}\n```", "", CALL),
+        case(LLAMA_CPP_HERMES, "hermes", "```\n{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}\n```", "", CALL),
+        case(LLAMA_CPP_HERMES, "hermes", "```json\n  {\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}\n```", "", CALL),
+        case(LLAMA_CPP_HERMES, "hermes", "```json\n\n                    <function_call> {\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}} \n                    </function_call> \n``` ", "", CALL),
+        case(LLAMA_CPP_HERMES, "hermes", "<json>\n  {\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}\n</json>", "", CALL),
+        case(LLAMA_CPP_HERMES, "hermes", "<xml>\n  {\n    \"name\": \"special_function\", \"arguments\": {\"arg1\": 1}\n  }\n</xml>", "", CALL),
+        case(LLAMA_CPP_HERMES, "hermes", "<JSON>\n  {\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}\n</JSON>", "", CALL),
+        case(LLAMA_CPP_HERMES, "hermes", "{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}", "", CALL),
+        case(LLAMA_CPP_HERMES, "hermes", "{\n  \"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}", "", CALL),
+        case(LLAMA_CPP_HERMES, "hermes", "This is not a tool call:\n{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}", "This is not a tool call:", CALL),
+        case(LLAMA_CPP_HERMES, "hermes", "<tool_call>\n{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}\n</tool_call>\n<tool_call>\n{\"name\": \"python\", \"arguments\": {\"code\":\"print('hello')\"}}\n</tool_call>",
+            "", &[("special_function", r#"{"arg1": 1}"#), ("python", r#"{"code": "print('hello')"}"#)]),
+        case(LLAMA_CPP_HERMES, "hermes", "Hello, world!\nWhat's up?", "Hello, world!\nWhat's up?", &[]),
     ]);
 }
 

@@ -37,8 +37,9 @@ pub(crate) struct LoadArgs {
     /// llama.cpp's `--chat-template-file`: for a model whose template is missing or wrong.
     #[arg(long, value_name = "FILE")]
     pub(crate) chat_template: Option<PathBuf>,
-    /// The model's context window in tokens (llama models; default 4096). A conversation
-    /// that outgrows it is compacted.
+    /// The model's context window in tokens (llama models; default: the model's training
+    /// context, capped so that its KV cache takes at most 1 GiB). A conversation that
+    /// outgrows it is compacted.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(256..))]
     pub(crate) context_size: Option<u32>,
     /// CPU threads for reading prompts and generating (llama models; default, or 0: every

@@ -73,6 +73,13 @@ pub struct ToolCallRequest {
     /// the call's words are still the model's own, but it could not write anything else.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held: Option<String>,
+    /// How the model wrote this call when it was not in its format's own syntax, in words
+    /// ("bare JSON", "a fenced block"…): the parser read it as the call the model wrote, in
+    /// another spelling. `None` for a call in the model's own syntax, or when the model's
+    /// format is not known. It is the model's own call all the same: judged, approved and
+    /// sandboxed like any other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovered: Option<String>,
 }
 
 /// The first string among [`MAIN_ARGUMENT_KEYS`] in `parameters`, with its key.
@@ -103,6 +110,7 @@ impl ToolCallRequest {
             permission_subjects: None,
             model_call_id: None,
             held: None,
+            recovered: None,
         }
     }
 

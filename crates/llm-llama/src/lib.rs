@@ -29,6 +29,7 @@
 //!   [`Error::Backend`] saying why.
 //! * `cuda`, `vulkan`, `metal` — GPU offload through llama.cpp (imply `llama-cpp`).
 
+pub mod catalog;
 mod error;
 #[cfg(feature = "llama-cpp")]
 mod grammar;
@@ -70,8 +71,13 @@ use std::sync::{mpsc, Arc};
 pub struct LlamaConfig {
     /// The GGUF file.
     pub model_path: PathBuf,
-    /// Context window in tokens (0: the model's training context).
+    /// Context window in tokens (0, the default: the model's training context, capped so
+    /// that the KV cache takes at most [`LlamaConfig::kv_budget_bytes`]).
     pub context_size: u32,
+    /// Most bytes the KV cache may take when the window is the default (`context_size`
+    /// 0): 1 GiB unless set. Qwen2.5-Coder-1.5B (28 KiB a token in 16 bits) gets its whole
+    /// 32,768-token training context; a Llama-3-8B-shaped model (128 KiB a token) 8,192.
+    pub kv_budget_bytes: u64,
     /// Threads for generation and prompt processing (0: every core).
     pub threads: u32,
     /// Tokens decoded per batch when reading a prompt.
@@ -113,13 +119,14 @@ pub struct LlamaConfig {
 }
 
 impl LlamaConfig {
-    /// Defaults for `model_path`: 4096-token context, every core, batches of 512, CPU
-    /// only, no saved states (a 2 GiB cap once a folder is set), 1 GiB of prompt states in
-    /// memory, no drafting.
+    /// Defaults for `model_path`: the model's training context within a 1 GiB KV cache,
+    /// every core, batches of 512, CPU only, no saved states (a 2 GiB cap once a folder is
+    /// set), 1 GiB of prompt states in memory, no drafting.
     pub fn new(model_path: impl Into<PathBuf>) -> Self {
         LlamaConfig {
             model_path: model_path.into(),
-            context_size: 4096,
+            context_size: 0,
+            kv_budget_bytes: DEFAULT_KV_BUDGET,
             threads: 0,
             batch_size: 512,
             gpu_layers: 0,
@@ -162,28 +169,27 @@ pub fn check_answer_schema(schema: &serde_json::Value) -> Result<(), Error> {
     }
 }
 
-/// Where `scripts/fetch-model` puts the embedded default model (SmolLM2-135M-Instruct,
-/// Q4_1): `$AINTERN_CACHE_DIR/models/…`, else `$XDG_CACHE_HOME/aintern/models/…`, else
-/// `~/.cache/aintern/models/…`.
+/// Where `scripts/fetch-model` puts the default model of the [`catalog`]
+/// (Qwen2.5-Coder-1.5B-Instruct, Q4_K_M): `$AINTERN_CACHE_DIR/models/…`, else
+/// `$XDG_CACHE_HOME/aintern/models/…`, else `~/.cache/aintern/models/…`.
 pub fn default_model_path() -> PathBuf {
-    let cache = std::env::var_os("AINTERN_CACHE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let base = std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    std::env::var_os("HOME")
-                        .map(PathBuf::from)
-                        .unwrap_or_default()
-                        .join(".cache")
-                });
-            base.join("aintern")
-        });
-    cache.join("models").join(DEFAULT_MODEL_FILE)
+    catalog::models_dir().join(DEFAULT_MODEL_FILE)
 }
 
-/// The embedded default model's file name.
-pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+/// The default model's file name (the [`catalog`]'s default).
+pub const DEFAULT_MODEL_FILE: &str = "Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf";
+
+/// The KV cache's default budget ([`LlamaConfig::kv_budget_bytes`]).
+pub const DEFAULT_KV_BUDGET: u64 = 1 << 30;
+
+/// The default window of a model trained with `training` tokens of context whose KV
+/// cache takes `bytes_per_token`: the training context, capped so that the cache fits
+/// `budget` (in whole multiples of 256 tokens, at least 2,048).
+pub fn default_window(training: u32, bytes_per_token: u64, budget: u64) -> u32 {
+    let fits = budget / bytes_per_token.max(1);
+    let fits = u32::try_from(fits).unwrap_or(u32::MAX) / 256 * 256;
+    training.min(fits.max(2048)).max(256)
+}
 
 /// What was loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]

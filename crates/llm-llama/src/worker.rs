@@ -65,7 +65,11 @@ pub(crate) fn run(
     };
     let threads = i32::try_from(threads).unwrap_or(1);
     let n_ctx = if config.context_size == 0 {
-        model.n_ctx_train()
+        crate::default_window(
+            model.n_ctx_train(),
+            kv_bytes_per_token(&model, kv_type(&config)),
+            config.kv_budget_bytes,
+        )
     } else {
         config.context_size
     };
@@ -157,6 +161,18 @@ pub(crate) fn run(
         &config,
         batch as usize,
     );
+}
+
+/// The bytes one token takes in the KV cache of `model` with cells of `kind`: a key and a
+/// value of each KV head's width in every layer.
+fn kv_bytes_per_token(model: &LlamaModel, kind: KvCacheType) -> u64 {
+    let head = u64::try_from(model.n_embd()).unwrap_or(0) / u64::from(model.n_head().max(1));
+    let cells = u64::from(model.n_layer()) * u64::from(model.n_head_kv()) * head * 2;
+    match kind {
+        // q8_0: 34 bytes a block of 32.
+        KvCacheType::Q8_0 => cells * 34 / 32,
+        _ => cells * 2,
+    }
 }
 
 /// The jobs, one at a time, until the sender goes.

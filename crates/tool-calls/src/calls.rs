@@ -45,6 +45,15 @@ impl ToolCatalog {
         ))
     }
 
+    /// Whether a tool of this id is known (always, for a catalog that knows no tools).
+    pub fn knows(&self, id: &str) -> bool {
+        match self {
+            ToolCatalog::Empty => true,
+            ToolCatalog::Registry(r) => r.get_tool(id).is_some(),
+            ToolCatalog::Definitions(d) => d.contains_key(id),
+        }
+    }
+
     /// The JSON schema of the tool's parameters, when known.
     pub fn schema(&self, id: &str) -> Option<Value> {
         match self {

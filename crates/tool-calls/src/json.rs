@@ -65,6 +65,16 @@ impl JsonScanner {
         }
     }
 
+    /// The open brackets, outermost first (`b'{'` or `b'['` each).
+    pub(crate) fn open_brackets(&self) -> &[u8] {
+        &self.stack
+    }
+
+    /// Whether an object key just ended and its `:` is awaited.
+    pub(crate) fn after_key(&self) -> bool {
+        matches!(self.state, State::Colon)
+    }
+
     /// Whether the scanner is inside a string (where any character is accepted).
     pub(crate) fn in_string(&self) -> bool {
         matches!(self.state, State::Str { .. })

@@ -57,6 +57,10 @@ pub struct ParserOptions {
     pub starts_in_thinking: bool,
     /// The model's format is not known: markers that prose could contain are not used.
     auto: bool,
+    /// The model's own format, when known: a call written in another spelling is marked
+    /// as recovered, and for the formats whose calls are JSON objects those spellings are
+    /// read (see [`ParserOptions::with_native`]).
+    native: Option<ToolCallFormat>,
 }
 
 impl Default for ParserOptions {
@@ -65,6 +69,7 @@ impl Default for ParserOptions {
             formats: ToolCallFormat::ALL.into_iter().collect(),
             starts_in_thinking: false,
             auto: true,
+            native: None,
         }
     }
 }
@@ -81,6 +86,42 @@ impl ParserOptions {
             formats: formats.into_iter().collect(),
             starts_in_thinking: false,
             auto: false,
+            native: None,
+        }
+    }
+
+    /// The model's own format is `format` (it is recognized too). A call in another
+    /// spelling is marked as *recovered* ([`core_models::ToolCallRequest::recovered`]).
+    /// When `format`'s calls are JSON objects naming the tool (Hermes, Llama, Mistral,
+    /// Granite, Nemotron, Phi-4, llama.cpp's generic JSON, AIntern's fence), the other
+    /// spellings such models write are read as calls: a reply that is, or ends with, call
+    /// objects (bare JSON; JSON in prose followed by more prose stays text), a call in a
+    /// ```` ``` ````, ```` ```json ```` or ```` ```xml ```` fence, a call with its braces
+    /// doubled, and for Hermes the other tags llama.cpp's Hermes parser reads
+    /// (`<response>`, `<function_call>`, …). A bare call after prose must name a known
+    /// tool (with a catalog that knows tools).
+    pub fn with_native(mut self, format: ToolCallFormat) -> Self {
+        self.formats.insert(format);
+        self.native = Some(format);
+        self.auto = false;
+        self
+    }
+
+    /// The model's own format, when known.
+    pub fn native(&self) -> Option<ToolCallFormat> {
+        self.native
+    }
+
+    /// Whether other spellings of JSON calls are read (see [`ParserOptions::with_native`]).
+    pub(crate) fn recovers(&self) -> bool {
+        self.native.is_some_and(|f| f.spec().recovers)
+    }
+
+    /// The tags the model's format also puts around a JSON call.
+    pub(crate) fn wrappers(&self) -> &'static [(&'static str, &'static str)] {
+        match self.native {
+            Some(f) if f.spec().recovers => f.spec().wrappers,
+            _ => &[],
         }
     }
 

@@ -77,7 +77,7 @@ impl TemplateProfile {
         formats.extend(self.format.spec().also);
         // `<think>` is unambiguous, and many models of every format write it.
         formats.push(ToolCallFormat::Reasoning);
-        let options = ParserOptions::only(formats);
+        let options = ParserOptions::only(formats).with_native(self.format);
         if starts_in_thinking {
             options.starting_in_thinking()
         } else {

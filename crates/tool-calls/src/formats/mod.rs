@@ -172,6 +172,14 @@ pub(crate) struct FormatSpec {
     pub template: Option<Signature>,
     /// Formats its models also write, recognized beside it when it is the model's own.
     pub also: &'static [ToolCallFormat],
+    /// Its calls are JSON objects naming the tool, and its models also write them in other
+    /// spellings, which are read as calls when it is the model's own format (*recovered*):
+    /// bare (a reply that is, or ends with, call objects), in a ```` ``` ````,
+    /// ```` ```json ```` or ```` ```xml ```` fence, with doubled braces.
+    pub recovers: bool,
+    /// Tags its models put around a JSON call instead of the format's own (open, close),
+    /// read when it is the model's own format; text that is not a call stays text.
+    pub wrappers: &'static [(&'static str, &'static str)],
 }
 
 /// How a chat template shows a format: any one group whose needles all appear. Templates

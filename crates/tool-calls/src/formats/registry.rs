@@ -55,6 +55,8 @@ const FENCED_JSON: FormatSpec = FormatSpec {
     sections: &[],
     template: None,
     also: &[F::InlineJson],
+    recovers: true,
+    wrappers: &[],
 };
 
 const INLINE_JSON: FormatSpec = FormatSpec {
@@ -68,6 +70,8 @@ const INLINE_JSON: FormatSpec = FormatSpec {
     sections: &[],
     template: None,
     also: &[],
+    recovers: true,
+    wrappers: &[],
 };
 
 const HERMES: FormatSpec = FormatSpec {
@@ -120,6 +124,16 @@ const HERMES: FormatSpec = FormatSpec {
         any_of: &[&["<tool_call>"]],
     }),
     also: &[F::InlineJson],
+    recovers: true,
+    // Tags llama.cpp's Hermes parser reads around a JSON call (its test suite's cases).
+    wrappers: &[
+        ("<tool>", "</tool>"),
+        ("<function_call>", "</function_call>"),
+        ("<response>", "</response>"),
+        ("<json>", "</json>"),
+        ("<JSON>", "</JSON>"),
+        ("<xml>", "</xml>"),
+    ],
 };
 
 const QWEN_XML: FormatSpec = FormatSpec {
@@ -146,6 +160,8 @@ const QWEN_XML: FormatSpec = FormatSpec {
         any_of: &[&["<function=", "<parameter="]],
     }),
     also: &[],
+    recovers: false,
+    wrappers: &[],
 };
 
 const GLM: FormatSpec = FormatSpec {
@@ -162,6 +178,8 @@ const GLM: FormatSpec = FormatSpec {
         any_of: &[&["<arg_key>"]],
     }),
     also: &[],
+    recovers: false,
+    wrappers: &[],
 };
 
 const LLAMA: FormatSpec = FormatSpec {
@@ -194,6 +212,8 @@ const LLAMA: FormatSpec = FormatSpec {
         ],
     }),
     also: &[],
+    recovers: true,
+    wrappers: &[],
 };
 
 const PYTHONIC: FormatSpec = FormatSpec {
@@ -216,6 +236,8 @@ const PYTHONIC: FormatSpec = FormatSpec {
         any_of: &[&["<|python_start|>"], &["[func_name1("]],
     }),
     also: &[F::Llama],
+    recovers: false,
+    wrappers: &[],
 };
 
 const LFM2: FormatSpec = FormatSpec {
@@ -238,6 +260,8 @@ const LFM2: FormatSpec = FormatSpec {
         any_of: &[&["<|tool_call_start|>"], &["<|tool_list_start|>"]],
     }),
     also: &[],
+    recovers: false,
+    wrappers: &[],
 };
 
 const MISTRAL: FormatSpec = FormatSpec {
@@ -263,6 +287,8 @@ const MISTRAL: FormatSpec = FormatSpec {
         any_of: &[&["[TOOL_CALLS]"]],
     }),
     also: &[],
+    recovers: true,
+    wrappers: &[],
 };
 
 const HARMONY: FormatSpec = FormatSpec {
@@ -297,6 +323,8 @@ const HARMONY: FormatSpec = FormatSpec {
         any_of: &[&["<|channel|>"]],
     }),
     also: &[],
+    recovers: false,
+    wrappers: &[],
 };
 
 const COMMAND_R7B: FormatSpec = FormatSpec {
@@ -357,6 +385,8 @@ const COMMAND_R7B: FormatSpec = FormatSpec {
         any_of: &[&["<|START_ACTION|>"]],
     }),
     also: &[],
+    recovers: false,
+    wrappers: &[],
 };
 
 const GRANITE: FormatSpec = FormatSpec {
@@ -377,6 +407,8 @@ const GRANITE: FormatSpec = FormatSpec {
         any_of: &[&["<|tool_call|>"]],
     }),
     also: &[],
+    recovers: true,
+    wrappers: &[],
 };
 
 const NEMOTRON: FormatSpec = FormatSpec {
@@ -399,6 +431,8 @@ const NEMOTRON: FormatSpec = FormatSpec {
         any_of: &[&["<TOOLCALL>"]],
     }),
     also: &[],
+    recovers: true,
+    wrappers: &[],
 };
 
 const SEED_OSS: FormatSpec = FormatSpec {
@@ -430,6 +464,8 @@ const SEED_OSS: FormatSpec = FormatSpec {
         any_of: &[&["<seed:tool_call>"], &["<seed:think>"]],
     }),
     also: &[],
+    recovers: false,
+    wrappers: &[],
 };
 
 const FUNCTIONARY_V31: FormatSpec = FormatSpec {
@@ -461,6 +497,8 @@ const FUNCTIONARY_V31: FormatSpec = FormatSpec {
         any_of: &[&["<function="]],
     }),
     also: &[],
+    recovers: false,
+    wrappers: &[],
 };
 
 const FUNCTIONARY_V32: FormatSpec = FormatSpec {
@@ -486,6 +524,8 @@ const FUNCTIONARY_V32: FormatSpec = FormatSpec {
         any_of: &[&[">>>", "all", "functions"]],
     }),
     also: &[],
+    recovers: false,
+    wrappers: &[],
 };
 
 const PHI4: FormatSpec = FormatSpec {
@@ -509,6 +549,8 @@ const PHI4: FormatSpec = FormatSpec {
         any_of: &[&["functools["]],
     }),
     also: &[],
+    recovers: true,
+    wrappers: &[],
 };
 
 const GEMMA4: FormatSpec = FormatSpec {
@@ -540,6 +582,8 @@ const GEMMA4: FormatSpec = FormatSpec {
         any_of: &[&["<|tool_call>"]],
     }),
     also: &[],
+    recovers: false,
+    wrappers: &[],
 };
 
 const GENERIC: FormatSpec = FormatSpec {
@@ -553,6 +597,8 @@ const GENERIC: FormatSpec = FormatSpec {
     sections: &[],
     template: None,
     also: &[],
+    recovers: true,
+    wrappers: &[],
 };
 
 const REASONING: FormatSpec = FormatSpec {
@@ -572,6 +618,8 @@ const REASONING: FormatSpec = FormatSpec {
     )],
     template: None,
     also: &[],
+    recovers: false,
+    wrappers: &[],
 };
 
 use ToolCallFormat as F;

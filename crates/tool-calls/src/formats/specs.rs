@@ -64,6 +64,8 @@ pub(super) const DEEP_SEEK_R1: FormatSpec = FormatSpec {
     ],
     template: Some(Signature { rank: 6, any_of: &[&["tool▁calls▁begin", "```json"], &["tool_calls_begin", "```json"]] }),
     also: &[],
+    recovers: false,
+    wrappers: &[],
 };
 
 pub(super) const DEEP_SEEK_V31: FormatSpec = FormatSpec {
@@ -103,6 +105,8 @@ pub(super) const DEEP_SEEK_V31: FormatSpec = FormatSpec {
         any_of: &[&["tool▁calls▁begin"], &["tool_calls_begin"]],
     }),
     also: &[],
+    recovers: false,
+    wrappers: &[],
 };
 
 pub(super) const DEEP_SEEK_V32: FormatSpec = FormatSpec {
@@ -135,6 +139,8 @@ pub(super) const DEEP_SEEK_V32: FormatSpec = FormatSpec {
         any_of: &[&["｜DSML｜"]],
     }),
     also: &[],
+    recovers: false,
+    wrappers: &[],
 };
 
 pub(super) const KIMI_K2: FormatSpec = FormatSpec {
@@ -150,6 +156,8 @@ pub(super) const KIMI_K2: FormatSpec = FormatSpec {
     ],
     template: Some(Signature { rank: 4, any_of: &[&["<|tool_calls_section_begin|>"]] }),
     also: &[],
+    recovers: false,
+    wrappers: &[],
 };
 
 pub(super) const MINI_MAX_M2: FormatSpec = FormatSpec {
@@ -165,6 +173,8 @@ pub(super) const MINI_MAX_M2: FormatSpec = FormatSpec {
     ],
     template: Some(Signature { rank: 3, any_of: &[&["<minimax:tool_call>"]] }),
     also: &[],
+    recovers: false,
+    wrappers: &[],
 };
 
 pub(super) const APERTUS: FormatSpec = FormatSpec {
@@ -199,4 +209,6 @@ pub(super) const APERTUS: FormatSpec = FormatSpec {
         any_of: &[&["<|tools_prefix|>"]],
     }),
     also: &[],
+    recovers: false,
+    wrappers: &[],
 };

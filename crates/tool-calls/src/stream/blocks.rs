@@ -2,9 +2,10 @@
 //! fences, `<tool_call>` (Hermes JSON, Qwen3-Coder or GLM XML) and `[TOOL_CALLS]`, from
 //! their opening marker to their closing one (split from `mod.rs`).
 
+use super::recover::{self, Opening};
 use super::{
     is_ident, is_ws, Block, BlockKind, Body, Matcher, Mode, StreamingFunctionCallParser, FENCE,
-    MISTRAL_ARGS, MISTRAL_GAP, TOOL_CALL_CLOSE,
+    MISTRAL_ARGS, MISTRAL_GAP, TOOL_CALL_CLOSE, TOOL_CALL_OPEN,
 };
 use crate::calls::{calls_from_value, Shape};
 use crate::formats::{self, Found};
@@ -28,6 +29,7 @@ impl StreamingFunctionCallParser {
                     block.body = Body::Json {
                         start: block.raw.len() - c.len_utf8(),
                         scanner,
+                        decided: false,
                     };
                 } else if kind == BlockKind::ToolCall
                     && ((c == '<' && self.options.has(ToolCallFormat::QwenXml))
@@ -39,6 +41,14 @@ impl StreamingFunctionCallParser {
                         start: block.raw.len() - c.len_utf8(),
                         closer,
                     };
+                } else if kind == BlockKind::JsonFence
+                    && c == '<'
+                    && block.tag_close.is_none()
+                    && self.options.recovers()
+                {
+                    let mut matcher = Matcher::default();
+                    matcher.feed(c, &self.fence_tags(), &mut String::new());
+                    block.body = Body::Tag { matcher };
                 } else if kind == BlockKind::Mistral && block.mistral_name.is_none() && is_ident(c)
                 {
                     block.mistral_name = Some(c.to_string());
@@ -54,8 +64,35 @@ impl StreamingFunctionCallParser {
                     );
                 }
             }
-            Body::Json { start, mut scanner } => match scanner.push(c) {
-                Scan::More => block.body = Body::Json { start, scanner },
+            Body::Json {
+                start,
+                mut scanner,
+                mut decided,
+            } => match scanner.push(c) {
+                Scan::More if !decided => {
+                    // A fence or a tag that need not hold a call: given up as soon as its
+                    // JSON cannot begin one.
+                    let loose = matches!(kind, BlockKind::JsonFence | BlockKind::Wrapper { .. });
+                    match recover::opening(&scanner, &block.raw[start..], c) {
+                        Opening::NotCall if loose => {
+                            return self.malformed(block, c, "not a call".into());
+                        }
+                        Opening::Undecided => {}
+                        _ => decided = true,
+                    }
+                    block.body = Body::Json {
+                        start,
+                        scanner,
+                        decided,
+                    };
+                }
+                Scan::More => {
+                    block.body = Body::Json {
+                        start,
+                        scanner,
+                        decided,
+                    }
+                }
                 Scan::Done => {
                     let end = block.raw.len();
                     return self.json_done(block, (start, end));
@@ -76,7 +113,11 @@ impl StreamingFunctionCallParser {
                     block.body = Body::Post { json, closer };
                 } else {
                     let mut out = String::new();
-                    let closed = closer.feed(c, &[close], &mut out).is_some();
+                    let closers: &[&str] = match block.tag_close {
+                        Some(tag) => &[tag, close],
+                        None => &[close],
+                    };
+                    let closed = closer.feed(c, closers, &mut out);
                     if !out.trim().is_empty() {
                         return self.malformed(
                             block,
@@ -84,10 +125,24 @@ impl StreamingFunctionCallParser {
                             format!("unexpected text after the JSON in the {}", kind.describe()),
                         );
                     }
-                    if closed {
-                        return self.close_json_block(block, json);
+                    match closed.map(|i| closers[i]) {
+                        Some(tag) if Some(tag) == block.tag_close => block.tag_close = None,
+                        Some(_) => return self.close_json_block(block, json),
+                        None => {}
                     }
                     block.body = Body::Post { json, closer };
+                }
+            }
+            Body::Tag { mut matcher } => {
+                let tags = self.fence_tags();
+                let mut out = String::new();
+                match matcher.feed(c, &tags, &mut out) {
+                    Some(i) => {
+                        block.tag_close = Some(fence_tag_close(&self.options, tags[i]));
+                        block.body = Body::Pre;
+                    }
+                    None if out.is_empty() => block.body = Body::Tag { matcher },
+                    None => return self.malformed(block, c, "not a call".into()),
                 }
             }
             Body::Xml { start, mut closer } => {
@@ -118,6 +173,7 @@ impl StreamingFunctionCallParser {
                     block.body = Body::Json {
                         start: block.raw.len() - 1,
                         scanner,
+                        decided: true,
                     };
                 } else {
                     let mut out = String::new();
@@ -163,11 +219,24 @@ impl StreamingFunctionCallParser {
         }
     }
 
+    /// The opening tags a recovered fence may hold around its call.
+    fn fence_tags(&self) -> Vec<&'static str> {
+        let mut tags = vec![TOOL_CALL_OPEN, "<tools>"];
+        tags.extend(self.options.wrappers().iter().map(|(open, _)| *open));
+        tags
+    }
+
     /// The block's content is not a call. Blocks with a closing marker swallow everything
     /// up to it and report `reason`; a ```` ```json ```` block becomes an ordinary code
-    /// fence; blocks without a closer are released as text with a diagnostic.
+    /// fence; a tag the format also writes stays text; blocks without a closer are
+    /// released as text with a diagnostic.
     fn malformed(&mut self, mut block: Block, c: char, reason: String) {
         match block.kind {
+            BlockKind::Wrapper { .. } => {
+                block.raw.truncate(block.raw.len() - c.len_utf8());
+                self.emit_text(&block.raw);
+                self.step(c);
+            }
             BlockKind::JsonFence => {
                 block.raw.truncate(block.raw.len() - c.len_utf8());
                 self.emit_text(&block.raw);
@@ -189,7 +258,10 @@ impl StreamingFunctionCallParser {
 
     fn json_done(&mut self, mut block: Block, json: (usize, usize)) {
         match block.kind {
-            BlockKind::ToolCallFence | BlockKind::JsonFence | BlockKind::ToolCall => {
+            BlockKind::ToolCallFence
+            | BlockKind::JsonFence
+            | BlockKind::ToolCall
+            | BlockKind::Wrapper { .. } => {
                 block.body = Body::Post {
                     json,
                     closer: Matcher::default(),
@@ -228,14 +300,17 @@ impl StreamingFunctionCallParser {
     /// The closing marker of a JSON block arrived (or the output ended after its JSON).
     fn close_json_block(&mut self, block: Block, json: (usize, usize)) {
         let text = &block.raw[json.0..json.1];
-        if block.kind == BlockKind::JsonFence {
+        if let BlockKind::JsonFence | BlockKind::Wrapper { .. } = block.kind {
             let calls = json::parse(text).ok().and_then(|v| {
                 calls_from_value(v, Shape::Bare, text, &self.catalog)
                     .ok()
                     .flatten()
             });
             match calls {
-                Some(calls) => self.emit_calls(calls),
+                Some(calls) => {
+                    let spelling = self.block_spelling(&block);
+                    self.emit_spelled(calls, spelling);
+                }
                 None => self.emit_text(&block.raw),
             }
             return;
@@ -264,6 +339,23 @@ impl StreamingFunctionCallParser {
         }
     }
 
+    /// How a fenced or tagged call was written, in words, unless that is the model's own.
+    fn block_spelling(&self, block: &Block) -> Option<String> {
+        let first = block.raw.lines().next().unwrap_or_default().trim_end();
+        match block.kind {
+            BlockKind::Wrapper { .. } => {
+                let tag = block.raw.find('>').map_or(first, |end| &block.raw[..=end]);
+                self.spelling(None, &format!("{tag} tags"))
+            }
+            _ => {
+                let words = format!("a {first} fence");
+                let own = (first.eq_ignore_ascii_case("```json"))
+                    .then_some(crate::ToolCallFormat::InlineJson);
+                self.spelling(own, &words)
+            }
+        }
+    }
+
     /// Report what a call body held: its warnings, text and calls.
     pub(super) fn emit_found(&mut self, found: Found) {
         for warning in found.warnings {
@@ -288,7 +380,7 @@ impl StreamingFunctionCallParser {
                 self.finish_xml(&body);
             }
             _ => {
-                if block.kind != BlockKind::JsonFence {
+                if !matches!(block.kind, BlockKind::JsonFence | BlockKind::Wrapper { .. }) {
                     self.diagnostic(format!(
                         "incomplete {} at the end of the output",
                         block.kind.describe()
@@ -307,6 +399,20 @@ impl Block {
             raw: marker.to_string(),
             body: Body::Pre,
             mistral_name: None,
+            tag_close: None,
         }))
+    }
+}
+
+/// The closing tag of `open`, a tag a recovered fence may hold.
+fn fence_tag_close(options: &crate::ParserOptions, open: &str) -> &'static str {
+    match open {
+        TOOL_CALL_OPEN => TOOL_CALL_CLOSE,
+        "<tools>" => "</tools>",
+        _ => options
+            .wrappers()
+            .iter()
+            .find(|(o, _)| *o == open)
+            .map_or("", |(_, close)| close),
     }
 }

@@ -9,6 +9,7 @@
 //! scanned again, and a finished JSON value is parsed once.
 
 mod blocks;
+mod recover;
 mod sections;
 
 use super::calls::{calls_from_value, Shape, ToolCatalog};
@@ -17,6 +18,7 @@ use super::formats::{self, Section, THINKING_ENDS};
 use super::json::{self, JsonScanner, Scan};
 use super::{ParseEvent, ParserOptions, ToolCallFormat};
 use core_models::ToolCallRequest;
+use recover::{Doubled, Opening, Trailing};
 use sections::SectionState;
 
 const FENCE: &str = "```";
@@ -38,6 +40,8 @@ enum Opener {
     Brace,
     /// A format's section marker (see `formats/registry.rs`).
     Section(Section),
+    /// A tag the model's format also puts around a JSON call: its closing tag.
+    Wrapper(&'static str),
 }
 
 /// Holds back characters that could still become one of a set of markers.
@@ -84,6 +88,10 @@ struct Candidate {
     /// Nothing visible came before it (or it follows a bare call and `;`): a bare JSON
     /// reply (Llama 3.x) is accepted, not only the seed's inline `"tool"` form.
     bare: bool,
+    /// Its first key was seen and can begin a call (see [`recover::opening`]).
+    decided: bool,
+    /// Recovered calls it follows, kept back until the output shows what follows them.
+    trailing: Option<Box<Trailing>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,6 +104,12 @@ enum BlockKind {
     ToolCall,
     /// `[TOOL_CALLS]`
     Mistral,
+    /// A tag the model's format also puts around a JSON call (`<response>`…): a call if
+    /// it holds one, else text.
+    Wrapper {
+        /// Its closing tag.
+        close: &'static str,
+    },
 }
 
 impl BlockKind {
@@ -104,6 +118,7 @@ impl BlockKind {
             BlockKind::ToolCallFence | BlockKind::JsonFence => Some(FENCE),
             BlockKind::ToolCall => Some(TOOL_CALL_CLOSE),
             BlockKind::Mistral => None,
+            BlockKind::Wrapper { close } => Some(close),
         }
     }
 
@@ -113,6 +128,7 @@ impl BlockKind {
             BlockKind::JsonFence => "```json block",
             BlockKind::ToolCall => "<tool_call> block",
             BlockKind::Mistral => "[TOOL_CALLS] call",
+            BlockKind::Wrapper { .. } => "tagged call",
         }
     }
 }
@@ -121,8 +137,13 @@ impl BlockKind {
 enum Body {
     /// Whitespace before the content.
     Pre,
-    /// Scanning a JSON value that starts at `start` in `raw`.
-    Json { start: usize, scanner: JsonScanner },
+    /// Scanning a JSON value that starts at `start` in `raw`; `decided` once its start
+    /// shows whether it can be a call (see [`recover::opening`]).
+    Json {
+        start: usize,
+        scanner: JsonScanner,
+        decided: bool,
+    },
     /// The JSON value ended; waiting for the closing marker.
     Post {
         json: (usize, usize),
@@ -134,6 +155,8 @@ enum Body {
     MistralName { gap: usize, matcher: Matcher },
     /// Broken content: skipping to the closing marker, then reporting `reason`.
     Raw { reason: String, closer: Matcher },
+    /// A tag opening inside a recovered fence (`<tool_call>`, `<response>`…).
+    Tag { matcher: Matcher },
 }
 
 #[derive(Debug)]
@@ -145,6 +168,8 @@ struct Block {
     body: Body,
     /// The tool name of a `[TOOL_CALLS]NAME[ARGS]{…}` call.
     mistral_name: Option<String>,
+    /// Inside a recovered fence: the closing tag of the tag that opened the call.
+    tag_close: Option<&'static str>,
 }
 
 #[derive(Debug)]
@@ -164,6 +189,10 @@ enum Mode {
     },
     CodeFence,
     Candidate(Box<Candidate>),
+    /// Recovered calls, kept back until the output shows what follows them.
+    Trailing(Box<Trailing>),
+    /// An object that opened with doubled braces.
+    Doubled(Box<Doubled>),
     AfterBareCall {
         held: String,
         semicolon: bool,
@@ -236,10 +265,14 @@ impl StreamingFunctionCallParser {
         let sections = formats::sections()
             .filter(|s| options.has_section(s))
             .map(|s| (s.open, Opener::Section(*s), true));
+        let wrappers = options
+            .wrappers()
+            .iter()
+            .map(|(open, close)| (*open, Opener::Wrapper(close), true));
         let mut markers = Vec::new();
         let mut openers = Vec::new();
         let mut starts = [false; 128];
-        for (marker, opener, enabled) in table.into_iter().chain(sections) {
+        for (marker, opener, enabled) in table.into_iter().chain(sections).chain(wrappers) {
             if enabled && !markers.contains(&marker) {
                 markers.push(marker);
                 openers.push(opener);
@@ -344,13 +377,16 @@ impl StreamingFunctionCallParser {
             Mode::AfterBareCall { held, .. } => self.emit_text(&held),
             Mode::Candidate(cand) => {
                 let looks_like_call = cand.buf.contains("\"tool\"")
-                    || (cand.bare
+                    || ((cand.bare || self.options.recovers())
                         && (cand.buf.contains("\"name\"") || cand.buf.contains("\"function\"")));
                 if looks_like_call {
                     self.diagnostic("incomplete tool call at the end of the output (the JSON object is not closed)".into());
                 }
+                self.release_trailing(cand.trailing);
                 self.emit_text(&cand.buf);
             }
+            Mode::Trailing(trailing) => self.flush_trailing(*trailing),
+            Mode::Doubled(doubled) => self.flush_doubled(*doubled),
             Mode::Block(block) => self.flush_block(*block),
         }
         self.mode = Self::initial_mode(&self.options);
@@ -448,15 +484,42 @@ impl StreamingFunctionCallParser {
                     self.mode = Mode::CodeFence;
                 }
             }
+            Mode::Candidate(cand)
+                if c == '{' && cand.buf.trim_end() == "{" && self.options.recovers() =>
+            {
+                self.start_doubled(*cand, c);
+            }
             Mode::Candidate(mut cand) => {
                 cand.buf.push(c);
                 match cand.scanner.push(c) {
-                    Scan::More => self.mode = Mode::Candidate(cand),
+                    Scan::More if cand.decided => self.mode = Mode::Candidate(cand),
+                    Scan::More => match recover::opening(&cand.scanner, &cand.buf, c) {
+                        Opening::NotCall if cand.buf.starts_with('[') => {
+                            let Candidate { buf, trailing, .. } = *cand;
+                            self.release_trailing(trailing);
+                            self.replay(&buf);
+                        }
+                        Opening::NotCall => {
+                            let Candidate { buf, trailing, .. } = *cand;
+                            self.release_trailing(trailing);
+                            self.emit_text(&buf);
+                        }
+                        Opening::MayBeCall => {
+                            cand.decided = true;
+                            self.mode = Mode::Candidate(cand);
+                        }
+                        Opening::Undecided => self.mode = Mode::Candidate(cand),
+                    },
                     Scan::Done => self.finish_candidate(*cand),
                     // Not a JSON list: `[` may have begun a marker (`[TOOL_CALLS]`).
-                    Scan::Invalid if cand.buf.starts_with('[') => self.replay(&cand.buf),
+                    Scan::Invalid if cand.buf.starts_with('[') => {
+                        let Candidate { buf, trailing, .. } = *cand;
+                        self.release_trailing(trailing);
+                        self.replay(&buf);
+                    }
                     Scan::Invalid => {
                         cand.buf.pop();
+                        self.release_trailing(cand.trailing.take());
                         self.emit_text(&cand.buf);
                         if cand.bare && c == '{' {
                             // A broken bare call cut short by another object: that one
@@ -489,6 +552,8 @@ impl StreamingFunctionCallParser {
                 }
             }
             Mode::Block(block) => self.step_block(*block, c),
+            Mode::Trailing(trailing) => self.step_trailing(trailing, c),
+            Mode::Doubled(doubled) => self.step_doubled(doubled, c),
         }
     }
 
@@ -522,15 +587,21 @@ impl StreamingFunctionCallParser {
             Opener::ToolCall => Block::open(BlockKind::ToolCall, TOOL_CALL_OPEN),
             Opener::Section(section) => return self.open_section(section),
             Opener::Mistral => Block::open(BlockKind::Mistral, MISTRAL_CALLS),
+            Opener::Wrapper(close) => {
+                let open = self.markers[i];
+                Block::open(BlockKind::Wrapper { close }, open)
+            }
             Opener::Brace => Mode::Candidate(Box::new(Candidate::open(!self.seen_visible))),
         };
     }
 
     fn open_fence(&mut self, info: &str) {
         let lowered = info.to_ascii_lowercase();
+        let recovering = self.options.recovers() && matches!(lowered.as_str(), "" | "json" | "xml");
         self.mode = if lowered == "tool_call" && self.options.has(ToolCallFormat::FencedJson) {
             Block::open(BlockKind::ToolCallFence, &format!("{FENCE}{info}"))
-        } else if lowered == "json" && self.options.has(ToolCallFormat::InlineJson) {
+        } else if (lowered == "json" && self.options.has(ToolCallFormat::InlineJson)) || recovering
+        {
             Block::open(BlockKind::JsonFence, &format!("{FENCE}{info}"))
         } else {
             self.emit_text(&format!("{FENCE}{info}"));
@@ -539,18 +610,46 @@ impl StreamingFunctionCallParser {
     }
 
     fn finish_candidate(&mut self, cand: Candidate) {
-        let bare_json =
+        let Candidate {
+            buf,
+            bare,
+            trailing,
+            ..
+        } = cand;
+        let value = json::parse(&buf).ok();
+        let native_bare =
             self.options.has(ToolCallFormat::Llama) || self.options.has(ToolCallFormat::Generic);
-        let shape = if cand.bare && bare_json {
-            Shape::Bare
-        } else if self.options.has(ToolCallFormat::InlineJson) {
-            Shape::Inline
-        } else {
-            self.emit_text(&cand.buf);
+        if trailing.is_none() && bare && native_bare {
+            return self.finish_bare(buf, value);
+        }
+        let inline = value
+            .as_ref()
+            .is_some_and(|v| v.get("tool").is_some_and(serde_json::Value::is_string));
+        if trailing.is_none() && inline && self.options.has(ToolCallFormat::InlineJson) {
+            let calls = value.and_then(|v| {
+                calls_from_value(v, Shape::Inline, &buf, &self.catalog)
+                    .ok()
+                    .flatten()
+            });
+            match calls {
+                Some(calls) => {
+                    let spelling = self.spelling(Some(ToolCallFormat::InlineJson), "JSON in prose");
+                    self.emit_spelled(calls, spelling);
+                }
+                None => self.emit_text(&buf),
+            }
             return;
-        };
-        let value = json::parse(&cand.buf).ok();
-        if shape == Shape::Bare && self.options.has(ToolCallFormat::Generic) {
+        }
+        if let Err((buf, trailing)) = self.recover_bare(buf, bare, trailing, "bare JSON", value) {
+            self.release_trailing(trailing);
+            self.emit_text(&buf);
+        }
+    }
+
+    /// A reply that begins with a JSON value, where bare JSON calls are a format's own
+    /// (Llama 3.x, llama.cpp's generic JSON).
+    fn finish_bare(&mut self, buf: String, value: Option<serde_json::Value>) {
+        if self.options.has(ToolCallFormat::Generic) {
             // llama.cpp's generic format: {"response": "…"} is the reply's text.
             if let Some(serde_json::Value::String(text)) = value
                 .as_ref()
@@ -563,21 +662,24 @@ impl StreamingFunctionCallParser {
             }
         }
         let calls = value.and_then(|v| {
-            calls_from_value(v, shape, &cand.buf, &self.catalog)
+            calls_from_value(v, Shape::Bare, &buf, &self.catalog)
                 .ok()
                 .flatten()
         });
         match calls {
             Some(calls) => {
-                self.emit_calls(calls);
-                if shape == Shape::Bare {
-                    self.mode = Mode::AfterBareCall {
-                        held: String::new(),
-                        semicolon: false,
-                    };
-                }
+                let own = match self.options.native() {
+                    Some(ToolCallFormat::Generic) => ToolCallFormat::Generic,
+                    _ => ToolCallFormat::Llama,
+                };
+                let spelling = self.spelling(Some(own), "bare JSON");
+                self.emit_spelled(calls, spelling);
+                self.mode = Mode::AfterBareCall {
+                    held: String::new(),
+                    semicolon: false,
+                };
             }
-            None => self.emit_text(&cand.buf),
+            None => self.emit_text(&buf),
         }
     }
 
@@ -693,6 +795,8 @@ impl Candidate {
             buf: start.to_string(),
             scanner,
             bare,
+            decided: false,
+            trailing: None,
         }
     }
 }
