@@ -117,6 +117,17 @@ fn fences_and_other_tags_hold_calls() {
         check_with(&p, &input, text, "", &[("read_file", path.clone())], 0);
         assert_eq!(spellings(&p.parse_all(&input)), [Some(spelling)], "{input}");
     }
+    // Several call objects in one fence, one after the other or in a list.
+    let run = json!({"command": "ls"});
+    for two in [
+        format!("```json\n{READ}\n{}\n```", r#"{"name": "run", "arguments": {"command": "ls"}}"#),
+        format!("```json\n[{READ}, {}]\n```", r#"{"name": "run", "arguments": {"command": "ls"}}"#),
+    ] {
+        check_with(&p, &two, "", "", &[("read_file", path.clone()), ("run", run.clone())], 0);
+    }
+    // A fence holding a call and something else is code.
+    let mixed = format!("```json\n{READ}\n{}\n```", r#"{"version": 2}"#);
+    check_with(&p, &mixed, &mixed, "", &[], 0);
     // The model's own syntax is not marked.
     let own = format!("<tool_call>\n{READ}\n</tool_call>");
     assert_eq!(spellings(&p.parse_all(&own)), [None]);

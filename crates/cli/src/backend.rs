@@ -89,7 +89,7 @@ pub(crate) fn choose(flags: &BackendArgs, config: &BackendConfig) -> Result<Choi
                 .map(String::from)
                 .or(flags.model.clone())
                 .or_else(|| config.model.clone());
-            Ok(file.map_or(Choice::Embedded, |f| Choice::Llama(expand_home(&f))))
+            file.map_or(Ok(Choice::Embedded), |f| local_model(&f))
         }
         BackendKind::Openai => {
             let same_server = match (target, config.url.as_deref()) {
@@ -125,6 +125,23 @@ pub(crate) fn choose(flags: &BackendArgs, config: &BackendConfig) -> Result<Choi
                 .map_err(|e| e.to_string())?;
             Ok(Choice::OpenAi(Box::new(config)))
         }
+    }
+}
+
+/// A GGUF file named on the command line or in the configuration: a path, or the name of
+/// a model of the catalog (`qwen2.5-coder-1.5b`), which must be fetched.
+fn local_model(name: &str) -> Result<Choice, String> {
+    let path = expand_home(name);
+    let looks_like_a_name = !name.contains('/') && !name.ends_with(".gguf") && !path.exists();
+    match llm_llama::catalog::find(name).filter(|_| looks_like_a_name) {
+        Some(model) if model.is_fetched() => Ok(Choice::Llama(model.path())),
+        Some(model) => Err(format!(
+            "the model {} is not fetched yet: run {} (about {} MB, once)",
+            model.name,
+            model.fetch_command(),
+            model.size / 1_000_000
+        )),
+        None => Ok(Choice::Llama(path)),
     }
 }
 
@@ -236,12 +253,13 @@ pub(crate) async fn open(
             let path = llm_llama::default_model_path();
             if !path.is_file() {
                 return Err(format!(
-                    "the default model is not downloaded yet ({}): run scripts/fetch-model, or pass --backend llama:MODEL.gguf, openai:URL or script:FILE",
+                    "the default model is not fetched yet ({}): run scripts/fetch-model (about 1.1 GB, once), or pass --model NAME (aintern models lists them), --backend llama:MODEL.gguf, openai:URL or script:FILE",
                     path.display()
                 ));
             }
             let llm = load_llama(path, template, sizes, keeping, terminal).await?;
-            Ok(Opened { llm, small: true })
+            let small = llm.model_details().is_small();
+            Ok(Opened { llm, small })
         }
         Choice::Llama(path) => {
             let llm = load_llama(path, template, sizes, keeping, terminal).await?;

@@ -303,9 +303,8 @@ fn agent_system(llm: &llm_llama::LlamaLlm) -> String {
         ..services_ai::AgentConfig::default()
     };
     let tools = bench_tools();
-    let native = llm.info().chat_format.clone().filter(|f| f.renders_tools);
-    let listed: &[ToolDefinition] = if native.is_some() { &[] } else { &tools };
-    services_ai::prompt::system_prompt(&config, None, listed).unwrap_or_default()
+    let listed = llm.info().chat_format.as_ref().is_some_and(|f| f.renders_tools);
+    services_ai::prompt::system_prompt(&config, None, &tools, listed).unwrap_or_default()
 }
 
 /// The two tools the grammar and resume measurements offer.
@@ -342,8 +341,7 @@ async fn constrained(
     // As the agent does: a template that renders the tools gets them natively, and the
     // system prompt teaches no second call language.
     let native = llm.info().chat_format.clone().filter(|f| f.renders_tools);
-    let listed: &[ToolDefinition] = if native.is_some() { &[] } else { &tools };
-    let system = services_ai::prompt::system_prompt(&config, None, listed);
+    let system = services_ai::prompt::system_prompt(&config, None, &tools, native.is_some());
     let call_format = native.map_or_else(|| "fenced".to_string(), |f| f.call_format);
     let request = |choice: ToolChoice| {
         (LlmRequest::new(
@@ -408,7 +406,7 @@ pub(crate) async fn reply(
         match chunk.map_err(|e| e.to_string())? {
             LlmChunk::Text { text } => reply.push_str(&text),
             LlmChunk::Usage(u) => usage = Some(u),
-            LlmChunk::Reasoning { .. } | LlmChunk::ToolCall(_) => {}
+            LlmChunk::Reasoning { .. } | LlmChunk::ToolCall(_) | LlmChunk::Progress(_) => {}
         }
     }
     Ok((reply, usage.ok_or("the model reported no usage")?))

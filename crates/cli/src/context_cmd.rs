@@ -131,9 +131,11 @@ pub(crate) async fn report(
     let with_tools = count(variant(false, true, false)).await.max(system);
     let with_history = count(variant(true, true, false)).await.max(with_tools);
     let full = variant(true, true, true);
-    let allowance = full.options.max_tokens;
-    let total = count(full).await.max(with_history);
     let window = llm.model_details().context_length;
+    let allowance = window.map_or(full.options.max_tokens, |w| {
+        services_ai::reply_allowance(full.options.max_tokens, w)
+    });
+    let total = count(full).await.max(with_history);
     let report = Report {
         model: llm.model_name(),
         context_window: window,

@@ -240,6 +240,9 @@ impl Session {
         let details = self.llm.model_details();
         let request = self.request(String::new());
         let allowance = request.inference_options.map_or(0, |o| o.max_tokens);
+        let allowance = details
+            .context_length
+            .map_or(allowance, |w| services_ai::reply_allowance(allowance, w));
         format!(
             "{} via {} · context window {} · up to {allowance} tokens a reply{}",
             crate::terminal::shown(&self.llm.model_name(), false),
@@ -590,10 +593,12 @@ pub(crate) fn inference_options(
     temperature: Option<f32>,
     max_tokens: Option<u32>,
 ) -> core_models::InferenceOptions {
+    // Greedy for every model: tool calls and answers from a file's content want the
+    // model's most likely words (README, "Small and bigger models").
     let defaults = if small {
         services_ai::small_model_inference()
     } else {
-        core_models::InferenceOptions::default()
+        core_models::InferenceOptions::default().with_temperature(0.0)
     };
     let (t, m) = (defaults.temperature, defaults.max_tokens);
     defaults

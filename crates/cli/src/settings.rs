@@ -167,14 +167,14 @@ pub(crate) fn init_logging(verbose: u8, file: Option<&Path>) -> Result<(), Strin
         Ok(spec) if !spec.trim().is_empty() => EnvFilter::try_new(&spec)
             .map_err(|e| format!("RUST_LOG is not a valid filter ({e}): {spec}"))?,
         _ => EnvFilter::new(match verbose {
-            0 => "warn,llama_cpp_2=off",
+            0 => "warn,llama-cpp-2=off",
             1 => concat!(
-                "warn,llama_cpp_2=off,aintern=debug,services_ai=debug,llm_llama=debug,",
+                "warn,llama-cpp-2=off,aintern=debug,services_ai=debug,llm_llama=debug,",
                 "llm_openai=debug,tools=debug,mcp=debug,sandbox=debug,shell_risk=debug,",
                 "tool_calls=debug,tool_grammar=debug,chat_template=debug"
             ),
             // brush-parser (the command judge) traces every token under these targets.
-            _ => "debug,llama_cpp_2=info,tokenize=off,parse=off,expansion=off",
+            _ => "debug,llama-cpp-2=info,tokenize=off,parse=off,expansion=off",
         }),
     };
     let builder = tracing_subscriber::fmt().with_env_filter(filter);

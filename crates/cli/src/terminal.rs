@@ -36,6 +36,8 @@ pub(crate) struct Terminal {
     frame: usize,
     /// Keys typed while a request runs, not yet entered (shown on the status line).
     typed: String,
+    /// How far the model has read its prompt, while it reads it (on the status line).
+    reading: Option<String>,
     /// Show tools' outputs whole instead of a preview.
     pub(crate) full_output: bool,
     /// The last tool's whole output (for `/output`).
@@ -63,6 +65,7 @@ impl Terminal {
             status_shown: false,
             frame: 0,
             typed: String::new(),
+            reading: None,
             full_output: false,
             last_output: None,
             changed: Vec::new(),
@@ -175,7 +178,10 @@ impl Terminal {
         if !self.live || !self.at_line_start {
             return;
         }
-        let mut text = format!("{} {}", state.icon(), state.label());
+        let mut text = match &self.reading {
+            Some(reading) => format!("{} {reading}", state.icon()),
+            None => format!("{} {}", state.icon(), state.label()),
+        };
         if !self.typed.is_empty() {
             // What is typed meanwhile shows here, never in the model's output.
             text.push_str(&format!(" · › {}", shown(&self.typed, false)));
@@ -229,7 +235,12 @@ impl Terminal {
                     }
                 }
             }
+            AgentEvent::PromptProgress(p) => {
+                self.reading = (p.tokens_done < p.tokens_total).then(|| reading(p));
+                self.tick();
+            }
             AgentEvent::TextGeneration(t) if !t.is_complete => {
+                self.reading = None;
                 if t.is_thinking != self.thinking && !self.at_line_start {
                     self.write("\n");
                 }
@@ -609,4 +620,15 @@ mod shown_tests {
         serde::Serialize::serialize(&"a\u{2028}b\u{2029}c\nd", &mut ser).unwrap_or_default();
         assert_eq!(String::from_utf8_lossy(&out), "\"a\\u2028b\\u2029c\\nd\"");
     }
+}
+
+/// The status line's words while the model reads its prompt.
+fn reading(progress: &core_models::PromptProgressEvent) -> String {
+    let speed = progress
+        .tokens_per_second
+        .map_or_else(String::new, |s| format!(" · {s:.0} tok/s"));
+    format!(
+        "reading the prompt · {} of {} tokens{speed}",
+        progress.tokens_done, progress.tokens_total
+    )
 }

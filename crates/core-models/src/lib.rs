@@ -80,13 +80,14 @@ pub use events::{
     AgentCompleteEvent, AgentErrorCategory, AgentErrorEvent, AgentEvent, AgentIterationEvent,
     ApprovalAnswer, ApprovalReceiver, ApprovalRequestEvent, ApprovalResponder, AutoformatEvent,
     CompletionReason, ContextCompactedEvent, ErrorSource, EventHeader, EventKind, GitCommit,
-    GitCommitsDetectedEvent, MachineTransition, MessagesCarriedEvent, RepetitionDetectedEvent,
+    GitCommitsDetectedEvent, MachineTransition, MessagesCarriedEvent, PromptProgressEvent,
+    RepetitionDetectedEvent,
     SessionStartedEvent, StateChangedEvent, TextGenerationEvent, ToolCallRequestEvent,
     ToolExecutionEvent, ToolExecutionStatus, ToolResultEvent, ToolUsageSummary, TransitionRecord,
 };
 pub use llm::{
-    LlmChunk, LlmRequest, LlmStream, LlmToolCall, LlmUsage, ModelDetails, ReplyConstraint,
-    SessionKey,
+    LlmChunk, LlmRequest, LlmStream, LlmToolCall, LlmUsage, ModelDetails, PromptProgress,
+    ReplyConstraint, SessionKey,
 };
 pub use permission::{
     collapse_whitespace, normalize_path, PermissionCheckResult, PermissionSubjects,

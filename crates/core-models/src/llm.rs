@@ -223,6 +223,32 @@ pub enum LlmChunk {
     /// short) still knows what its prompt cost. The last one received holds: reports are
     /// never added up.
     Usage(LlmUsage),
+    /// How far the backend has read the prompt, before the reply begins (sent as it
+    /// goes, for a person to see that something happens: a long prompt may take a minute
+    /// on a CPU).
+    Progress(PromptProgress),
+}
+
+/// How far a prompt has been read: see [`LlmChunk::Progress`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromptProgress {
+    /// The prompt's tokens read so far, those served from a cache included.
+    pub done: u64,
+    /// The prompt's tokens.
+    pub total: u64,
+    /// Of `done`, the tokens served from a cache (not evaluated).
+    pub cached: u64,
+    /// Time spent evaluating so far, in milliseconds.
+    pub elapsed_ms: u64,
+}
+
+impl PromptProgress {
+    /// Tokens evaluated a second so far (the cached ones left out); `None` before any.
+    pub fn tokens_per_second(&self) -> Option<f64> {
+        let evaluated = self.done.saturating_sub(self.cached);
+        (evaluated > 0 && self.elapsed_ms > 0)
+            .then(|| evaluated as f64 * 1000.0 / self.elapsed_ms as f64)
+    }
 }
 
 impl LlmChunk {

@@ -57,6 +57,17 @@ pub trait Tool: Send + Sync {
         )
     }
 
+    /// Problems with a valid call that only the workspace shows (an edit whose search text
+    /// does not occur in the file), found before anyone is asked to approve it: the call
+    /// then fails with the message, never put to a person. Reads only. The default finds
+    /// none.
+    ///
+    /// # Errors
+    /// The problem, in words for the model.
+    fn preflight(&self, _parameters: &Value, _workspace: Option<&Path>) -> Result<(), String> {
+        Ok(())
+    }
+
     /// What a valid call would change in a file, for the approval prompt: called only when
     /// a person is asked, with the workspace at hand. Reads only; `None` (the default) for a
     /// tool that changes no file or when the change cannot be previewed.

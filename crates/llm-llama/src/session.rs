@@ -217,7 +217,7 @@ impl<'m, 'c> Session<'m, 'c> {
         let gen_started = Instant::now();
         let mut reply = Reply {
             utf8: Utf8Decoder::default(),
-            stops: StopMatcher::new(&request.options.stop),
+            stops: StopMatcher::new(&[request.options.stop.clone(), templates.stops()].concat()),
             generated: 0,
             max: u64::from(request.options.max_tokens.max(1)),
             first_token: None,
@@ -338,7 +338,7 @@ impl<'m, 'c> Session<'m, 'c> {
             seq,
             "prompt"
         );
-        self.decode(seq, &tokens[common..], common, Logits::Last)?;
+        self.decode_prompt(seq, tokens, common, started)?;
         let prompt_time = started.elapsed();
         let usage = LlmUsage::default()
             .with_prompt_tokens(tokens.len() as u64)
@@ -347,6 +347,40 @@ impl<'m, 'c> Session<'m, 'c> {
             .with_prompt_time(prompt_time)
             .with_time_to_first_token(prompt_time);
         Ok((seq, usage))
+    }
+
+    /// Decode the prompt's `tokens` from `common` on (what the sequence holds before is
+    /// reused), a batch at a time, reporting how far it has read after each
+    /// ([`LlmChunk::Progress`]).
+    fn decode_prompt(
+        &mut self,
+        seq: usize,
+        tokens: &[LlamaToken],
+        common: usize,
+        started: Instant,
+    ) -> Result<(), Error> {
+        let report = |session: &Self, done: usize| {
+            let progress = core_models::PromptProgress {
+                done: done as u64,
+                total: tokens.len() as u64,
+                cached: common as u64,
+                elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            };
+            let _ = session.out.send(Ok(LlmChunk::Progress(progress)));
+        };
+        report(self, common);
+        let size = self.batch.max(1);
+        let mut done = common;
+        while done < tokens.len() {
+            if self.cancelled() {
+                return Ok(());
+            }
+            let end = (done + size).min(tokens.len());
+            self.decode(seq, &tokens[done..end], done, Logits::Last)?;
+            done = end;
+            report(self, done);
+        }
+        Ok(())
     }
 
     /// Verify `draft`: the written `token` and the draft decoded in one batch at

@@ -357,6 +357,16 @@ pub(crate) struct Templates<'a> {
 }
 
 impl Templates<'_> {
+    /// The texts that end a reply besides the request's own stops: the template's
+    /// message opener (see [`ChatTemplate::message_opener`]).
+    pub(crate) fn stops(&self) -> Vec<String> {
+        self.jinja
+            .and_then(ChatTemplate::message_opener)
+            .map(str::to_string)
+            .into_iter()
+            .collect()
+    }
+
     /// What a tool grammar for a reply to `prompt` is written for (see
     /// [`ChatTemplate::grammar_target`]); AIntern's fence without a Jinja template.
     pub(crate) fn grammar_target(&self, prompt: &str) -> GrammarTarget {
@@ -376,6 +386,7 @@ impl Templates<'_> {
         if let Some(jinja) = self.jinja {
             match jinja.render(&request.messages, &request.tools) {
                 Ok(prompt) => {
+                    tracing::trace!(%prompt, "the prompt, rendered by the model's template");
                     let has_bos =
                         !jinja.bos_token().is_empty() && prompt.starts_with(jinja.bos_token());
                     return Ok((prompt, has_bos));

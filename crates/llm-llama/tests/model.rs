@@ -324,7 +324,7 @@ fn tool_request(choice: core_models::ToolChoice, user: &str) -> LlmRequest {
         ..services_ai::AgentConfig::default()
     };
     let tools = vec![read_file_tool()];
-    let system = services_ai::prompt::system_prompt(&config, None, &tools).unwrap();
+    let system = services_ai::prompt::system_prompt(&config, None, &tools, false).unwrap();
     (request(
         vec![ChatMessage::system(system), ChatMessage::user(user)],
         greedy(96),

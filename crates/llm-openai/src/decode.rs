@@ -111,6 +111,7 @@ impl Decoder {
         }
         let mut out = Vec::new();
         if let Some(progress) = chunk.prompt_progress {
+            out.extend(reading(&progress).map(LlmChunk::Progress));
             out.extend(self.prompt_done(&progress).map(LlmChunk::Usage));
         }
         for choice in chunk.choices {
@@ -359,6 +360,20 @@ pub(crate) fn snippet(text: &str) -> String {
     out
 }
 
+/// llama-server's report of how far it has read the prompt.
+fn reading(progress: &PromptProgress) -> Option<core_models::PromptProgress> {
+    let total = progress.total.filter(|&t| t > 0)?;
+    Some(core_models::PromptProgress {
+        done: progress.processed?.min(total),
+        total,
+        cached: progress.cache.unwrap_or_default().min(total),
+        elapsed_ms: progress
+            .time_ms
+            .filter(|t| t.is_finite() && *t >= 0.0)
+            .map_or(0, |t| t as u64),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -534,8 +549,17 @@ mod tests {
         .unwrap_or_else(|e| panic!("{e}"));
         let reports = usages(&chunks);
         assert_eq!(reports.len(), 2, "{chunks:?}");
-        // Before the text: the prompt's counts alone.
-        assert!(matches!(chunks[0], LlmChunk::Usage(_)), "{chunks:?}");
+        // Before the text: how far the prompt is read, and its counts once it is.
+        let reading: Vec<(u64, u64, u64)> = chunks
+            .iter()
+            .filter_map(|c| match c {
+                LlmChunk::Progress(p) => Some((p.done, p.total, p.cached)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(reading, [(44, 45, 44), (45, 45, 44), (45, 45, 44)]);
+        let first = chunks.iter().find(|c| !matches!(c, LlmChunk::Progress(_)));
+        assert!(matches!(first, Some(LlmChunk::Usage(_))), "{chunks:?}");
         let early = &reports[0];
         assert_eq!(
             (

@@ -141,7 +141,8 @@ pub(crate) fn stream(inner: Arc<Inner>, request: LlmRequest) -> LlmStream {
                             for chunk in chunks {
                                 // Counts are not output: a request that failed after them
                                 // may still be tried again.
-                                delivered |= !matches!(chunk, LlmChunk::Usage(_));
+                                delivered |=
+                                    !matches!(chunk, LlmChunk::Usage(_) | LlmChunk::Progress(_));
                                 cut.saw(&chunk);
                                 yield Ok(chunk);
                             }

@@ -61,7 +61,9 @@ mod registry;
 mod scripted;
 mod state_machine;
 
-pub use agent::{estimate_tokens, prompt, AgentEngine, AgentEngineBuilder};
+pub use agent::{
+    estimate_tokens, prompt, reply_allowance, AgentEngine, AgentEngineBuilder, REPLY_SHARE,
+};
 pub use config::{
     small_model_inference, valid_server_name, AgentConfig, BackendConfig, BackendKind,
     BudgetConfig, ConfigLoader, FormatterConfig, McpServerConfig, SandboxConfig, SteeringMode,

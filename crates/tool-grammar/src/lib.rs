@@ -173,7 +173,13 @@ pub fn tool_grammar(
     };
     let calls = syntax::calls(&mut g, target, &tools, max_calls)?;
     let (root, triggers) = match request.tool_choice {
-        ToolChoice::Auto => (calls.expr, calls.triggers),
+        ToolChoice::Auto => match calls.also {
+            Some((also, more)) => (
+                format!("( {} ) | {also}", calls.expr),
+                calls.triggers.into_iter().chain(more).collect(),
+            ),
+            None => (calls.expr, calls.triggers),
+        },
         _ => {
             let prefix = target.reasoning_prefix(&mut g);
             (format!("{prefix}{}", calls.expr), Vec::new())

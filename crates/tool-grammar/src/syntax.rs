@@ -21,6 +21,11 @@ pub(super) struct Calls {
     /// Regular expressions (llama.cpp's trigger patterns) that find where the calls
     /// start in free text; the grammar applies from the first capture group on.
     pub triggers: Vec<String>,
+    /// Other spellings the format's models write at the start of a reply, held too when
+    /// the model may choose (`auto`): their expression (an alternative to `expr`) and
+    /// their trigger patterns, which match only once an offered tool's name is written
+    /// (so that JSON which is not a call is never forced into one).
+    pub also: Option<(String, Vec<String>)>,
 }
 
 /// `call` one or more times (up to `max`), `separator` between.
@@ -54,6 +59,7 @@ fn one(expr: String, trigger: &str) -> Calls {
     Calls {
         expr,
         triggers: vec![word(trigger)],
+        also: None,
     }
 }
 
@@ -62,6 +68,7 @@ fn section(open: &str, calls: &str, close: &str) -> Calls {
     Calls {
         expr: format!("{} {calls} {}", literal(open), literal(close)),
         triggers: vec![word(open)],
+        also: None,
     }
 }
 
@@ -69,6 +76,27 @@ fn section(open: &str, calls: &str, close: &str) -> Calls {
 fn names_pattern(tools: &[&ToolDefinition]) -> String {
     let names: Vec<String> = tools.iter().map(|t| regex_escape(&t.id)).collect();
     format!("(?:{})", names.join("|"))
+}
+
+/// A reply that begins with bare call objects, or with one in a ```` ``` ````,
+/// ```` ```json ```` or ```` ```xml ```` fence (as Hermes models write their calls without
+/// the tags): the expression, and triggers that match only at the reply's start, once an
+/// offered tool's name is written after `"name"` (as llama.cpp's Hermes handler does).
+fn bare_and_fenced(
+    tools: &[&ToolDefinition],
+    call: &str,
+    repeated: &dyn Fn(&str, &str) -> String,
+) -> (String, Vec<String>) {
+    let bare = repeated(call, SPACE);
+    let fenced = format!("\"```\" (\"json\" | \"xml\")? sp {} sp \"```\"", repeated(call, SPACE));
+    let named = format!(r#"\{{\s*"name"\s*:\s*"{}""#, names_pattern(tools));
+    (
+        format!("( {bare} ) | ( {fenced} )"),
+        vec![
+            format!(r"^\s*({named})[\s\S]*$"),
+            format!(r"^\s*(```(?:json|xml)?\s*{named})[\s\S]*$"),
+        ],
+    )
 }
 
 /// One rule per tool (`{base}-{i} ::= per_tool(tool)`) and `base ::=` their alternation.
@@ -484,7 +512,9 @@ fn object_calls(
         F::Hermes => {
             let call = json_call(g, tools, "name", "arguments")?;
             let block = format!("\"<tool_call>\" sp {call} sp \"</tool_call>\"");
-            one(repeated(&format!("( {block} )"), SPACE), "<tool_call>")
+            let mut calls = one(repeated(&format!("( {block} )"), SPACE), "<tool_call>");
+            calls.also = Some(bare_and_fenced(tools, &call, repeated));
+            calls
         }
         F::Apertus => {
             let call = per_tool(g, "apertus-call", tools, |g, t| {
@@ -502,6 +532,7 @@ fn object_calls(
             Calls {
                 expr: call,
                 triggers: vec![r#"(\{\s*"name")"#.into()],
+                also: None,
             }
         }
         F::Mistral => {
@@ -553,6 +584,7 @@ fn object_calls(
             Calls {
                 expr: format!("\"{{\" sp \"\\\"tool_calls\\\"\" sp \":\" sp {list} sp \"}}\""),
                 triggers: vec![r#"(\{\s*"tool_calls")"#.into()],
+                also: None,
             }
         }
         // The formats without a call syntax of their own (fenced JSON, inline JSON,
@@ -642,6 +674,7 @@ fn named_calls(
             Calls {
                 expr: format!("\">>>\"? {}", repeated(&call, "sp \">>>\"")),
                 triggers: vec![format!(r"^({names}\n)[\s\S]*$"), format!(r"(>>>{names}\n)")],
+                also: None,
             }
         }
     })
@@ -722,6 +755,7 @@ fn element_calls(
                 Calls {
                     expr: list,
                     triggers: vec![format!(r"(\[{}\()", names_pattern(tools))],
+                    also: None,
                 }
             }
         }

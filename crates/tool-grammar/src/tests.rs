@@ -558,3 +558,37 @@ fn a_choice_among_texts_admits_exactly_those_texts() {
     .unwrap();
     assert_eq!(g.text, "root ::= \"\"\n");
 }
+
+/// Hermes models also begin a reply with a bare call object, or one in a fence: in
+/// `auto` the grammar holds those too once an offered tool's name is written, and never
+/// JSON that names no tool, nor a call after prose (the parser reads that one).
+#[test]
+fn hermes_bare_and_fenced_calls_at_the_start_are_held() {
+    let g = grammar(ToolChoice::Auto, &target(F::Hermes));
+    let parsed = Grammar::parse(&g.text);
+    let bare = "{\"name\": \"read_file\", \"arguments\": {\"path\": \"notes.txt\"}}";
+    for text in [
+        bare.to_string(),
+        format!("\n{bare}"),
+        format!("```json\n{bare}\n```"),
+        format!("```\n{bare}\n```"),
+        CASES[1].2.to_string(),
+    ] {
+        let start = trigger_start(&g.triggers, &text)
+            .unwrap_or_else(|| panic!("no trigger in {text}"));
+        assert!(parsed.accepts(&text[start..]), "{}", &text[start..]);
+    }
+    for text in [
+        "{\"name\": \"Alice\", \"age\": 30}",
+        "```json\n{\"name\": \"widget\", \"version\": \"1.0\"}\n```",
+        &format!("Here is how a call looks: {bare}"),
+    ] {
+        assert_eq!(trigger_start(&g.triggers, text), None, "{text}");
+    }
+    // An invented tool is not a call the grammar admits.
+    let invented = "{\"name\": \"read_file\", \"arguments\": {\"path\": 5}}";
+    assert!(!parsed.accepts(invented));
+    // `required` keeps the format's own syntax.
+    let required = Grammar::parse(&grammar(ToolChoice::Required, &target(F::Hermes)).text);
+    assert!(!required.accepts(bare));
+}

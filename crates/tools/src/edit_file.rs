@@ -112,6 +112,28 @@ impl Tool for EditFile {
         assess_path(params, workspace, write_risk)
     }
 
+    /// The search text must occur in the file exactly once, as the edit itself checks:
+    /// an edit that cannot apply fails before anyone is asked to approve it. (Through an
+    /// editor that writes the files, its buffer is the truth: the edit checks it then.)
+    fn preflight(&self, params: &Value, workspace: Option<&Path>) -> Result<(), String> {
+        let text = |key: &str| params.get(key).and_then(Value::as_str);
+        let (Some(path), Some(search), Some(root)) = (text("path"), text("search"), workspace)
+        else {
+            return Ok(());
+        };
+        if self.editor.as_ref().is_some_and(|e| e.writes()) {
+            return Ok(());
+        }
+        let Ok(workspace) = Workspace::with_launcher(root, &self.launcher) else {
+            return Ok(());
+        };
+        let target = workspace.existing_target(path).map_err(|e| e.to_string())?;
+        let original = read_text(&target, path)?;
+        locate(&original, search, path)
+            .map(|_| ())
+            .map_err(|failed| failed.error_message.unwrap_or_default())
+    }
+
     fn preview_change(&self, params: &Value, workspace: Option<&Path>) -> Option<FileChange> {
         let text = |key: &str| params.get(key).and_then(Value::as_str);
         let (path, search, replace) = (text("path")?, text("search")?, text("replace")?);

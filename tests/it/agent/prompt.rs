@@ -212,7 +212,7 @@ fn the_compact_tool_prompt_lists_each_tool_on_one_line() {
     .with_schema(
         json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
     );
-    let prompt = system_prompt(&config, Some("Be brief."), &[read]).unwrap();
+    let prompt = system_prompt(&config, Some("Be brief."), &[read], false).unwrap();
     assert_eq!(
         prompt,
         "Be brief.\n\nYou are a helpful assistant with tools.\n\nTools:\n\

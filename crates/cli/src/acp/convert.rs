@@ -101,16 +101,48 @@ pub(crate) fn beneath(workspace: &Path, path: &str) -> Option<PathBuf> {
     Some(out)
 }
 
-/// The `tool_call` update that announces `request`.
-pub(crate) fn tool_call(request: &ToolCallRequest, workspace: &Path) -> ToolCall {
+/// The `tool_call` update that announces `request`, with the change it would make to a
+/// file when that is known (`before`: the file's text before it runs), so that an editor
+/// sees what a write or an edit changes even when nobody is asked about it.
+pub(crate) fn tool_call(request: &ToolCallRequest, workspace: &Path, before: &Before) -> ToolCall {
     let mut call = ToolCall::new(request.id.to_string(), title(request))
         .kind(kind(&request.tool_id))
         .status(ToolCallStatus::Pending)
         .raw_input((*request.parameters).clone());
     if let Some(path) = call_path(request, workspace) {
-        call = call.locations(vec![ToolCallLocation::new(path)]);
+        call = call.locations(vec![ToolCallLocation::new(path.clone())]);
+        if let Some(change) = change(request, path, before) {
+            call = call.content(vec![change]);
+        }
     }
     call
+}
+
+/// The diff of the change `request` would make to the file at `path`: the whole file
+/// before and after when its text before is known, else (an edit) the text it replaces
+/// and its replacement; none when nothing would change.
+fn change(request: &ToolCallRequest, path: PathBuf, before: &Before) -> Option<ToolCallContent> {
+    let old = match before {
+        Before::Missing => Some(None),
+        Before::Text(text) => Some(text.clone()),
+        Before::Unknown => None,
+    };
+    if let Some(old) = old {
+        if let Some(new) = proposed(request, old.as_deref()) {
+            return (old.as_deref() != Some(new.as_str())).then(|| diff(path, old, new));
+        }
+    }
+    fragment(request, path)
+}
+
+/// An edit as the text it replaces and its replacement.
+fn fragment(request: &ToolCallRequest, path: PathBuf) -> Option<ToolCallContent> {
+    if request.tool_id != "edit_file" {
+        return None;
+    }
+    let text = |key: &str| request.parameters.get(key).and_then(Value::as_str);
+    let (search, replace) = (text("search")?, text("replace")?);
+    (search != replace).then(|| diff(path, Some(search.to_string()), replace.to_string()))
 }
 
 /// What the call does, in words.
@@ -130,14 +162,10 @@ pub(crate) fn asking(
     before: &Before,
     summary: &str,
 ) -> ToolCallUpdate {
-    let call = tool_call(request, workspace);
+    let call = tool_call(request, workspace, &Before::Unknown);
     let mut content = vec![ToolCallContent::from(summary.to_string())];
-    if let (Some(path), Before::Text(old)) | (Some(path), Before::Missing(old)) =
-        (call_path(request, workspace), before)
-    {
-        if let Some(new) = proposed(request, old.as_deref()) {
-            content.push(diff(path, old.clone(), new));
-        }
+    if let Some(path) = call_path(request, workspace) {
+        content.extend(change(request, path, before));
     }
     ToolCallUpdate::new(
         call.tool_call_id.clone(),
@@ -156,8 +184,8 @@ pub(crate) fn asking(
 pub(crate) enum Before {
     /// Not a call that changes a file's text, or the text could not be read.
     Unknown,
-    /// The file did not exist (`None`).
-    Missing(Option<String>),
+    /// The file did not exist.
+    Missing,
     /// Its text.
     Text(Option<String>),
 }
@@ -171,7 +199,7 @@ pub(crate) fn before(request: &ToolCallRequest, workspace: &Path) -> Before {
         return Before::Unknown;
     };
     match read_text(&path, workspace) {
-        Read::Missing => Before::Missing(None),
+        Read::Missing => Before::Missing,
         Read::Text(text) => Before::Text(Some(text)),
         Read::Unreadable => Before::Unknown,
     }
@@ -248,25 +276,30 @@ pub(crate) fn finished(
         _ => result.content.clone(),
     };
     let mut content = vec![ToolCallContent::from(text)];
-    // Through the client, an edit changed a buffer whose text before is not known here.
-    let request = request.filter(|r| !(through_client && r.tool_id == "edit_file"));
     if let (true, Some(request)) = (result.success, request) {
         if let Some(path) = call_path(request, workspace) {
             let old = match before {
-                Before::Missing(_) => Some(None),
+                Before::Missing => Some(None),
                 Before::Text(t) => Some(t.clone()),
                 Before::Unknown => None,
             };
-            if let Some(old) = old {
+            // Through the client, an edit changed a buffer whose text before is not known
+            // here: the edit is shown as the text it replaced and its replacement.
+            let known = old.filter(|_| !(through_client && request.tool_id == "edit_file"));
+            let whole = known.and_then(|old| {
                 let new = proposed(request, old.as_deref()).or_else(|| {
                     match read_text(&path, workspace) {
                         Read::Text(new) if !through_client => Some(new),
                         _ => None,
                     }
-                });
-                if let Some(new) = new {
-                    content.push(diff(path, old, new));
-                }
+                })?;
+                Some((old, new))
+            });
+            match whole {
+                // A call that changed nothing (a repeat) shows no diff.
+                Some((old, new)) if old.as_deref() == Some(new.as_str()) => {}
+                Some((old, new)) => content.push(diff(path, old, new)),
+                None => content.extend(fragment(request, path)),
             }
         }
     }
@@ -299,7 +332,7 @@ pub(crate) fn replay(history: &[ChatMessage], workspace: &Path) -> Vec<SessionUp
                 for call in &message.tool_calls {
                     let request =
                         ToolCallRequest::new(call.name.clone(), (*call.arguments).clone());
-                    let mut announced = tool_call(&request, workspace);
+                    let mut announced = tool_call(&request, workspace, &Before::Unknown);
                     announced.tool_call_id = call.id.clone().into();
                     out.push(SessionUpdate::ToolCall(
                         announced.status(ToolCallStatus::Completed),

@@ -162,6 +162,12 @@ fn notify(cx: &Conn, update: SessionNotification) -> Result<(), AcpError> {
     )?)
 }
 
+/// Send an extension notification (its method starts with `_aintern/`: a client that does
+/// not know it ignores it, as the protocol asks).
+fn notify_ext(cx: &Conn, method: &str, params: serde_json::Value) -> Result<(), AcpError> {
+    cx.send_notification(agent_client_protocol::UntypedMessage::new(method, params)?)
+}
+
 /// Every diff in `value` with its `oldText` written out (null for a new file).
 fn explicit_diffs(value: &mut serde_json::Value) {
     match value {

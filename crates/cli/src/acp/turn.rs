@@ -83,6 +83,9 @@ async fn ask(
     (a, answer)
 }
 
+/// New prompt tokens from which reading the prompt is said in words.
+const LONG_PROMPT: u64 = 256;
+
 /// Run `text` as the session's next request; the stop reason, or an error in words.
 pub(crate) async fn run(
     cx: Conn,
@@ -115,6 +118,27 @@ pub(crate) async fn run(
             event = events.next() => {
                 let Some(event) = event else { break };
                 match event {
+                    AgentEvent::PromptProgress(p) => {
+                        // Reading a long prompt on a CPU takes a while: the editor is told
+                        // once, in words, and on every step by an extension notification.
+                        let new = p.tokens_total.saturating_sub(p.tokens_cached);
+                        if p.tokens_done == p.tokens_cached && new >= LONG_PROMPT {
+                            send(convert::chunk(
+                                &format!("(reading the prompt: {new} new tokens of {})\n", p.tokens_total),
+                                true,
+                            ));
+                        }
+                        let params = serde_json::json!({
+                            "sessionId": session_id,
+                            "done": p.tokens_done,
+                            "total": p.tokens_total,
+                            "cached": p.tokens_cached,
+                            "tokensPerSecond": p.tokens_per_second,
+                        });
+                        if let Err(e) = super::notify_ext(&cx, "_aintern/prompt_progress", params) {
+                            tracing::debug!(error = %e, "a progress report was not sent");
+                        }
+                    }
                     AgentEvent::TextGeneration(t) if !t.is_complete && !t.token.is_empty() => {
                         send(convert::chunk(&t.token, t.is_thinking));
                     }
@@ -123,7 +147,7 @@ pub(crate) async fn run(
                     }
                     AgentEvent::ToolCallRequest(r) => {
                         let before = convert::before(&r.request, &workspace);
-                        send(SessionUpdate::ToolCall(convert::tool_call(&r.request, &workspace)));
+                        send(SessionUpdate::ToolCall(convert::tool_call(&r.request, &workspace, &before)));
                         calls.insert(r.request.id, (r.request, before));
                     }
                     AgentEvent::ToolExecution(e) if e.status == ToolExecutionStatus::Starting => {

@@ -21,7 +21,7 @@ pub use session::{
     ContextCompactedEvent, MessagesCarriedEvent, RepetitionDetectedEvent, SessionStartedEvent,
 };
 pub use state_changed::{MachineTransition, StateChangedEvent, TransitionRecord};
-pub use text::{AgentIterationEvent, TextGenerationEvent};
+pub use text::{AgentIterationEvent, PromptProgressEvent, TextGenerationEvent};
 pub use tool_calls::{
     ToolCallRequestEvent, ToolExecutionEvent, ToolExecutionStatus, ToolResultEvent,
 };
@@ -93,6 +93,8 @@ pub enum AgentEvent {
     /// Messages sent into the request that had not reached the model when it ended,
     /// carried to the next request (`"messages_carried"`).
     MessagesCarried(MessagesCarriedEvent),
+    /// How far the model has read the prompt (`"prompt_progress"`).
+    PromptProgress(PromptProgressEvent),
 }
 
 /// Implemented by each event struct: the link between it and its [`AgentEvent`] variant.
@@ -175,6 +177,7 @@ event_kinds! {
     ContextCompacted(ContextCompactedEvent) = "context_compacted",
     RepetitionDetected(RepetitionDetectedEvent) = "repetition_detected",
     MessagesCarried(MessagesCarriedEvent) = "messages_carried",
+    PromptProgress(PromptProgressEvent) = "prompt_progress",
 }
 
 impl AgentEvent {

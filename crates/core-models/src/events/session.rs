@@ -54,8 +54,9 @@ pub struct ContextCompactedEvent {
     pub tokens_before: u64,
     /// The prompt's tokens after.
     pub tokens_after: u64,
-    /// How: `tool_results` (old results cut to stubs), `summary` (older turns summarized
-    /// by the model), `reply_allowance` (the reply's token allowance lowered).
+    /// How: `tool_results` (old results cut to stubs) or `summary` (older turns summarized
+    /// by the model). Sent only when the step removed something (`tokens_after` is below
+    /// `tokens_before`).
     pub strategy: String,
 }
 

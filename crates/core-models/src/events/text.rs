@@ -102,6 +102,52 @@ impl TextGenerationEvent {
 }
 
 // ---------------------------------------------------------------------------------------
+// prompt_progress
+// ---------------------------------------------------------------------------------------
+
+/// How far the model has read the prompt, before its reply begins (`"prompt_progress"`):
+/// sent as the backend reports it, so that a long prompt read on a CPU is not silence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromptProgressEvent {
+    /// Shared fields.
+    #[serde(flatten)]
+    pub header: EventHeader,
+    /// The prompt's tokens read so far, those served from a cache included.
+    pub tokens_done: u64,
+    /// The prompt's tokens.
+    pub tokens_total: u64,
+    /// Of `tokens_done`, those served from a cache.
+    pub tokens_cached: u64,
+    /// Tokens evaluated a second so far, when any were.
+    #[serde(default)]
+    pub tokens_per_second: Option<f64>,
+}
+
+impl PromptProgressEvent {
+    /// Progress `progress` of request `request_id` in `iteration`.
+    pub fn create(request_id: Uuid, progress: &crate::PromptProgress, iteration: u32) -> Self {
+        PromptProgressEvent {
+            header: EventHeader::new(request_id, iteration),
+            tokens_done: progress.done,
+            tokens_total: progress.total,
+            tokens_cached: progress.cached,
+            tokens_per_second: progress.tokens_per_second(),
+        }
+    }
+
+    /// One-line description.
+    pub fn summary(&self) -> String {
+        let speed = self
+            .tokens_per_second
+            .map_or_else(String::new, |s| format!(", {s:.0} tok/s"));
+        format!(
+            "Reading the prompt: {} of {} tokens{speed}",
+            self.tokens_done, self.tokens_total
+        )
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // agent_iteration
 // ---------------------------------------------------------------------------------------
 

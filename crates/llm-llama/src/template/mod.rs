@@ -40,6 +40,9 @@ pub struct ChatTemplate {
     /// Mistral's `[TOOL_CALLS]NAME[ARGS]{…}` form.
     #[cfg_attr(not(feature = "llama-cpp"), allow(dead_code))]
     name_then_args: bool,
+    /// The special text that opens a message (ChatML's `<|im_start|>`), when the template
+    /// has one: see [`ChatTemplate::message_opener`].
+    opener: Option<String>,
 }
 
 /// One message as templates expect it.
@@ -86,10 +89,41 @@ impl ChatTemplate {
             format: core_models::ChatFormat::default(),
             profile: tool_calls::detect_template(source),
             name_then_args: source.contains("[ARGS]"),
+            opener: None,
         };
         template.capabilities = template.probe();
         template.format = template.detect_format();
+        template.opener = template.find_opener();
         Ok(template)
+    }
+
+    /// The special text that opens a message in this template's conversations, when it
+    /// has one (ChatML's `<|im_start|>`, Llama 3's `<|start_header_id|>`, Gemma's
+    /// `<start_of_turn>`): a reply that writes it has ended its turn and begun another one
+    /// of its own invention, so it is a stop. Found from the generation prompt: the text
+    /// before the assistant's role name, when it looks like a special token.
+    pub fn message_opener(&self) -> Option<&str> {
+        self.opener.as_deref()
+    }
+
+    fn find_opener(&self) -> Option<String> {
+        let user = TemplateMessage {
+            role: "user",
+            content: "Hello",
+            name: None,
+            tool_call_id: None,
+            tool_calls: None,
+        };
+        let with = self.render_raw(&[user], None, true).ok()?;
+        let without = self.render_raw(&[user], None, false).ok()?;
+        let generation = with.strip_prefix(without.as_str())?;
+        let at = generation
+            .find("assistant")
+            .or_else(|| generation.find("model"))?;
+        let opener = generation[..at].trim();
+        let special = (opener.starts_with('<') && opener.ends_with('>'))
+            || (opener.starts_with('[') && opener.ends_with(']'));
+        (special && opener.len() <= 32).then(|| opener.to_string())
     }
 
     /// The model's call format and reasoning start, as the template shows them: its

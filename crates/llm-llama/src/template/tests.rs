@@ -252,3 +252,22 @@ fn the_chat_format_follows_the_template() {
     let format = ChatTemplate::new(&thinking, "", "").unwrap().chat_format();
     assert!(format.starts_in_thinking);
 }
+
+/// The text that opens a message is known for the templates that have one, so that a
+/// reply writing it stops there.
+#[test]
+fn the_message_opener_is_found_from_the_generation_prompt() {
+    let opener = |source: &str| {
+        ChatTemplate::new(source, "<s>", "</s>")
+            .unwrap()
+            .message_opener()
+            .map(str::to_string)
+    };
+    assert_eq!(opener(CHATML).as_deref(), Some("<|im_start|>"));
+    assert_eq!(opener(QWEN).as_deref(), Some("<|im_start|>"));
+    assert_eq!(opener(LLAMA3).as_deref(), Some("<|start_header_id|>"));
+    assert_eq!(opener(NO_SYSTEM).as_deref(), Some("<start_of_turn>"));
+    // A plain template whose turns open with words has none.
+    let plain = "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}assistant: {% endif %}";
+    assert_eq!(opener(plain), None);
+}

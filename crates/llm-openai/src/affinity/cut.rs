@@ -52,6 +52,7 @@ impl CutSave {
     pub(crate) fn saw(&mut self, chunk: &LlmChunk) {
         match chunk {
             LlmChunk::Usage(usage) => self.prompt = Some(usage.prompt_tokens),
+            LlmChunk::Progress(_) => {}
             LlmChunk::Text { .. } | LlmChunk::Reasoning { .. } | LlmChunk::ToolCall(_) => {
                 self.pieces = self.pieces.saturating_add(1);
             }

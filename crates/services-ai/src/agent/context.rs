@@ -1,17 +1,20 @@
 //! Keeping each generation inside the model's context window: the prompt's tokens plus
-//! the reply's allowance must fit. When they would not, the conversation is compacted, in
-//! this order, each step only when the one before was not enough:
+//! the reply's allowance must fit. The allowance is the request's `max_tokens`, but never
+//! more than a quarter of the window ([`REPLY_SHARE`]): a reply allowance as large as the
+//! window would leave the prompt nothing. When prompt and allowance would not fit, the
+//! conversation is compacted, in this order, each step only when the one before was not
+//! enough:
 //!
 //! 1. `tool_results` — results older than the latest round are cut to short stubs;
 //! 2. `summary` — the turns before the current request are summarized by the model itself,
 //!    in a request that is made to fit;
-//! 3. `reply_allowance` — the reply's token allowance is lowered (not below a minimum).
+//! 3. the reply's token allowance is lowered to what is left (not below a minimum).
 //!
 //! The system prompt and the current request are never dropped. Compaction aims well below
 //! the window (not just under it), so that the new prefix stays stable — and the backend's
-//! KV cache useful — for several turns. Each step that ran is reported as a
-//! `context_compacted` event; a conversation that cannot fit is an error that says what to
-//! change.
+//! KV cache useful — for several turns. Each step that removed something is reported as a
+//! `context_compacted` event (a lower allowance removes nothing, and is only logged); a
+//! conversation that cannot fit is an error that says what to change.
 
 use super::prompt;
 use super::run::Run;
@@ -29,6 +32,15 @@ const MIN_REPLY_TOKENS: u32 = 64;
 const TARGET_SHARE: f64 = 0.6;
 /// Results shorter than this are kept as they are.
 const STUB_BYTES: usize = 200;
+/// The largest share of the window one reply may be allowed.
+pub const REPLY_SHARE: f64 = 0.25;
+
+/// The reply allowance for `max_tokens` in a window of `window` tokens: at most
+/// [`REPLY_SHARE`] of it, and at least [`MIN_REPLY_TOKENS`] where the window has room.
+pub fn reply_allowance(max_tokens: u32, window: u32) -> u32 {
+    let share = (f64::from(window) * REPLY_SHARE) as u32;
+    max_tokens.min(share.max(MIN_REPLY_TOKENS.min(window)))
+}
 
 /// About how many tokens `request` takes when the backend cannot count: 4 bytes a token,
 /// plus a little for each message's markers, plus the tools' schemas.
@@ -72,6 +84,7 @@ impl Run {
         let Some(window) = self.shared.ports.llm.model_details().context_length else {
             return Ok(());
         };
+        request.options.max_tokens = reply_allowance(request.options.max_tokens, window);
         let window = u64::from(window);
         let allowance = u64::from(request.options.max_tokens);
         let mut tokens = self.count_tokens(request).await;
@@ -87,7 +100,7 @@ impl Run {
             tokens = after;
         }
         // 2. Earlier turns summarized.
-        if tokens > target && self.request_start > 0 {
+        if tokens + allowance > window && tokens > target && self.request_start > 0 {
             self.summarize_earlier(window).await;
             *request = self.rebuilt(request, system);
             let after = self.count_tokens(request).await;
@@ -97,11 +110,11 @@ impl Run {
         if tokens + allowance <= window {
             return Ok(());
         }
-        // 3. A shorter reply.
+        // 3. A shorter reply: nothing is removed.
         let room = window.saturating_sub(tokens);
         if room >= u64::from(MIN_REPLY_TOKENS) {
             request.options.max_tokens = u32::try_from(room).unwrap_or(u32::MAX);
-            self.compacted(tokens, tokens, "reply_allowance");
+            tracing::debug!(tokens, room, "the reply's allowance lowered to fit the window");
             return Ok(());
         }
         Err(Error::llm(format!(
@@ -114,6 +127,10 @@ impl Run {
     }
 
     fn compacted(&self, before: u64, after: u64, strategy: &str) {
+        if after >= before {
+            tracing::debug!(strategy, before, "compaction removed nothing");
+            return;
+        }
         self.emit(ContextCompactedEvent::create(
             self.request.request_id,
             before,

@@ -4,13 +4,14 @@
 use super::repetition::{Repetition, RepetitionGuard};
 use super::run::{Reply, Run, Stopped};
 use core_models::{
-    AgentErrorEvent, Error, LlmChunk, LlmRequest, LlmToolCall, LlmUsage, RepetitionDetectedEvent,
+    AgentErrorEvent, Error, LlmChunk, LlmRequest, LlmToolCall, LlmUsage, PromptProgressEvent,
+    RepetitionDetectedEvent,
     TextGenerationEvent, ToolChoice, TurnState as S,
 };
 use futures::StreamExt;
 use std::sync::Arc;
 use std::time::Duration;
-use tool_calls::{FunctionCallParser, ParseEvent};
+use tool_calls::{FunctionCallParser, ParseEvent, StreamingFunctionCallParser};
 
 /// Text waiting to be sent: the text, whether it is thinking, the chunks gathered.
 type Pending = (String, bool, u32);
@@ -90,13 +91,15 @@ impl Run {
             let item = tokio::select! {
                 item = tokio::time::timeout(quiet, stream.next()) => item,
                 _ = stop.cancelled() => {
-                    self.flush_text(&mut pending);
+                    let cut = (&mut parsing, &mut reply, &mut pending);
+                    self.cut_short(cut, buffer, &mut looping);
                     self.settle_usage(usage, started, false);
                     return Err(Ok(Stopped));
                 }
             };
             let Ok(item) = item else {
-                self.flush_text(&mut pending);
+                let cut = (&mut parsing, &mut reply, &mut pending);
+                self.cut_short(cut, buffer, &mut looping);
                 self.settle_usage(usage, started, false);
                 return Err(Err(Error::llm(format!(
                     "the model sent nothing for {}s in the middle of its reply; the \
@@ -116,6 +119,11 @@ impl Run {
                 }
                 // Each report is the whole usage so far; the last one holds.
                 Some(Ok(LlmChunk::Usage(reported))) => usage = Some(reported),
+                Some(Ok(LlmChunk::Progress(progress))) => self.emit(PromptProgressEvent::create(
+                    self.request.request_id,
+                    &progress,
+                    self.iteration,
+                )),
                 Some(Ok(LlmChunk::Reasoning { text })) => {
                     self.tokens += 1;
                     pending.2 += 1;
@@ -158,6 +166,7 @@ impl Run {
         self.flush_text(&mut pending);
         drop(stream);
         let usage = self.settle_usage(usage, started, whole);
+        tracing::trace!(reply = %reply.raw, calls = reply.calls.len(), "the model's reply");
         let mut complete = TextGenerationEvent::complete(
             self.request.request_id,
             u32::try_from(self.tokens).unwrap_or(u32::MAX),
@@ -168,6 +177,27 @@ impl Run {
         }
         self.emit(complete);
         Ok(reply)
+    }
+
+    /// The reply was cut short (the request stopped, or the model fell silent): the text
+    /// the parser held back is released and shown, and what was written is kept in the
+    /// conversation and as the answer so far, marked as cut. Its calls never run.
+    fn cut_short(
+        &mut self,
+        (parsing, reply, pending): (&mut StreamingFunctionCallParser, &mut Reply, &mut Pending),
+        buffer: u32,
+        looping: &mut RepetitionGuard,
+    ) {
+        let events = parsing.flush();
+        self.handle_parse_events(events, reply, pending, buffer, looping);
+        self.flush_text(pending);
+        let visible = reply.visible.trim();
+        if !visible.is_empty() {
+            self.final_response = visible.to_string();
+            self.history.push(core_models::ChatMessage::assistant(format!(
+                "{visible}\n[the reply was cut short here]"
+            )));
+        }
     }
 
     /// Take in the parser's events for one streamed piece, sending text as the buffer

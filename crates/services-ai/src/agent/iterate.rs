@@ -2,7 +2,7 @@
 
 use super::prompt;
 use super::run::{Outcome, Prepared, Reply, Run, Stopped};
-use super::steering::{Halt, ModelChooser, OnRepeat, Plan, Steering, Turn};
+use super::steering::{Halt, ModelChooser, Plan, Steering, Turn};
 use core_models::{
     AgentIterationEvent, AgentStateTransition as T, ChatMessage, LlmRequest, ToolCallRequest,
     ToolCallRequestEvent, ToolChoice, ToolDefinition, ToolResult, ToolResultEvent, TurnState as S,
@@ -60,7 +60,7 @@ impl Run {
                 Err(Ok(Stopped)) => return self.stop_outcome(),
                 Err(Err(e)) => return Outcome::LlmFailed(e),
             };
-            if self.only_repeats(&reply.calls) && setup.steering.on_repeat() == OnRepeat::Answer {
+            if self.only_repeats(&reply.calls) {
                 // The model repeats a call it made: it is asked for its answer instead.
                 let plan = setup
                     .steering
@@ -218,7 +218,8 @@ pub(super) fn setup(
         let mut system = prompt::system_prompt(
             &shared.config,
             request.system_prompt.as_deref(),
-            if renders_tools { &[] } else { &definitions },
+            &definitions,
+            renders_tools,
         );
         if let Some(schema) = &request.output_schema {
             let told = crate::output::instruction(schema);

@@ -23,7 +23,7 @@ mod iterate;
 mod prepare;
 pub mod prompt;
 
-pub use context::estimate_tokens;
+pub use context::{estimate_tokens, reply_allowance, REPLY_SHARE};
 mod recheck;
 mod repetition;
 mod run;

@@ -126,11 +126,14 @@ impl Run {
 
     fn screen_one(&self, mut call: ToolCallRequest) -> Screened {
         let Some(tool) = self.shared.ports.registry.get_tool(&call.tool_id) else {
-            let result = ToolResult::failed(format!("Tool not found: {}", call.tool_id));
+            let result = ToolResult::failed(self.unknown_tool(&call.tool_id));
             return Screened::Settled { call, result };
         };
         let requires_workspace = match super::guard::definition(tool.as_ref()) {
-            Ok(definition) => definition.requires_workspace,
+            Ok(definition) => {
+                drop_empty_optionals(&mut call, &definition.input_schema);
+                definition.requires_workspace
+            }
             Err(panic) => {
                 let result = self.tool_panicked(&call, "definition", &panic);
                 return Screened::Settled { call, result };
@@ -164,6 +167,33 @@ impl Run {
         }
     }
 
+    /// What the model is told of a call of a tool that does not exist: the tools it may
+    /// call, and when the name is a value one of them takes (a skill's name, which
+    /// `load_skill` loads), which tool and argument that is.
+    fn unknown_tool(&self, id: &str) -> String {
+        let offered: Vec<&str> = self.offered.iter().map(String::as_str).collect();
+        let mut message = format!(
+            "Tool not found: {id}. The tools you may call are: {}.",
+            offered.join(", ")
+        );
+        for name in &offered {
+            let Some(tool) = self.shared.ports.registry.get_tool(name) else {
+                continue;
+            };
+            let Ok(definition) = super::guard::definition(tool.as_ref()) else {
+                continue;
+            };
+            if let Some(argument) = argument_taking(&definition.input_schema, id) {
+                message.push_str(&format!(
+                    " {id} is a value of {name}'s `{argument}`: call {name} with \
+                     {{\"{argument}\": \"{id}\"}}."
+                ));
+                break;
+            }
+        }
+        message
+    }
+
     /// Validate `call` and let the tool assess and summarize it; the assessment's risk and
     /// subjects, and the summary, are stored in the call. Invalid parameters yield "{what} failed: …", a tool that panics
     /// a failed result.
@@ -186,6 +216,11 @@ impl Run {
             )));
         }
         let workspace = self.workspace.as_deref();
+        match guarded(|| tool.preflight(&call.parameters, workspace)) {
+            Ok(Ok(())) => {}
+            Ok(Err(problem)) => return Err(ToolResult::failed(format!("Not run: {problem}"))),
+            Err(panic) => return Err(self.tool_panicked(call, "preflight", &panic)),
+        }
         let assessment = guarded(|| tool.assess(&call.parameters, workspace))
             .map_err(|panic| self.tool_panicked(call, "assess", &panic))?;
         let summary = guarded(|| tool.execution_summary(&call.parameters))
@@ -417,4 +452,37 @@ fn call_hash(state: &RandomState, call: &ToolCallRequest) -> u64 {
     // a hasher cannot fail.
     let _ = write!(writer, "{}", call.parameters);
     writer.0.finish()
+}
+
+/// The top-level argument of `schema` whose `enum` lists `value`, if any.
+fn argument_taking(schema: &serde_json::Value, value: &str) -> Option<String> {
+    let properties = schema.get("properties")?.as_object()?;
+    properties.iter().find_map(|(name, property)| {
+        property
+            .get("enum")?
+            .as_array()?
+            .iter()
+            .any(|v| v.as_str() == Some(value))
+            .then(|| name.clone())
+    })
+}
+
+/// Optional arguments the model gave as an empty string or `null` are left out: models
+/// write `"glob": ""` for "no glob" often, and a tool would take it for a value (a glob
+/// that matches no file). Required arguments are kept as written.
+fn drop_empty_optionals(call: &mut ToolCallRequest, schema: &serde_json::Value) {
+    let required = super::prompt::required_names(schema);
+    let empty = |v: &serde_json::Value| v.is_null() || v.as_str() == Some("");
+    let Some(object) = call.parameters.as_object() else {
+        return;
+    };
+    if !object
+        .iter()
+        .any(|(k, v)| empty(v) && !required.contains(k))
+    {
+        return;
+    }
+    let mut kept = object.clone();
+    kept.retain(|k, v| !empty(v) || required.contains(k));
+    call.set_parameters(serde_json::Value::Object(kept));
 }

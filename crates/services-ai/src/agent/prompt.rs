@@ -21,30 +21,46 @@ pub fn format_tool_definition(config: &AgentConfig, tool: &ToolDefinition) -> St
         .replace("{parameters}", &schema)
 }
 
-/// The system message: the request's own prompt, then (when tools are offered) the
-/// tool-use prompt, every tool's description and the call-format instructions.
+/// The system message. When tools are offered: the tool-use prompt (what the agent is
+/// and how it works), then, unless the model's chat template shows the tools itself
+/// (`template_lists_tools`), every tool's description and the call format; after them the
+/// request's own prompt (an application's, the project's instructions). The compact style
+/// (small models) puts the request's prompt first, then its own one-line-per-tool prompt,
+/// or the tool-use prompt when the template lists the tools.
 pub fn system_prompt(
     config: &AgentConfig,
     custom: Option<&str>,
     tools: &[ToolDefinition],
+    template_lists_tools: bool,
 ) -> Option<String> {
+    let custom = custom.filter(|c| !c.trim().is_empty()).map(str::trim_end);
     let mut parts: Vec<String> = Vec::new();
-    if let Some(custom) = custom.filter(|c| !c.trim().is_empty()) {
-        parts.push(custom.trim_end().to_string());
+    let compact = config.tool_prompt_style == ToolPromptStyle::Compact;
+    if compact {
+        parts.extend(custom.map(String::from));
     }
     match config.tool_prompt_style {
         _ if tools.is_empty() => {}
+        // The template lists the tools (their required parameters): what the agent is.
+        ToolPromptStyle::Compact if template_lists_tools => {
+            parts.push(config.tool_use_system_prompt.trim_end().to_string());
+        }
         ToolPromptStyle::Compact => parts.push(compact_tool_prompt(tools)),
         ToolPromptStyle::Full => {
             parts.push(config.tool_use_system_prompt.trim_end().to_string());
-            let mut listing = String::from("Available tools:");
-            for tool in tools {
-                listing.push_str("\n\n");
-                listing.push_str(format_tool_definition(config, tool).trim_end());
+            if !template_lists_tools {
+                let mut listing = String::from("Available tools:");
+                for tool in tools {
+                    listing.push_str("\n\n");
+                    listing.push_str(format_tool_definition(config, tool).trim_end());
+                }
+                parts.push(listing);
+                parts.push(config.tool_call_format.trim_end().to_string());
             }
-            parts.push(listing);
-            parts.push(config.tool_call_format.trim_end().to_string());
         }
+    }
+    if !compact {
+        parts.extend(custom.map(String::from));
     }
     (!parts.is_empty()).then(|| parts.join("\n\n"))
 }

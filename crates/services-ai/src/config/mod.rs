@@ -19,19 +19,20 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// The seed's default tool-use system prompt.
+/// The default tool-use system prompt: what the agent is and how it works, given to the
+/// model whenever tools are offered (the seed's own text was for a chat assistant that may
+/// use tools; this one is for an agent working in a folder).
 pub(crate) const DEFAULT_TOOL_USE_SYSTEM_PROMPT: &str = "\
-You are an AI assistant with access to tools that can help you complete tasks.
-When you need to perform an action, use the appropriate tool.
-Always explain what you're doing and why before using a tool.
-After using a tool, interpret the results for the user.
-If a tool fails, explain the error and suggest alternatives.
+You are AIntern, an agent that works in the user's workspace (a folder on their machine) \
+through the tools you are given. Paths are relative to the workspace.
 
-Important guidelines:
-- Prefer reading files before modifying them
-- Break complex tasks into smaller steps
-- Ask for confirmation before destructive operations
-- Summarize changes after completing a task";
+- When a request needs a tool, call it; never describe a call instead of making it, and \
+never make up what a tool would return.
+- Read a file before you answer a question about it or change it.
+- A request that needs no tool (a question, advice, a poem) is answered directly, without \
+calling any tool.
+- Once you have what you need, answer in plain text: say briefly what you found or what \
+you changed.";
 
 /// The seed's default tool-definition format (`{name}`, `{description}`, `{parameters}`).
 pub(crate) const DEFAULT_TOOL_DEFINITION_FORMAT: &str = "\

@@ -8,6 +8,8 @@ use super::{
     MISTRAL_ARGS, MISTRAL_GAP, TOOL_CALL_CLOSE, TOOL_CALL_OPEN,
 };
 use crate::calls::{calls_from_value, Shape};
+/// Most call objects one fence or tag may hold.
+const MAX_CALLS: usize = 64;
 use crate::formats::{self, Found};
 use crate::json::{self, JsonScanner, Scan};
 use crate::ToolCallFormat;
@@ -108,9 +110,21 @@ impl StreamingFunctionCallParser {
             Body::Post { json, mut closer } => {
                 // Only blocks with a closing marker wait in Post (see `json_done`).
                 let close = kind.closer().unwrap_or(FENCE);
+                let loose = matches!(kind, BlockKind::JsonFence | BlockKind::Wrapper { .. })
+                    && self.options.recovers();
                 // A stray `}` after a complete object is a common slip; it is ignored.
-                if (is_ws(c) || c == '}') && closer.is_empty() {
+                if (is_ws(c) || c == '}' || (loose && c == ',')) && closer.is_empty() {
                     block.body = Body::Post { json, closer };
+                } else if loose && c == '{' && closer.is_empty() && block.earlier.len() < MAX_CALLS {
+                    // Several call objects in one fence or tag.
+                    block.earlier.push(json);
+                    let mut scanner = JsonScanner::new();
+                    scanner.push(c);
+                    block.body = Body::Json {
+                        start: block.raw.len() - 1,
+                        scanner,
+                        decided: false,
+                    };
                 } else {
                     let mut out = String::new();
                     let closers: &[&str] = match block.tag_close {
@@ -301,11 +315,20 @@ impl StreamingFunctionCallParser {
     fn close_json_block(&mut self, block: Block, json: (usize, usize)) {
         let text = &block.raw[json.0..json.1];
         if let BlockKind::JsonFence | BlockKind::Wrapper { .. } = block.kind {
-            let calls = json::parse(text).ok().and_then(|v| {
-                calls_from_value(v, Shape::Bare, text, &self.catalog)
-                    .ok()
-                    .flatten()
-            });
+            // Every object the block holds must be a call.
+            let mut calls = Some(Vec::new());
+            for (from, to) in block.earlier.iter().copied().chain([json]) {
+                let text = &block.raw[from..to];
+                let found = json::parse(text).ok().and_then(|v| {
+                    calls_from_value(v, Shape::Bare, text, &self.catalog)
+                        .ok()
+                        .flatten()
+                });
+                calls = calls.zip(found).map(|(mut all, more)| {
+                    all.extend(more);
+                    all
+                });
+            }
             match calls {
                 Some(calls) => {
                     let spelling = self.block_spelling(&block);
@@ -400,6 +423,7 @@ impl Block {
             body: Body::Pre,
             mistral_name: None,
             tag_close: None,
+            earlier: Vec::new(),
         }))
     }
 }

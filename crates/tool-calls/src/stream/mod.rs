@@ -170,6 +170,8 @@ struct Block {
     mistral_name: Option<String>,
     /// Inside a recovered fence: the closing tag of the tag that opened the call.
     tag_close: Option<&'static str>,
+    /// Earlier JSON values of a fence or tag that holds several call objects.
+    earlier: Vec<(usize, usize)>,
 }
 
 #[derive(Debug)]

@@ -2,9 +2,9 @@
 //! language — and the parser takes the calls from its text. For models able to decide
 //! for themselves.
 
-use super::{Chooser, Halt, OnRepeat, Plan, Steering, Turn};
+use super::{Chooser, Halt, Plan, Steering, Turn};
 use async_trait::async_trait;
-use core_models::ToolChoice;
+use core_models::{ChatMessage, ToolChoice};
 
 /// See the module documentation.
 #[derive(Debug, Clone, Copy, Default)]
@@ -33,6 +33,11 @@ impl Steering for Free {
     fn answer(&self, turn: &Turn<'_>) -> Plan {
         let mut request = turn.base.clone();
         request.tool_choice = ToolChoice::None;
+        if !turn.done.is_empty() {
+            // Asked after a reply that only repeated calls: the model is told why it is
+            // asked again (the conversation as it is, with one note after it).
+            request.messages.push(ChatMessage::user(ANSWER_NOW));
+        }
         Plan {
             request,
             text_only: true,
@@ -46,7 +51,8 @@ impl Steering for Free {
             .replace("{request}", turn.request.message.trim())
     }
 
-    fn on_repeat(&self) -> OnRepeat {
-        OnRepeat::Settle
-    }
 }
+
+/// The note after a reply that only repeated calls made already.
+const ANSWER_NOW: &str = "(You called that tool with the same arguments already; its result \
+is above. Answer my request now from the results, in plain text, without calling a tool.)";

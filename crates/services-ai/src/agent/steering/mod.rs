@@ -64,15 +64,6 @@ pub(crate) struct Plan {
     pub(crate) held: Option<String>,
 }
 
-/// What the loop does with a reply whose every call was made already in this request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum OnRepeat {
-    /// Its calls are settled as repeats (with the earlier result) and the loop goes on.
-    Settle,
-    /// The model is asked for its answer instead, no tool allowed.
-    Answer,
-}
-
 /// Why a strategy could not plan a reply.
 #[derive(Debug)]
 pub(crate) enum Halt {
@@ -99,15 +90,13 @@ pub(crate) trait Steering: Send + Sync + std::fmt::Debug {
     /// Before a reply: how the model is asked for it. May ask `model` to choose first.
     async fn before_reply(&self, turn: &Turn<'_>, model: &dyn Chooser) -> Result<Plan, Halt>;
 
-    /// The request for a plain answer, no tool allowed (after a reply that only repeated
-    /// calls, under [`OnRepeat::Answer`]).
+    /// The request for a plain answer, no tool allowed (also after a reply that only
+    /// repeated calls made already in this request: the model is asked for its answer
+    /// instead of being shown the same results again).
     fn answer(&self, turn: &Turn<'_>) -> Plan;
 
     /// The note after a tool result the model is shown (empty: none).
     fn after_result(&self, turn: &Turn<'_>) -> String;
-
-    /// What to do with a reply whose every call was made already.
-    fn on_repeat(&self) -> OnRepeat;
 }
 
 /// The strategy `config` asks for with a model of these `details`.

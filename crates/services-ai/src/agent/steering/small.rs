@@ -20,7 +20,7 @@
 //! Nothing here reads the request's words: the options come from the offered tools, the
 //! choice from the model.
 
-use super::{Chooser, Free, Halt, OnRepeat, Plan, Steering, Turn};
+use super::{Chooser, Free, Halt, Plan, Steering, Turn};
 use async_trait::async_trait;
 use core_models::{
     ChatMessage, LlmRequest, ReplyConstraint, ToolCallRequest, ToolChoice, ToolDefinition,
@@ -123,9 +123,6 @@ impl Steering for SmallModel {
         String::new()
     }
 
-    fn on_repeat(&self) -> OnRepeat {
-        OnRepeat::Answer
-    }
 }
 
 /// The system prompt of a plain answer: the request's own, else a plain one; with what
