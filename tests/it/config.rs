@@ -31,9 +31,9 @@ fn defaults_are_the_seeds() {
     assert!(c.include_tool_results_in_history);
     assert_eq!(c.max_tool_result_tokens, 4096);
     assert!(!c.auto_retry_failed_tools);
-    assert!(c
-        .tool_use_system_prompt
-        .starts_with("You are an AI assistant with access to tools"));
+    // What the agent is, for any model that is offered tools (no longer the seed's
+    // chat-assistant text).
+    assert!(c.tool_use_system_prompt.starts_with("You are AIntern"));
     assert!(
         c.tool_definition_format.contains("{name}")
             && c.tool_definition_format.contains("{parameters}")

@@ -489,6 +489,7 @@ fn event_kind_links_structs_and_variants() {
             "context_compacted",
             "repetition_detected",
             "messages_carried",
+            "prompt_progress",
         ]
     );
     let carried = MessagesCarriedEvent::create(id, vec!["a".into(), "b".into()], 2);

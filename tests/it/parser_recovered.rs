@@ -120,10 +120,23 @@ fn fences_and_other_tags_hold_calls() {
     // Several call objects in one fence, one after the other or in a list.
     let run = json!({"command": "ls"});
     for two in [
-        format!("```json\n{READ}\n{}\n```", r#"{"name": "run", "arguments": {"command": "ls"}}"#),
-        format!("```json\n[{READ}, {}]\n```", r#"{"name": "run", "arguments": {"command": "ls"}}"#),
+        format!(
+            "```json\n{READ}\n{}\n```",
+            r#"{"name": "run", "arguments": {"command": "ls"}}"#
+        ),
+        format!(
+            "```json\n[{READ}, {}]\n```",
+            r#"{"name": "run", "arguments": {"command": "ls"}}"#
+        ),
     ] {
-        check_with(&p, &two, "", "", &[("read_file", path.clone()), ("run", run.clone())], 0);
+        check_with(
+            &p,
+            &two,
+            "",
+            "",
+            &[("read_file", path.clone()), ("run", run.clone())],
+            0,
+        );
     }
     // A fence holding a call and something else is code.
     let mixed = format!("```json\n{READ}\n{}\n```", r#"{"version": 2}"#);

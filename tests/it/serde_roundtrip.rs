@@ -99,6 +99,17 @@ fn all_events() -> Vec<AgentEvent> {
         ContextCompactedEvent::create(id, 2100, 900, "summary", 3).into(),
         RepetitionDetectedEvent::create(id, "again ", 40, 234, 1).into(),
         MessagesCarriedEvent::create(id, vec!["and then?".into()], 2).into(),
+        PromptProgressEvent::create(
+            id,
+            &PromptProgress {
+                done: 512,
+                total: 1187,
+                cached: 0,
+                elapsed_ms: 7200,
+            },
+            1,
+        )
+        .into(),
     ]
 }
 

@@ -303,7 +303,11 @@ fn agent_system(llm: &llm_llama::LlamaLlm) -> String {
         ..services_ai::AgentConfig::default()
     };
     let tools = bench_tools();
-    let listed = llm.info().chat_format.as_ref().is_some_and(|f| f.renders_tools);
+    let listed = llm
+        .info()
+        .chat_format
+        .as_ref()
+        .is_some_and(|f| f.renders_tools);
     services_ai::prompt::system_prompt(&config, None, &tools, listed).unwrap_or_default()
 }
 

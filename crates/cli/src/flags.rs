@@ -14,14 +14,15 @@ use std::path::PathBuf;
 /// `[backend]` section by [`crate::backend::choose`].
 #[derive(Debug, Clone, Default, clap::Args)]
 pub(crate) struct BackendArgs {
-    /// The model: `llama:MODEL.gguf` (default: the embedded SmolLM2-135M-Instruct),
+    /// The model: `llama:MODEL.gguf` or `llama:NAME` (a model of the catalog, see
+    /// `aintern models`; default: qwen2.5-coder-1.5b),
     /// `openai:URL` (a server speaking the OpenAI chat-completions protocol: llama-server,
     /// vLLM, Ollama, LM Studio, a hosted API; URL up to /v1) or `script:FILE` (a scripted
     /// model). Default: `[backend]` in aintern.toml.
     #[arg(long, value_name = "BACKEND")]
     pub(crate) backend: Option<String>,
-    /// The model's name on the server (`openai:`; default: its only or first model), or
-    /// a GGUF file.
+    /// The model's name on the server (`openai:`; default: its only or first model), a
+    /// GGUF file, or the name of a model of the catalog (`aintern models` lists them).
     #[arg(long, value_name = "NAME")]
     pub(crate) model: Option<String>,
     /// The environment variable holding the server's API key (sent as a bearer token,

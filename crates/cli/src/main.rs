@@ -73,7 +73,7 @@ enum Command {
     /// each in a fresh temporary workspace, and report success, tool-call accuracy,
     /// iterations, tokens and time.
     Eval(eval::EvalArgs),
-    /// List the models a backend offers (a server's, or the GGUF file a session loads).
+    /// The models AIntern knows by name (the catalog, with what is fetched: --model NAME picks one), or what a backend offers (--backend openai:URL: the server's list)
     Models(models::ModelsArgs),
     /// Tool servers speaking the Model Context Protocol: list them with their tools, add or
     /// remove one.

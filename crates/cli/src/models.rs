@@ -1,5 +1,5 @@
-//! `aintern models`: what a backend offers — a server's model list, or the GGUF file a
-//! session would load.
+//! `aintern models`: the models of the catalog, with what is fetched (`--model NAME`
+//! picks one); or what a backend offers: a server's model list, or a GGUF file.
 
 use crate::backend::{self, Choice};
 use crate::session::workspace;
@@ -41,8 +41,8 @@ pub(crate) async fn run(args: ModelsArgs) -> Result<(), String> {
                 .map(|m| serde_json::to_value(m).unwrap_or_default())
                 .collect()
         }
-        Choice::Embedded => vec![local(llm_llama::default_model_path(), true)],
-        Choice::Llama(path) => vec![local(path, false)],
+        Choice::Embedded => catalog(),
+        Choice::Llama(path) => vec![local(path)],
         Choice::Script(path) => vec![serde_json::json!({"id": "scripted", "file": path})],
     };
     let text = if args.json {
@@ -56,8 +56,33 @@ pub(crate) async fn run(args: ModelsArgs) -> Result<(), String> {
     writeln!(out, "{text}").map_err(|e| e.to_string())
 }
 
+/// The models of the catalog, each with whether it is fetched (see
+/// `llm_llama::catalog`): what `--model NAME` picks.
+fn catalog() -> Vec<serde_json::Value> {
+    let Some(catalog) = llm_llama::catalog::catalog() else {
+        return Vec::new();
+    };
+    catalog
+        .models
+        .iter()
+        .map(|m| {
+            serde_json::json!({
+                "name": m.name,
+                "title": format!("{} {}", m.title, m.quantization),
+                "size": format!("{:.0} MB", m.size as f64 / 1e6),
+                "fetched": m.is_fetched(),
+                "default": m.name == catalog.default,
+                "file": m.path(),
+                "fetch": (!m.is_fetched()).then(|| m.fetch_command()),
+                "about": m.about,
+                "license": m.license,
+            })
+        })
+        .collect()
+}
+
 /// A GGUF file as a row.
-fn local(path: PathBuf, embedded: bool) -> serde_json::Value {
+fn local(path: PathBuf) -> serde_json::Value {
     let id = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -66,7 +91,6 @@ fn local(path: PathBuf, embedded: bool) -> serde_json::Value {
         "id": id,
         "file": path,
         "present": path.is_file(),
-        "embedded": embedded,
     })
 }
 
@@ -83,10 +107,31 @@ fn table(rows: &[serde_json::Value]) -> String {
                 format!("{:.0}M", n / 1e6)
             }
         }
+        Some(serde_json::Value::Null) | None if key == "state" => match row.get("fetched") {
+            Some(serde_json::Value::Bool(true)) if row["default"] == true => {
+                "fetched (default)".into()
+            }
+            Some(serde_json::Value::Bool(true)) => "fetched".into(),
+            Some(serde_json::Value::Bool(false)) => match row.get("fetch") {
+                Some(serde_json::Value::String(command)) => format!("not fetched: {command}"),
+                _ => "not fetched".into(),
+            },
+            _ => String::new(),
+        },
         Some(serde_json::Value::Null) | None => String::new(),
         Some(other) => other.to_string(),
     };
-    let columns = ["id", "parameters", "context_length", "owned_by", "file"];
+    let columns = [
+        "name",
+        "id",
+        "title",
+        "size",
+        "parameters",
+        "context_length",
+        "owned_by",
+        "state",
+        "file",
+    ];
     let used: Vec<&str> = columns
         .into_iter()
         .filter(|c| rows.iter().any(|r| !cell(r, c).is_empty()))

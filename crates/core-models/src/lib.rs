@@ -81,9 +81,9 @@ pub use events::{
     ApprovalAnswer, ApprovalReceiver, ApprovalRequestEvent, ApprovalResponder, AutoformatEvent,
     CompletionReason, ContextCompactedEvent, ErrorSource, EventHeader, EventKind, GitCommit,
     GitCommitsDetectedEvent, MachineTransition, MessagesCarriedEvent, PromptProgressEvent,
-    RepetitionDetectedEvent,
-    SessionStartedEvent, StateChangedEvent, TextGenerationEvent, ToolCallRequestEvent,
-    ToolExecutionEvent, ToolExecutionStatus, ToolResultEvent, ToolUsageSummary, TransitionRecord,
+    RepetitionDetectedEvent, SessionStartedEvent, StateChangedEvent, TextGenerationEvent,
+    ToolCallRequestEvent, ToolExecutionEvent, ToolExecutionStatus, ToolResultEvent,
+    ToolUsageSummary, TransitionRecord,
 };
 pub use llm::{
     LlmChunk, LlmRequest, LlmStream, LlmToolCall, LlmUsage, ModelDetails, PromptProgress,

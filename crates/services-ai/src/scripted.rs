@@ -30,6 +30,9 @@ pub struct ScriptedResponse {
     /// Fail with this message after the chunks instead of finishing.
     #[serde(default)]
     pub fail_after_chunks: Option<String>,
+    /// Send nothing more after the chunks, never finishing (a model that fell silent).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stall_after_chunks: bool,
 }
 
 impl ScriptedResponse {
@@ -80,6 +83,12 @@ impl ScriptedResponse {
     /// Fail with `message` after the last chunk.
     pub fn then_fail(mut self, message: impl Into<String>) -> Self {
         self.fail_after_chunks = Some(message.into());
+        self
+    }
+
+    /// Fall silent after the last chunk, never finishing.
+    pub fn then_stall(mut self) -> Self {
+        self.stall_after_chunks = true;
         self
     }
 }
@@ -295,6 +304,7 @@ impl LlmService for ScriptedLlm {
         let generated = (response.chunks.len() + response.items.len()) as u64;
         let prompt_tokens = (prompt_chars as u64).div_ceil(4);
         let fail_after = response.fail_after_chunks;
+        let stall = response.stall_after_chunks;
         // Items that bring their own usage replace the one made up here.
         let own_usage = response
             .items
@@ -327,6 +337,9 @@ impl LlmService for ScriptedLlm {
                         first.get_or_insert_with(|| started.elapsed());
                     }
                     return Some((Ok(chunk), (chunks, tail, first)));
+                }
+                if stall {
+                    futures::future::pending::<()>().await;
                 }
                 match tail {
                     Some(Some(message)) => Some((Err(Error::llm(message)), (chunks, None, first))),

@@ -19,6 +19,7 @@ type ValidateHandler = Arc<dyn Fn(&Value) -> ToolValidationResult + Send + Sync>
 type AssessHandler = Arc<dyn Fn(&Value, Option<&Path>) -> CallAssessment + Send + Sync>;
 type SummaryHandler = Arc<dyn Fn(&Value) -> String + Send + Sync>;
 type RiskHandler = Arc<dyn Fn(&Value) -> RiskLevel + Send + Sync>;
+type PreflightHandler = Arc<dyn Fn(&Value, Option<&Path>) -> Result<(), String> + Send + Sync>;
 
 /// A tool for tests: id `mock-tool`, name "Mock Tool", `Custom`, `Safe` by default.
 /// Execution returns `ToolResult::success("Mock success")` unless a handler is set; the
@@ -32,6 +33,7 @@ pub struct MockTool {
     assess_handler: Option<AssessHandler>,
     summary_handler: Option<SummaryHandler>,
     risk_handler: Option<RiskHandler>,
+    preflight_handler: Option<PreflightHandler>,
     executions: AtomicUsize,
     received: Mutex<Vec<Value>>,
 }
@@ -71,6 +73,7 @@ impl MockTool {
             assess_handler: None,
             summary_handler: None,
             risk_handler: None,
+            preflight_handler: None,
             executions: AtomicUsize::new(0),
             received: Mutex::new(Vec::new()),
         }
@@ -119,6 +122,15 @@ impl MockTool {
         handler: impl Fn(&Value, Option<&Path>) -> CallAssessment + Send + Sync + 'static,
     ) -> Self {
         self.assess_handler = Some(Arc::new(handler));
+        self
+    }
+
+    /// Run `handler` for each call's preflight (see [`Tool::preflight`]; default: none).
+    pub fn with_preflight(
+        mut self,
+        handler: impl Fn(&Value, Option<&Path>) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.preflight_handler = Some(Arc::new(handler));
         self
     }
 
@@ -180,6 +192,13 @@ impl Tool for MockTool {
                 self.effective_risk_level(parameters),
                 PermissionSubjects::from_parameters(parameters, workspace),
             ),
+        }
+    }
+
+    fn preflight(&self, parameters: &Value, workspace: Option<&Path>) -> Result<(), String> {
+        match &self.preflight_handler {
+            Some(h) => h(parameters, workspace),
+            None => Ok(()),
         }
     }
 

@@ -88,7 +88,10 @@ fn bare_and_fenced(
     repeated: &dyn Fn(&str, &str) -> String,
 ) -> (String, Vec<String>) {
     let bare = repeated(call, SPACE);
-    let fenced = format!("\"```\" (\"json\" | \"xml\")? sp {} sp \"```\"", repeated(call, SPACE));
+    let fenced = format!(
+        "\"```\" (\"json\" | \"xml\")? sp {} sp \"```\"",
+        repeated(call, SPACE)
+    );
     let named = format!(r#"\{{\s*"name"\s*:\s*"{}""#, names_pattern(tools));
     (
         format!("( {bare} ) | ( {fenced} )"),

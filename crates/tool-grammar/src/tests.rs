@@ -574,8 +574,8 @@ fn hermes_bare_and_fenced_calls_at_the_start_are_held() {
         format!("```\n{bare}\n```"),
         CASES[1].2.to_string(),
     ] {
-        let start = trigger_start(&g.triggers, &text)
-            .unwrap_or_else(|| panic!("no trigger in {text}"));
+        let start =
+            trigger_start(&g.triggers, &text).unwrap_or_else(|| panic!("no trigger in {text}"));
         assert!(parsed.accepts(&text[start..]), "{}", &text[start..]);
     }
     for text in [

@@ -1,7 +1,8 @@
-//! The context window: a request that fits is sent as it is; one that does not is
-//! compacted — old tool results to stubs, then earlier turns summarized by the model, then
-//! a shorter reply — with a `context_compacted` event per step; the system prompt and the
-//! current request are never dropped, and a request that cannot fit is a clear error.
+//! The context window: a request that fits is sent as it is, its reply allowed at most a
+//! quarter of the window; one that does not is compacted — old tool results to stubs,
+//! then earlier turns summarized by the model, then a shorter reply — with a
+//! `context_compacted` event for each step that removed something; the system prompt and
+//! the current request are never dropped, and a request that cannot fit is a clear error.
 
 use super::{call, complete, config, harness_over, kinds, run, text, workspace_request, Harness};
 use core_models::*;
@@ -142,15 +143,38 @@ async fn earlier_turns_are_summarized_by_the_model() {
 #[tokio::test]
 async fn the_reply_allowance_shrinks_when_nothing_else_helps() {
     let w = windowed(1_000, vec![text("ok")], vec![]);
-    let events = run(&w.agent, request(&"word ".repeat(600), 4_096)).await;
-    let steps = compactions(&events);
-    assert_eq!(
-        steps.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(),
-        ["reply_allowance"]
+    let events = run(&w.agent, request(&"word ".repeat(700), 4_096)).await;
+    // A shorter reply removes nothing from the conversation: no compaction is reported.
+    assert!(
+        compactions(&events).is_empty(),
+        "{:?}",
+        compactions(&events)
     );
     let sent = &w.llm.requests()[0];
     let room = 1_000 - services_ai::estimate_tokens(sent);
+    assert!(room < 250, "{room}");
     assert_eq!(u64::from(sent.options.max_tokens), room);
+}
+
+/// A reply allowance as large as the window (4,096 tokens in a 4,096-token window, as a
+/// model of a billion parameters got) is cut to a quarter of it, and a request that then
+/// fits is sent whole, with nothing reported as compacted.
+#[tokio::test]
+async fn a_reply_never_takes_more_than_a_quarter_of_the_window() {
+    assert_eq!(services_ai::reply_allowance(4_096, 4_096), 1_024);
+    assert_eq!(services_ai::reply_allowance(512, 32_768), 512);
+    assert_eq!(services_ai::reply_allowance(4_096, 100), 64.min(100));
+    let w = windowed(4_096, vec![text("ok"), text("again")], vec![]);
+    let events = run(&w.agent, request("Summarize the plan in two lines.", 4_096)).await;
+    assert!(compactions(&events).is_empty());
+    assert_eq!(w.llm.requests()[0].options.max_tokens, 1_024);
+    // The next request of the conversation too: its facts are kept, not summarized.
+    let mut next = request("And the budget?", 4_096);
+    next.history = w.agent.conversation();
+    let events = run(&w.agent, next).await;
+    assert!(compactions(&events).is_empty());
+    let sent = &w.llm.requests()[1];
+    assert!(sent.messages.iter().any(|m| &*m.content == "ok"));
 }
 
 #[tokio::test]

@@ -15,6 +15,7 @@ mod output;
 mod prompt;
 mod replies;
 mod seed_004;
+mod tool_trained;
 
 use core_models::{AgentService as _, *};
 use futures::StreamExt;

@@ -88,8 +88,8 @@ async fn a_native_call_runs_through_the_loop_and_is_answered_under_its_id() {
         "each generation reports its usage: {usages:?}"
     );
 
-    // The second request answers the call under the server's id, and no tool prompt
-    // was added (the server renders the tools).
+    // The second request answers the call under the server's id, and the system prompt
+    // says what the agent is but lists no tools (the server renders them).
     let second = &n.llm.requests()[1];
     let assistant = second
         .messages
@@ -107,10 +107,18 @@ async fn a_native_call_runs_through_the_loop_and_is_answered_under_its_id() {
         .find(|m| m.role == MessageRole::Tool)
         .expect("the result in history");
     assert_eq!(answer.tool_call_id.as_deref(), Some("call_7"));
-    assert!(second
+    let system: Vec<&ChatMessage> = second
         .messages
         .iter()
-        .all(|m| m.role != MessageRole::System));
+        .filter(|m| m.role == MessageRole::System)
+        .collect();
+    assert_eq!(system.len(), 1);
+    assert!(
+        system[0].content.starts_with("You are AIntern"),
+        "{}",
+        system[0].content
+    );
+    assert!(!system[0].content.contains("Available tools"));
     assert_eq!(second.tools.len(), 1, "the tools go to the server");
 }
 

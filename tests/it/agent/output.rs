@@ -1,9 +1,10 @@
-//! An answer held to an output schema: the model may call tools as usual; when it
-//! answers, the answer is held to the schema (the backend's grammar, a server's
-//! structured output) and validated by the agent, its value carried in
-//! `agent_complete.output`. An answer that misses is sent back once with what is wrong;
-//! a second miss ends the request with a fatal error in words. A schema that cannot be
-//! used is refused before anything runs.
+//! An answer held to an output schema: the model may call tools as usual, writing
+//! freely (told the schema in its system prompt); an answer that does not match is asked
+//! again held to the schema (the backend's grammar, a server's structured output), and
+//! validated by the agent, its value carried in `agent_complete.output`. A held answer
+//! that still misses is sent back once with what is wrong; a second miss ends the request
+//! with a fatal error in words. A schema that cannot be used is refused before anything
+//! runs.
 
 use super::{check_run, complete, config, harness, kinds, results, run};
 use core_models::*;
@@ -105,8 +106,9 @@ async fn tools_first_then_an_answer_held_to_the_schema() {
     let asked = h.llm.requests();
     assert_eq!(asked.len(), 2);
     for request in &asked {
-        // Every reply that may answer is held to the schema, and the model is told it.
-        assert_eq!(held_to(request), Some(&schema()));
+        // While it may call tools the model writes freely, told the schema; its answer
+        // matched, so nothing was asked again.
+        assert_eq!(held_to(request), None);
         let system = &request.messages[0];
         assert_eq!(system.role, MessageRole::System);
         assert!(
@@ -153,11 +155,14 @@ async fn a_forced_call_is_not_held_to_the_answer_schema() {
     assert_eq!(held_to(&asked[1]), Some(&schema()));
 }
 
+/// A free answer that misses is asked again held to the schema, from the same
+/// conversation; a held answer that misses is sent back once with what is wrong.
 #[tokio::test]
-async fn a_wrong_answer_is_sent_back_once_with_what_is_wrong() {
+async fn a_wrong_answer_is_held_then_sent_back_once_with_what_is_wrong() {
     let dir = workspace();
     let h = harness(
         vec![
+            text("It is on Friday, with four people."),
             text("```json\n{\"day\": \"Friday\", \"attendees\": \"four\"}\n```"),
             text("{\"day\": \"Friday\", \"attendees\": 4}"),
         ],
@@ -169,13 +174,23 @@ async fn a_wrong_answer_is_sent_back_once_with_what_is_wrong() {
     assert_eq!(done.output, Some(json!({"day": "Friday", "attendees": 4})));
     assert_eq!(done.total_iterations, 2);
     let asked = h.llm.requests();
-    assert_eq!(asked.len(), 2);
-    let told = asked[1].messages.last().unwrap();
+    assert_eq!(asked.len(), 3);
+    assert_eq!(held_to(&asked[0]), None);
+    assert_eq!(held_to(&asked[1]), Some(&schema()));
+    assert_eq!(asked[1].tool_choice, ToolChoice::None);
+    assert!(
+        asked[1]
+            .messages
+            .iter()
+            .all(|m| !m.content.contains("four people")),
+        "the prose answer is not kept"
+    );
+    let told = asked[2].messages.last().unwrap();
     assert_eq!(told.role, MessageRole::User);
     assert!(told.content.contains("/attendees"), "{}", told.content);
     assert!(told.content.contains("does not match"), "{}", told.content);
     // The answer that missed stays in the conversation, before what was wrong with it.
-    let before = &asked[1].messages[asked[1].messages.len() - 2];
+    let before = &asked[2].messages[asked[2].messages.len() - 2];
     assert_eq!(before.role, MessageRole::Assistant);
     assert!(before.content.contains("four"));
 }
@@ -186,6 +201,7 @@ async fn a_second_miss_ends_the_request_with_a_clear_error() {
     let h = harness(
         vec![
             text("It is on Friday."),
+            text("{\"day\": \"Sunday\", \"attendees\": 4}"),
             text("{\"day\": \"Sunday\", \"attendees\": 4}"),
         ],
         file_tools(),
@@ -208,13 +224,17 @@ async fn a_second_miss_ends_the_request_with_a_clear_error() {
         fatal[0].error
     );
     assert!(fatal[0].error.contains("/day"), "{}", fatal[0].error);
-    assert_eq!(h.llm.requests().len(), 2, "one retry, no more");
+    assert_eq!(
+        h.llm.requests().len(),
+        3,
+        "held once, sent back once, no more"
+    );
 }
 
 #[tokio::test]
 async fn no_retry_past_the_iteration_limit() {
     let dir = workspace();
-    let h = harness(vec![text("Friday")], file_tools(), free());
+    let h = harness(vec![text("Friday"), text("Friday")], file_tools(), free());
     let events = run(&h.agent, request(&dir).with_max_iterations(1)).await;
     let fatal = errors(&events);
     assert_eq!(fatal.len(), 1, "{:?}", kinds(&events));
@@ -223,7 +243,11 @@ async fn no_retry_past_the_iteration_limit() {
         "{}",
         fatal[0].error
     );
-    assert_eq!(h.llm.requests().len(), 1);
+    assert_eq!(
+        h.llm.requests().len(),
+        2,
+        "held once, in the same iteration"
+    );
 }
 
 #[tokio::test]

@@ -114,7 +114,11 @@ impl Run {
         let room = window.saturating_sub(tokens);
         if room >= u64::from(MIN_REPLY_TOKENS) {
             request.options.max_tokens = u32::try_from(room).unwrap_or(u32::MAX);
-            tracing::debug!(tokens, room, "the reply's allowance lowered to fit the window");
+            tracing::debug!(
+                tokens,
+                room,
+                "the reply's allowance lowered to fit the window"
+            );
             return Ok(());
         }
         Err(Error::llm(format!(

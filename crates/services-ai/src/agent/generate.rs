@@ -5,8 +5,7 @@ use super::repetition::{Repetition, RepetitionGuard};
 use super::run::{Reply, Run, Stopped};
 use core_models::{
     AgentErrorEvent, Error, LlmChunk, LlmRequest, LlmToolCall, LlmUsage, PromptProgressEvent,
-    RepetitionDetectedEvent,
-    TextGenerationEvent, ToolChoice, TurnState as S,
+    RepetitionDetectedEvent, TextGenerationEvent, ToolChoice, TurnState as S,
 };
 use futures::StreamExt;
 use std::sync::Arc;
@@ -52,6 +51,7 @@ impl Run {
         let stop = self.handle.stop.clone();
         let llm = Arc::clone(&self.shared.ports.llm);
         let choice = request.tool_choice.clone();
+        let held_to_schema = request.answer_schema().is_some();
         let mut stream = tokio::select! {
             r = llm.generate(request) => r.map_err(Err)?,
             _ = stop.cancelled() => return Err(Ok(Stopped)),
@@ -68,6 +68,7 @@ impl Run {
             visible: String::new(),
             thinking: String::new(),
             calls: Vec::new(),
+            held_to_schema,
         };
         let buffer = if self.shared.config.enable_streaming {
             self.shared.config.streaming_buffer_size.max(1)
@@ -194,9 +195,10 @@ impl Run {
         let visible = reply.visible.trim();
         if !visible.is_empty() {
             self.final_response = visible.to_string();
-            self.history.push(core_models::ChatMessage::assistant(format!(
-                "{visible}\n[the reply was cut short here]"
-            )));
+            self.history
+                .push(core_models::ChatMessage::assistant(format!(
+                    "{visible}\n[the reply was cut short here]"
+                )));
         }
     }
 

@@ -71,6 +71,23 @@ impl Run {
                     Err(Err(e)) => return Outcome::LlmFailed(e),
                 };
             }
+            if reply.calls.is_empty() && self.answer_unheld(&reply) {
+                // The model answered while it could still call tools, and its answer
+                // does not match the output schema: it answers again, held to it.
+                let mut plan = setup
+                    .steering
+                    .answer(&self.turn_view(&setup, &self.base_request(&setup)));
+                plan.request.constraint = self
+                    .request
+                    .output_schema
+                    .clone()
+                    .map(core_models::ReplyConstraint::JsonSchema);
+                reply = match self.reply(&setup, plan).await {
+                    Ok(reply) => reply,
+                    Err(Ok(Stopped)) => return self.stop_outcome(),
+                    Err(Err(e)) => return Outcome::LlmFailed(e),
+                };
+            }
             if reply.calls.is_empty() {
                 if self.answered_with_messages_waiting(&setup, &reply, &mut carry) {
                     continue;
@@ -103,12 +120,25 @@ impl Run {
         setup(&self.shared, &self.request, self.tools_offered())
     }
 
-    /// Whether every call of a reply was made already in this request (run or not).
+    /// Whether `reply` answers a request held to an output schema without having been
+    /// held to it, and does not match it (before any answer was sent back).
+    fn answer_unheld(&self, reply: &Reply) -> bool {
+        // Once sent back with what was wrong, the model's next answer is final.
+        !reply.held_to_schema
+            && !self.output_retried
+            && self
+                .output_schema
+                .as_ref()
+                .is_some_and(|schema| schema.check(&reply.visible).is_err())
+    }
+
+    /// Whether every call of a reply ran already in this request (a call that was refused
+    /// or did not run may be made again: what it touches, or the answer, may differ now).
     fn only_repeats(&self, calls: &[ToolCallRequest]) -> bool {
         !calls.is_empty()
             && calls
                 .iter()
-                .all(|c| self.tried.iter().any(|(d, _)| d.is_same_call(c)))
+                .all(|c| self.done.iter().any(|(d, _)| d.is_same_call(c)))
     }
 
     /// The request this iteration would send as it is, path arguments held to what
@@ -469,10 +499,12 @@ pub(super) fn llm_request(
             _ => ToolChoice::None,
         }
     };
-    // The answer is held to the output schema whenever the model may answer; a forced
-    // call is a call.
+    // The answer is held to the output schema when the model may only answer. While it
+    // may call tools it writes freely (a grammar over the whole reply would make it
+    // answer at once, without looking): an answer that misses the schema is then asked
+    // again, held to it (see `answer_unheld`). A forced call is a call.
     let constraint = match choice {
-        ToolChoice::Auto | ToolChoice::None => request
+        ToolChoice::None => request
             .output_schema
             .clone()
             .map(core_models::ReplyConstraint::JsonSchema),

@@ -83,6 +83,8 @@ pub(super) struct Reply {
     pub(super) visible: String,
     pub(super) thinking: String,
     pub(super) calls: Vec<ToolCallRequest>,
+    /// The reply was held to the request's output schema by the backend.
+    pub(super) held_to_schema: bool,
 }
 
 impl Reply {

@@ -115,7 +115,8 @@ impl StreamingFunctionCallParser {
                 // A stray `}` after a complete object is a common slip; it is ignored.
                 if (is_ws(c) || c == '}' || (loose && c == ',')) && closer.is_empty() {
                     block.body = Body::Post { json, closer };
-                } else if loose && c == '{' && closer.is_empty() && block.earlier.len() < MAX_CALLS {
+                } else if loose && c == '{' && closer.is_empty() && block.earlier.len() < MAX_CALLS
+                {
                     // Several call objects in one fence or tag.
                     block.earlier.push(json);
                     let mut scanner = JsonScanner::new();

@@ -50,7 +50,6 @@ impl Steering for Free {
             .tool_result_instruction
             .replace("{request}", turn.request.message.trim())
     }
-
 }
 
 /// The note after a reply that only repeated calls made already.

@@ -122,7 +122,6 @@ impl Steering for SmallModel {
         // The answer is asked apart, with the results (see `answer`).
         String::new()
     }
-
 }
 
 /// The system prompt of a plain answer: the request's own, else a plain one; with what
