@@ -18,12 +18,13 @@ use uuid::Uuid;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Preset {
-    /// The small-model preset when the model reports under a billion parameters (the
-    /// embedded SmolLM2-135M does), else the standard settings. What `aintern run` does.
+    /// The small-model preset when the model reports under a billion parameters
+    /// (SmolLM2-135M does), else the standard settings. What `aintern run` does.
     #[default]
     Auto,
     /// The standard settings: the full tool prompt, the model deciding on its own,
-    /// temperature 0.7 and up to 4096 tokens a reply.
+    /// greedy sampling and up to 4096 tokens a reply
+    /// ([`services_ai::standard_inference`]).
     Standard,
     /// The small-model preset ([`AgentConfig::small_model`] and
     /// [`services_ai::small_model_inference`]): the compact tool prompt, the small-model
@@ -246,7 +247,7 @@ impl AgentBuilder {
             if small {
                 services_ai::small_model_inference()
             } else {
-                InferenceOptions::default()
+                services_ai::standard_inference()
             }
         });
         let own = Arc::new(InMemoryToolRegistry::new());

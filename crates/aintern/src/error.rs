@@ -37,9 +37,9 @@ pub enum Error {
     /// The request ended without an answer: the reason the agent gave.
     #[error("the request failed: {0}")]
     Failed(String),
-    /// The embedded model is not on this machine.
+    /// The default model is not on this machine.
     #[error(
-        "the embedded model is not downloaded yet ({}): fetch it with the project's scripts/fetch-model, or load another GGUF file with aintern::load_gguf",
+        "the default model is not fetched yet ({}): fetch it with the project's scripts/fetch-model, or load another GGUF file with aintern::load_gguf",
         path.display()
     )]
     #[cfg(any(feature = "llama", feature = "llama-docs"))]

@@ -18,9 +18,9 @@ pub async fn load_gguf(path: impl Into<PathBuf>) -> Result<llm_llama::LlamaLlm> 
         .map_err(Error::from)
 }
 
-/// Load the embedded model, SmolLM2-135M-Instruct (Q4_1), from where the project's
-/// `scripts/fetch-model` puts it ([`llm_llama::default_model_path`]). It reports its
-/// size, so [`crate::Preset::Auto`] gives it the small-model preset.
+/// Load the default model, Qwen2.5-Coder-1.5B-Instruct (Q4_K_M), from where the
+/// project's `scripts/fetch-model` puts it ([`llm_llama::default_model_path`]; other
+/// models of the catalog: [`llm_llama::catalog`] and [`load_gguf`]).
 ///
 /// # Errors
 /// [`Error::ModelMissing`] when it has not been fetched; else as [`load_gguf`].

@@ -34,8 +34,8 @@ pub(crate) struct SessionArgs {
     policy: crate::flags::PolicyArgs,
     #[command(flatten)]
     config: crate::flags::ConfigArgs,
-    /// Sampling temperature (0: greedy). Default: 0 with a small model (the embedded one,
-    /// or any under a billion parameters), which answers best greedy; 0.7 otherwise.
+    /// Sampling temperature (0: greedy). Default: 0 (greedy: tool calls and answers from
+    /// a file want the model's most likely words).
     #[arg(long, value_name = "T", value_parser = temperature)]
     temperature: Option<f32>,
     /// Continue a saved session (its id, or enough of it to name it alone; without one,
@@ -593,12 +593,10 @@ pub(crate) fn inference_options(
     temperature: Option<f32>,
     max_tokens: Option<u32>,
 ) -> core_models::InferenceOptions {
-    // Greedy for every model: tool calls and answers from a file's content want the
-    // model's most likely words (README, "Small and bigger models").
     let defaults = if small {
         services_ai::small_model_inference()
     } else {
-        core_models::InferenceOptions::default().with_temperature(0.0)
+        services_ai::standard_inference()
     };
     let (t, m) = (defaults.temperature, defaults.max_tokens);
     defaults

@@ -1,6 +1,6 @@
 //! `aintern eval`: the checks of a suite judged right (with a scripted model), failures
 //! named by their check, the JSON and Markdown reports in their documented shape, and
-//! the shipped suite run on the embedded model (shape only: the model's success rate is
+//! the shipped suite run on the small model (shape only: the model's success rate is
 //! a measurement, not a test).
 
 use super::{aintern_in, call, Workspace};
@@ -231,13 +231,14 @@ fn a_broken_suite_is_refused_before_any_model_runs() {
     );
 }
 
-/// The shipped suite, a few tasks of each kind, on the embedded model: the harness runs
-/// them end to end in their own workspaces and reports each in the documented shape.
+/// The shipped suite, a few tasks of each kind, on the small model: the harness runs them
+/// end to end in their own workspaces and reports each in the documented shape.
 #[test]
-fn a_subset_of_the_shipped_suite_runs_on_the_embedded_model() {
-    if super::model::model(false).is_none() {
+fn a_subset_of_the_shipped_suite_runs_on_the_small_model() {
+    let Some(model) = super::model::small_model() else {
         return;
-    }
+    };
+    let backend = format!("llama:{}", model.display());
     let ws = Workspace::new();
     let suite = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -251,13 +252,13 @@ fn a_subset_of_the_shipped_suite_runs_on_the_embedded_model() {
         "chat-capital",
         "edit-typo",
     ];
-    let mut args = vec!["eval", suite, "--json"];
+    let mut args = vec!["eval", suite, "--json", "--backend", &backend];
     for id in &only {
         args.extend(["--only", id]);
     }
     let out = aintern_in(ws.home.path(), &args, b"");
     let report = report(&out);
-    assert_eq!(report["backend"], "embedded");
+    assert_eq!(report["backend"], backend);
     assert_eq!(report["summary"]["runs"], only.len());
     let tasks = report["tasks"].as_array().unwrap();
     assert_eq!(tasks.len(), only.len());

@@ -1,14 +1,14 @@
-//! The real embedded model (each test skipped with a notice when it is not downloaded): a
+//! The real models (each test skipped with a notice when it is not fetched): the small one
 //! streamed answer, the README's demo, `aintern bench llm`.
 
 use super::{aintern, completed, results, Workspace};
 use core_models::AgentEvent;
 use serde_json::Value;
 
-/// The real embedded model end to end (skipped with a notice when it is not downloaded).
+/// The small model end to end (skipped with a notice when it is not fetched).
 #[test]
 fn run_with_the_default_model_streams_an_answer() {
-    let Some(model) = model(true) else { return };
+    let Some(model) = small_model() else { return };
     let ws = Workspace::new();
     let backend = format!("llama:{}", model.display());
     let out = aintern(
@@ -64,7 +64,7 @@ fn threads_are_set_for_an_in_process_model_only() {
         said.contains("--threads applies to llama models only"),
         "{said}"
     );
-    let Some(model) = model(true) else { return };
+    let Some(model) = small_model() else { return };
     let backend = format!("llama:{}", model.display());
     let out = aintern(
         &[
@@ -94,13 +94,23 @@ fn threads_are_set_for_an_in_process_model_only() {
     assert!(loaded.contains("threads=1"), "{loaded}");
 }
 
-/// The model for real-model tests when it is downloaded (else a notice): the embedded
-/// default model, or with `overridable` `$AINTERN_TEST_MODEL` when set.
-pub(crate) fn model(overridable: bool) -> Option<std::path::PathBuf> {
+/// The small model most real-model tests run (fast, and steady enough to assert on):
+/// `$AINTERN_TEST_MODEL`, else the catalog's smollm2-135m where `scripts/fetch-model`
+/// puts it; `None` with a notice when it is absent.
+pub(crate) fn small_model() -> Option<std::path::PathBuf> {
     let model = std::env::var_os("AINTERN_TEST_MODEL")
-        .filter(|_| overridable)
         .map(std::path::PathBuf::from)
-        .unwrap_or_else(llm_llama::default_model_path);
+        .or_else(|| llm_llama::catalog::find("smollm2-135m").map(|m| m.path()))?;
+    present(model)
+}
+
+/// The default model (Qwen2.5-Coder-1.5B), for the few tests of what a person gets with no
+/// model named: `None` with a notice when it is not fetched.
+pub(crate) fn default_model() -> Option<std::path::PathBuf> {
+    present(llm_llama::default_model_path())
+}
+
+fn present(model: std::path::PathBuf) -> Option<std::path::PathBuf> {
     if model.is_file() {
         Some(model)
     } else {
@@ -112,13 +122,12 @@ pub(crate) fn model(overridable: bool) -> Option<std::path::PathBuf> {
     }
 }
 
-/// The README's demo (`scripts/demo`): the embedded default model (no --backend), told
-/// which tool to use (`--tool-choice read_file`: a 135M model chooses the right tool by
-/// itself about half the time), reads the file the user named and answers from it in
-/// plain text.
+/// The README's demo (`scripts/demo`): the default model (no --backend, no --model),
+/// choosing its tool itself, reads the file the user named and answers from it in plain
+/// text; llama.cpp says nothing on stderr.
 #[test]
 fn the_demo_reads_notes_txt_with_the_default_model_and_answers() {
-    if model(false).is_none() {
+    if default_model().is_none() {
         return;
     }
     let ws = Workspace::new();
@@ -128,11 +137,14 @@ fn the_demo_reads_notes_txt_with_the_default_model_and_answers() {
             "--json",
             "--workspace",
             ws.path(),
-            "--tool-choice",
-            "read_file",
             "Read the file notes.txt and summarize it",
         ],
         b"",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("llama-cpp-2") && !stderr.contains("control-looking"),
+        "llama.cpp's own warnings stay out of sight without -v: {stderr}"
     );
     let (events, done) = completed(&out);
     let results = results(&events);
@@ -162,7 +174,7 @@ fn the_demo_reads_notes_txt_with_the_default_model_and_answers() {
 /// evaluate only what is new.
 #[test]
 fn bench_llm_reports_throughput_and_cache_reuse() {
-    let Some(model) = model(true) else { return };
+    let Some(model) = small_model() else { return };
     let out = aintern(
         &[
             "bench",
@@ -211,14 +223,15 @@ fn bench_llm_reports_throughput_and_cache_reuse() {
 /// without a context error. Prints its figures (turns, compactions, tokens, time).
 #[test]
 fn a_long_chat_at_a_small_context_is_compacted_and_never_overflows() {
-    if model(false).is_none() {
-        return;
-    }
+    let Some(model) = small_model() else { return };
+    let backend = format!("llama:{}", model.display());
     let ws = Workspace::new();
     let started = std::time::Instant::now();
     let mut child = super::bin(ws.home.path())
         .args([
             "chat",
+            "--backend",
+            &backend,
             "--workspace",
             ws.path(),
             "--context-size",
@@ -332,7 +345,7 @@ fn exec_in(
 #[test]
 fn each_exec_last_resumes_from_the_sessions_saved_state() {
     use std::os::unix::fs::PermissionsExt;
-    let Some(model) = model(false) else { return };
+    let Some(model) = small_model() else { return };
     let ws = Workspace::new();
     let backend = format!("llama:{}", model.display());
     // No tools, short replies: each request is one completion of one shape.
@@ -404,7 +417,7 @@ fn each_exec_last_resumes_from_the_sessions_saved_state() {
 /// little of what they send (before: about nine tenths of it).
 #[test]
 fn each_exec_last_with_tools_offered_resumes_its_side_prompts_too() {
-    let Some(model) = model(false) else { return };
+    let Some(model) = small_model() else { return };
     let ws = Workspace::new();
     std::fs::write(
         ws.dir.path().join("garden.txt"),

@@ -8,7 +8,7 @@
 //! The suite is `examples/output-schema/suite.jsonl` (see the README there): its wording
 //! is no template for anything in the agent.
 
-use super::model::model;
+use super::model::small_model;
 use super::{aintern_in, completed, events, results, Workspace};
 use core_models::AgentEvent;
 use serde_json::{json, Value};
@@ -126,8 +126,8 @@ fn suite_passes(backend: &str) {
 }
 
 #[test]
-fn every_answer_matches_its_schema_with_the_default_model() {
-    let Some(model) = model(false) else { return };
+fn every_answer_matches_its_schema_with_the_small_model() {
+    let Some(model) = small_model() else { return };
     suite_passes(&format!("llama:{}", model.display()));
 }
 

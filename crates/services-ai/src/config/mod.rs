@@ -10,7 +10,9 @@ mod preset;
 pub use core_models::{
     valid_server_name, BackendConfig, BackendKind, McpServerConfig, ToolMode, ValidationError,
 };
-pub use preset::{small_model_inference, SMALL_MODEL_DEFAULTS, SMALL_MODEL_MAX_TOKENS};
+pub use preset::{
+    small_model_inference, standard_inference, SMALL_MODEL_DEFAULTS, SMALL_MODEL_MAX_TOKENS,
+};
 
 use crate::error::{Error, Result};
 use core_models::{SandboxFallback, SandboxMode};

@@ -54,6 +54,15 @@ impl ConfigLoader {
     }
 }
 
+/// The sampling of every other model: greedy (tool calls and answers from a file want
+/// the model's most likely words: with Qwen2.5-Coder-1.5B, sampling at temperature 0.7
+/// made calls up and answered with instructions instead of the file's words), at most
+/// 4096 tokens a reply (and never more than a quarter of the window: see
+/// [`crate::reply_allowance`]).
+pub fn standard_inference() -> InferenceOptions {
+    InferenceOptions::default().with_temperature(0.0)
+}
+
 /// The sampling of a small model under the preset: greedy, at most
 /// [`SMALL_MODEL_MAX_TOKENS`] tokens a reply; the other options as their defaults.
 pub fn small_model_inference() -> InferenceOptions {
