@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// `aintern acp` over `ws` with `script`, for JSON lines written and read by the test.
-struct Raw {
+pub(crate) struct Raw {
     child: std::process::Child,
     stdin: std::process::ChildStdin,
     lines: std::sync::mpsc::Receiver<String>,
@@ -18,8 +18,14 @@ struct Raw {
 
 impl Raw {
     fn start(ws: &Workspace, script: &str) -> Raw {
+        Raw::with_args(ws, &["--backend", script])
+    }
+
+    /// `aintern acp ARGS…` over `ws`.
+    pub(crate) fn with_args(ws: &Workspace, args: &[&str]) -> Raw {
         let mut child = bin(ws.home.path())
-            .args(["acp", "--backend", script])
+            .arg("acp")
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -43,23 +49,28 @@ impl Raw {
         }
     }
 
-    fn send(&mut self, line: &str) {
+    pub(crate) fn send(&mut self, line: &str) {
         writeln!(self.stdin, "{line}").unwrap();
         self.stdin.flush().unwrap();
     }
 
     /// The next line, which must be one JSON-RPC message.
-    fn next(&self) -> Value {
+    pub(crate) fn next(&self) -> Value {
+        self.next_within(Duration::from_secs(30))
+    }
+
+    /// The next line within `wait`.
+    pub(crate) fn next_within(&self, wait: Duration) -> Value {
         let line = self
             .lines
-            .recv_timeout(Duration::from_secs(30))
+            .recv_timeout(wait)
             .expect("a message from the agent");
         serde_json::from_str(&line)
             .unwrap_or_else(|e| panic!("stdout carried a non-message ({e}): {line}"))
     }
 
     /// The response with `id`, skipping notifications.
-    fn response(&self, id: u64) -> Value {
+    pub(crate) fn response(&self, id: u64) -> Value {
         loop {
             let message = self.next();
             if message.get("id") == Some(&json!(id)) && message.get("method").is_none() {
@@ -76,7 +87,7 @@ impl Drop for Raw {
     }
 }
 
-fn initialize(id: u64) -> String {
+pub(crate) fn initialize(id: u64) -> String {
     json!({"jsonrpc": "2.0", "id": id, "method": "initialize",
            "params": {"protocolVersion": 1, "clientCapabilities": {}}})
     .to_string()

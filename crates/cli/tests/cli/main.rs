@@ -9,6 +9,7 @@ mod acp;
 mod catalog;
 mod chat;
 mod configuration;
+mod default_model;
 mod editor;
 mod eval;
 mod hostile_git;

@@ -212,6 +212,7 @@ impl Run {
             &setup.parser
         };
         let mut reply = self.generate(request, parser).await?;
+        self.normalize(&mut reply.calls);
         for call in &mut reply.calls {
             call.held.clone_from(&held);
         }

@@ -130,10 +130,7 @@ impl Run {
             return Screened::Settled { call, result };
         };
         let requires_workspace = match super::guard::definition(tool.as_ref()) {
-            Ok(definition) => {
-                drop_empty_optionals(&mut call, &definition.input_schema);
-                definition.requires_workspace
-            }
+            Ok(definition) => definition.requires_workspace,
             Err(panic) => {
                 let result = self.tool_panicked(&call, "definition", &panic);
                 return Screened::Settled { call, result };
@@ -467,9 +464,24 @@ fn argument_taking(schema: &serde_json::Value, value: &str) -> Option<String> {
     })
 }
 
-/// Optional arguments the model gave as an empty string or `null` are left out: models
-/// write `"glob": ""` for "no glob" often, and a tool would take it for a value (a glob
-/// that matches no file). Required arguments are kept as written.
+impl Run {
+    /// The calls of a reply as the tools take them: optional arguments the model gave as
+    /// an empty string or `null` are left out (models write `"glob": ""` for "no glob"
+    /// often, and a tool would take it for a value: a glob that matches no file). Done
+    /// before anything compares calls, so that a repeat is seen as one.
+    pub(super) fn normalize(&self, calls: &mut [ToolCallRequest]) {
+        for call in calls {
+            let Some(tool) = self.shared.ports.registry.get_tool(&call.tool_id) else {
+                continue;
+            };
+            if let Ok(definition) = super::guard::definition(tool.as_ref()) {
+                drop_empty_optionals(call, &definition.input_schema);
+            }
+        }
+    }
+}
+
+/// Optional arguments given as an empty string or `null` left out; required ones kept.
 fn drop_empty_optionals(call: &mut ToolCallRequest, schema: &serde_json::Value) {
     let required = super::prompt::required_names(schema);
     let empty = |v: &serde_json::Value| v.is_null() || v.as_str() == Some("");

@@ -35,8 +35,10 @@ impl Steering for Free {
         request.tool_choice = ToolChoice::None;
         if !turn.done.is_empty() {
             // Asked after a reply that only repeated calls: the model is told why it is
-            // asked again (the conversation as it is, with one note after it).
+            // asked again (the conversation as it is, with one note after it), and shown
+            // no tools (offered them, a model that repeats itself answers with nothing).
             request.messages.push(ChatMessage::user(ANSWER_NOW));
+            request.tools.clear();
         }
         Plan {
             request,
