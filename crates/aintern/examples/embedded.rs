@@ -1,7 +1,8 @@
-//! The embedded model, SmolLM2-135M, answering a question about a file.
+//! The default model, Qwen2.5-Coder-1.5B-Instruct, answering a question about a file:
+//! it chooses its tool itself.
 //!
-//! It runs on the CPU in this process; the agent gives it the small-model preset (it
-//! reports its size). Fetch the model once with the project's `scripts/fetch-model`, then
+//! It runs on the CPU in this process. Fetch the model once with the project's
+//! `scripts/fetch-model` (about 1.1 GB), then
 //!
 //!     cargo run -p aintern --features llama --example embedded
 //!     cargo run -p aintern --features llama --example embedded -- DIR "QUESTION"

@@ -45,6 +45,12 @@ pub struct LlmRequest {
     /// `None` on the conversation's own requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub side_of: Option<SessionKey>,
+    /// Values a call grammar holds tools' arguments to, by tool id (the files that exist,
+    /// for a tool that reads one), apart from [`LlmRequest::tools`] as the model is shown
+    /// them: the prompt stays the same whatever the workspace holds, and only what the
+    /// model may write is narrowed ([`LlmRequest::held_tools`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub argument_choices: Vec<(String, crate::ArgumentChoices)>,
 }
 
 impl LlmRequest {
@@ -58,6 +64,7 @@ impl LlmRequest {
             constraint: None,
             session: None,
             side_of: None,
+            argument_choices: Vec::new(),
         }
     }
 
@@ -77,6 +84,19 @@ impl LlmRequest {
     /// Whether the model may call a tool: tools are offered and the choice is not `none`.
     pub fn may_call(&self) -> bool {
         !self.tools.is_empty() && self.tool_choice != ToolChoice::None
+    }
+
+    /// The tools as a call grammar holds them: each argument that
+    /// [`LlmRequest::argument_choices`] names given an `enum` of its values (only string
+    /// properties the schema has; no argument is added).
+    pub fn held_tools(&self) -> Vec<ToolDefinition> {
+        let mut tools = self.tools.clone();
+        for (id, choices) in &self.argument_choices {
+            if let Some(tool) = tools.iter_mut().find(|t| t.id == *id) {
+                hold(&mut tool.input_schema, choices);
+            }
+        }
+        tools
     }
 
     /// The JSON Schema the reply's answer is held to
@@ -330,3 +350,55 @@ setters!(ModelDetails {
     with_parameters => parameters: Option<u64>,
     with_context_length => context_length: Option<u32>,
 });
+
+/// Give each property of `schema` that `choices` names an `enum` of its values (only
+/// string properties the schema has: no argument is added).
+fn hold(schema: &mut serde_json::Value, choices: &crate::ArgumentChoices) {
+    let Some(properties) = schema
+        .get_mut("properties")
+        .and_then(serde_json::Value::as_object_mut)
+    else {
+        return;
+    };
+    for (name, values) in choices {
+        let Some(property) = properties.get_mut(name).and_then(|p| p.as_object_mut()) else {
+            continue;
+        };
+        if property.get("type").and_then(|t| t.as_str()) != Some("string") || values.is_empty() {
+            continue;
+        }
+        let values = values.iter().cloned().map(serde_json::Value::String);
+        property.insert("enum".into(), serde_json::Value::Array(values.collect()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn choices_hold_only_string_arguments_the_schema_has() {
+        let tool = ToolDefinition::new("read_file", "Read", "Read a file.").with_schema(json!({
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "depth": {"type": "integer"}}}));
+        let mut request = LlmRequest::new(Vec::new()).with_tools(vec![tool.clone()]);
+        request.argument_choices = vec![(
+            "read_file".to_string(),
+            [
+                ("path".to_string(), vec!["a.txt".to_string()]),
+                ("depth".to_string(), vec!["1".to_string()]),
+                ("other".to_string(), vec!["x".to_string()]),
+            ]
+            .into(),
+        )];
+        let held = request.held_tools();
+        assert_eq!(
+            held[0].input_schema,
+            json!({"type": "object", "properties": {
+                "path": {"type": "string", "enum": ["a.txt"]}, "depth": {"type": "integer"}}})
+        );
+        // The tools as shown are as they were.
+        assert_eq!(request.tools[0], tool);
+    }
+}

@@ -128,6 +128,11 @@ pub struct ToolDefinition {
     /// description.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<ToolExample>,
+    /// Optional parameters that only tune a call (a line range, a depth, a result limit):
+    /// left out of the schema a model is shown under the lean tool prompt, since small
+    /// models fill in every parameter they see, with values they make up.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub detail_parameters: Vec<String>,
 }
 
 /// A request and the call that answers it (see [`ToolDefinition::examples`]).
@@ -165,7 +170,19 @@ impl ToolDefinition {
             requires_workspace: false,
             modifies_files: false,
             examples: Vec::new(),
+            detail_parameters: Vec::new(),
         }
+    }
+
+    /// Mark optional parameters as details (see [`ToolDefinition::detail_parameters`]).
+    pub fn with_details<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.detail_parameters
+            .extend(names.into_iter().map(Into::into));
+        self
     }
 
     /// Add an example: a request this tool answers, and the call's arguments.

@@ -51,8 +51,10 @@ pub(crate) fn request_body(
             }
             choice => (None, choice.clone()),
         };
+        // A server holds calls to the tools it is given: their arguments' choices go with
+        // them (the server also shows them to the model).
         let tools: Vec<Value> = request
-            .tools
+            .held_tools()
             .iter()
             .filter(|t| named.is_none_or(|name| t.id == name))
             .map(|t| {

@@ -34,7 +34,8 @@ pub(super) fn answer_grammar(
     let answer = format!("{}{SPACE} {json} {SPACE}", answer_opening(target.format));
     // Calls stay possible unless none may be made (a forced call never comes here).
     let body = if request.may_call() {
-        let tools: Vec<_> = request.tools.iter().collect();
+        let held = request.held_tools();
+        let tools: Vec<_> = held.iter().collect();
         let calls = syntax::calls(&mut g, target, &tools, MAX_CALLS)?;
         format!("( {} | {answer} )", calls.expr)
     } else {

@@ -155,15 +155,17 @@ pub fn tool_grammar(
     if request.tools.is_empty() || request.tool_choice == ToolChoice::None {
         return Ok(None);
     }
+    // The tools with their arguments held to the request's choices (the files that exist).
+    let held = request.held_tools();
     let tools: Vec<_> = match &request.tool_choice {
         ToolChoice::Tool(name) => {
-            let chosen: Vec<_> = request.tools.iter().filter(|t| &t.id == name).collect();
+            let chosen: Vec<_> = held.iter().filter(|t| &t.id == name).collect();
             if chosen.is_empty() {
                 return Err(Error::UnknownTool(name.clone()));
             }
             chosen
         }
-        _ => request.tools.iter().collect(),
+        _ => held.iter().collect(),
     };
     let mut g = Gbnf::new(schemas);
     // A named tool is one call of it; otherwise a reply may hold several.

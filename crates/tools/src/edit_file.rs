@@ -47,7 +47,7 @@ impl EditFile {
             definition: ToolDefinition::new(
                 "edit_file",
                 "Edit File",
-                "Replace a piece of text in an existing file. The search text must occur exactly once; include enough surrounding lines to make it unique.",
+                "Change part of an existing file: `search` is an exact piece of its current text, copied from the file (whole lines; it must occur exactly once), and `replace` is the new text that takes its place. To change one value on a line, give the whole line, as it is and as it becomes.",
             )
             .with_example("In list.txt, change cats to dogs.", json!({"path": "list.txt", "search": "cats", "replace": "dogs"}))
             .with_example("Replace red with blue in colors.txt", json!({"path": "colors.txt", "search": "red", "replace": "blue"}))
@@ -57,8 +57,8 @@ impl EditFile {
                 "type": "object",
                 "properties": {
                     "path": {"type": "string", "description": "File path relative to the workspace"},
-                    "search": {"type": "string", "description": "The exact text to replace (must occur once)"},
-                    "replace": {"type": "string", "description": "The text to put in its place"}
+                    "search": {"type": "string", "description": "The exact current text to change, copied from the file (whole lines, occurring once)"},
+                    "replace": {"type": "string", "description": "The new text that takes its place"}
                 },
                 "required": ["path", "search", "replace"]
             }))

@@ -93,6 +93,7 @@ impl ReadFile {
                 },
                 "required": ["path"]
             }))
+            .with_details(["start_line", "end_line"])
             .requiring_workspace(),
         }
     }
@@ -332,6 +333,7 @@ impl ListDir {
                     "depth": {"type": "integer", "minimum": 1, "maximum": LIST_DIR_MAX_DEPTH}
                 }
             }))
+            .with_details(["depth"])
             .requiring_workspace(),
         }
     }

@@ -63,12 +63,13 @@ impl SearchFiles {
                 "properties": {
                     "pattern": {"type": "string", "description": "Regular expression (Rust regex syntax)"},
                     "path": {"type": "string", "description": "Folder or file relative to the workspace (default \".\")"},
-                    "glob": {"type": "string", "description": "Only files whose name matches this glob, e.g. *.rs"},
+                    "glob": {"type": "string", "description": "Only files whose name matches this glob (leave it out to search every file)"},
                     "case_insensitive": {"type": "boolean", "description": "Ignore case (default: only when the pattern has no capital letter)"},
                     "max_results": {"type": "integer", "minimum": 1, "maximum": SEARCH_MAX_RESULTS}
                 },
                 "required": ["pattern"]
             }))
+            .with_details(["case_insensitive", "max_results"])
             .requiring_workspace(),
         }
     }
@@ -189,6 +190,7 @@ fn search(workspace: &Workspace, params: &Value, token: &CancellationToken) -> T
     };
     let mut lines: Vec<String> = Vec::new();
     let mut files_with_matches = 0usize;
+    let mut searched = 0usize;
     let mut truncated = false;
     let mut cut_lines = 0usize;
     let secrets = Arc::new(AtomicUsize::new(0));
@@ -217,6 +219,7 @@ fn search(workspace: &Workspace, params: &Value, token: &CancellationToken) -> T
                 continue;
             }
         };
+        searched += 1;
         let room = limit - lines.len();
         match search_file(&matcher, file, &rel, room, token) {
             Ok(found) => {
@@ -234,7 +237,19 @@ fn search(workspace: &Workspace, params: &Value, token: &CancellationToken) -> T
         }
     }
     let mut text = if lines.is_empty() {
-        format!("no match for /{pattern}/ in {path}")
+        // Say what was searched: a model that gave a glob or a case it did not mean sees
+        // why nothing matched.
+        let glob = params.get("glob").and_then(Value::as_str);
+        let which = match glob {
+            Some(g) if searched == 0 => format!(" (no file's name matches the glob {g})"),
+            Some(g) => format!(" (searched {searched} file(s) whose name matches {g})"),
+            None => format!(" (searched {searched} file(s))"),
+        };
+        let case = match params.get("case_insensitive").and_then(Value::as_bool) {
+            Some(false) => ", case-sensitive",
+            _ => "",
+        };
+        format!("no match for /{pattern}/ in {path}{which}{case}")
     } else {
         lines.join("\n")
     };

@@ -59,8 +59,13 @@ fn request(dir: &tempfile::TempDir, message: &str) -> AgentRequest {
 }
 
 /// The `enum` the request gave a tool's argument, if any.
+/// The values `tool`'s `argument` is held to in `request`'s grammar; the tools as the model
+/// is shown them never list them (the prompt stays the same whatever the workspace holds).
 fn held(request: &LlmRequest, tool: &str, argument: &str) -> Option<Vec<String>> {
-    let definition = request.tools.iter().find(|d| d.id == tool)?;
+    let shown = request.tools.iter().find(|d| d.id == tool)?;
+    assert!(shown.input_schema["properties"][argument].get("enum").is_none());
+    let held = request.held_tools();
+    let definition = held.iter().find(|d| d.id == tool)?;
     let values = definition.input_schema["properties"][argument]["enum"].as_array()?;
     Some(
         values

@@ -1,10 +1,10 @@
 //! Path arguments held to what exists: before each reply, tools that name an existing
 //! file or folder say which there are ([`core_models::Tool::argument_choices`]), and the
-//! definitions the model is given list them as the argument's `enum`, so the call
-//! grammar admits no other name. Only the request's tools change; the system prompt (and
-//! the KV cache behind it) stays as it was.
+//! request carries them apart from its tools (`LlmRequest::argument_choices`): the call
+//! grammar admits no other name, while the tools the model is shown, and the prompt (and
+//! the KV cache behind it), stay the same whatever the workspace holds.
 
-use core_models::{ArgumentChoices, Tool, ToolDefinition};
+use core_models::{ArgumentChoices, Tool};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -40,66 +40,4 @@ pub(super) async fn gather(
     })
     .await
     .unwrap_or_default()
-}
-
-/// Hold each argument of `definitions` that `found` has choices for to them.
-pub(super) fn apply(definitions: &mut [ToolDefinition], found: &[(String, ArgumentChoices)]) {
-    for (id, choices) in found {
-        if let Some(definition) = definitions.iter_mut().find(|d| d.id == *id) {
-            hold(&mut definition.input_schema, choices);
-        }
-    }
-}
-
-/// Give each property of `schema` that `choices` names an `enum` of its values (only
-/// string properties the schema has: no argument is added).
-fn hold(schema: &mut serde_json::Value, choices: &ArgumentChoices) {
-    let Some(properties) = schema
-        .get_mut("properties")
-        .and_then(serde_json::Value::as_object_mut)
-    else {
-        return;
-    };
-    for (name, values) in choices {
-        let Some(property) = properties.get_mut(name).and_then(|p| p.as_object_mut()) else {
-            continue;
-        };
-        if property.get("type").and_then(|t| t.as_str()) != Some("string") || values.is_empty() {
-            continue;
-        }
-        property.insert(
-            "enum".into(),
-            serde_json::Value::Array(
-                values
-                    .iter()
-                    .cloned()
-                    .map(serde_json::Value::String)
-                    .collect(),
-            ),
-        );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn only_string_properties_the_schema_has_are_held() {
-        let mut schema = json!({"type": "object", "properties": {
-            "path": {"type": "string"}, "depth": {"type": "integer"}}});
-        let choices: ArgumentChoices = [
-            ("path".to_string(), vec!["a.txt".to_string()]),
-            ("depth".to_string(), vec!["1".to_string()]),
-            ("other".to_string(), vec!["x".to_string()]),
-        ]
-        .into();
-        hold(&mut schema, &choices);
-        assert_eq!(
-            schema,
-            json!({"type": "object", "properties": {
-                "path": {"type": "string", "enum": ["a.txt"]}, "depth": {"type": "integer"}}})
-        );
-    }
 }

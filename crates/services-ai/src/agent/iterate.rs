@@ -169,8 +169,7 @@ impl Run {
         if base.tool_choice != ToolChoice::None {
             let workspace = self.workspace.clone();
             let limit = self.shared.config.path_choices_limit;
-            let found = super::choices::gather(&setup.tools, workspace, limit).await;
-            super::choices::apply(&mut base.tools, &found);
+            base.argument_choices = super::choices::gather(&setup.tools, workspace, limit).await;
         }
         let chooser = ModelChooser {
             llm: Arc::clone(&self.shared.ports.llm),

@@ -46,7 +46,7 @@ pub fn system_prompt(
             parts.push(config.tool_use_system_prompt.trim_end().to_string());
         }
         ToolPromptStyle::Compact => parts.push(compact_tool_prompt(tools)),
-        ToolPromptStyle::Full => {
+        ToolPromptStyle::Full | ToolPromptStyle::Lean => {
             parts.push(config.tool_use_system_prompt.trim_end().to_string());
             if !template_lists_tools {
                 let mut listing = String::from("Available tools:");
@@ -85,7 +85,8 @@ fn compact_tool_prompt(tools: &[ToolDefinition]) -> String {
 }
 
 /// The tool definitions sent to the model with each request: as they are with the full
-/// prompt; with the compact one, their schemas keep only the required properties.
+/// prompt; with the compact one, their schemas keep only the required properties; with
+/// the lean one, all but the detail parameters.
 pub(crate) fn offered_definitions(
     config: &AgentConfig,
     definitions: Vec<ToolDefinition>,
@@ -99,7 +100,24 @@ pub(crate) fn offered_definitions(
                 d
             })
             .collect(),
+        ToolPromptStyle::Lean => definitions
+            .into_iter()
+            .map(|mut d| {
+                d.input_schema = without(&d.input_schema, &d.detail_parameters);
+                d
+            })
+            .collect(),
     }
+}
+
+/// `schema` without the optional properties named in `details`.
+fn without(schema: &serde_json::Value, details: &[String]) -> serde_json::Value {
+    let mut schema = schema.clone();
+    let required = required_names(&schema);
+    if let Some(properties) = schema.get_mut("properties").and_then(|p| p.as_object_mut()) {
+        properties.retain(|name, _| required.contains(name) || !details.contains(name));
+    }
+    schema
 }
 
 /// The names a JSON schema lists as `required`.

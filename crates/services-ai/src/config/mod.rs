@@ -73,6 +73,12 @@ pub enum ToolPromptStyle {
     /// with invented arguments; this one they follow. `tool_use_system_prompt`,
     /// `tool_definition_format` and `tool_call_format` are not used.
     Compact,
+    /// The full prompt, each tool's schema without its detail parameters (a line range, a
+    /// depth, a result limit: [`core_models::ToolDefinition::detail_parameters`]), which
+    /// models of a billion or two parameters fill in with values they make up; the
+    /// parameters that choose what a call acts on (a folder to list, a path to search)
+    /// stay.
+    Lean,
 }
 
 /// How the loop gets each reply from the model (the agent's steering).

@@ -101,6 +101,7 @@ impl RunCommand {
                 },
                 "required": ["command"]
             }))
+            .with_details(["timeout_seconds", "sandbox"])
             .requiring_workspace()
             .modifying_files(),
             launcher,

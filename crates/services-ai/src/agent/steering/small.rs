@@ -92,7 +92,7 @@ impl Steering for SmallModel {
                     } else {
                         ""
                     },
-                    if holds_paths(tools, &tool) {
+                    if holds_paths(turn.base, &tool) {
                         ", its path held to the workspace's existing names"
                     } else {
                         ""
@@ -301,9 +301,11 @@ fn heading(call: &ToolCallRequest) -> String {
     }
 }
 
-/// Whether `tool`'s path arguments are held to what exists (an `enum` in its schema).
-fn holds_paths(tools: &[ToolDefinition], tool: &str) -> bool {
-    tools
+/// Whether `tool`'s path arguments are held to what exists (the request's choices give
+/// one of its arguments an `enum`).
+fn holds_paths(request: &LlmRequest, tool: &str) -> bool {
+    request
+        .held_tools()
         .iter()
         .find(|t| t.id == tool)
         .and_then(|t| t.input_schema.get("properties"))
