@@ -18,8 +18,10 @@ use uuid::Uuid;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Preset {
-    /// The small-model preset when the model reports under a billion parameters
-    /// (SmolLM2-135M does), else the standard settings. What `aintern run` does.
+    /// The preset for the size the model reports (see [`services_ai::defaults_for`]):
+    /// the small-model preset under a billion parameters (SmolLM2-135M), the lean one up
+    /// to ten billion (Qwen2.5-Coder-1.5B), else the standard settings. What `aintern run`
+    /// does.
     #[default]
     Auto,
     /// The standard settings: the full tool prompt, the model deciding on its own,
@@ -237,6 +239,7 @@ impl AgentBuilder {
         let mut config = match self.config {
             Some(config) => config,
             None if small => AgentConfig::small_model(),
+            None if self.preset == Preset::Auto => AgentConfig::for_model(&model.model_details()),
             None => AgentConfig::default(),
         };
         if let Some(mode) = self.sandbox {

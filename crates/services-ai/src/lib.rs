@@ -65,10 +65,10 @@ pub use agent::{
     estimate_tokens, prompt, reply_allowance, AgentEngine, AgentEngineBuilder, REPLY_SHARE,
 };
 pub use config::{
-    small_model_inference, standard_inference, valid_server_name, AgentConfig, BackendConfig,
-    BackendKind, BudgetConfig, ConfigLoader, FormatterConfig, McpServerConfig, SandboxConfig,
-    SteeringMode, ToolMode, ToolPromptStyle, ValidationError, MAX_ITERATION_DELAY_MS,
-    SMALL_MODEL_DEFAULTS, SMALL_MODEL_MAX_TOKENS,
+    defaults_for, small_model_inference, standard_inference, valid_server_name, AgentConfig,
+    BackendConfig, BackendKind, BudgetConfig, ConfigLoader, FormatterConfig, McpServerConfig,
+    SandboxConfig, SteeringMode, ToolMode, ToolPromptStyle, ValidationError, LEAN_MODEL_DEFAULTS,
+    LEAN_MODEL_PARAMETERS, MAX_ITERATION_DELAY_MS, SMALL_MODEL_DEFAULTS, SMALL_MODEL_MAX_TOKENS,
 };
 pub use emitter::{AgentEventEmitter, EmitterStream, Subscription};
 pub use error::{Error, Result};

@@ -63,7 +63,9 @@ fn request(dir: &tempfile::TempDir, message: &str) -> AgentRequest {
 /// is shown them never list them (the prompt stays the same whatever the workspace holds).
 fn held(request: &LlmRequest, tool: &str, argument: &str) -> Option<Vec<String>> {
     let shown = request.tools.iter().find(|d| d.id == tool)?;
-    assert!(shown.input_schema["properties"][argument].get("enum").is_none());
+    assert!(shown.input_schema["properties"][argument]
+        .get("enum")
+        .is_none());
     let held = request.held_tools();
     let definition = held.iter().find(|d| d.id == tool)?;
     let values = definition.input_schema["properties"][argument]["enum"].as_array()?;

@@ -446,7 +446,10 @@ async fn walks_do_not_follow_links_out() {
         json!({"pattern": "needle"}),
     )
     .await;
-    assert_eq!(r.content, "no match for /needle/ in . (searched 0 file(s))", "{r:?}");
+    assert_eq!(
+        r.content, "no match for /needle/ in . (searched 0 file(s))",
+        "{r:?}"
+    );
     let r = call(&ListDir::default(), ws.path(), json!({"depth": 5})).await;
     assert_eq!(r.content, "leak.txt\nlinkdir", "{r:?}");
 }

@@ -415,11 +415,29 @@ async fn search_files_finds_lines_and_honours_gitignore() {
     );
     assert_eq!(r.data.unwrap()["truncated"], true);
     let r = exec(&search, dir.path(), json!({"pattern": "zebra"})).await;
-    assert!(r.content.starts_with("no match for /zebra/ in . (searched "), "{}", r.content);
+    assert!(
+        r.content
+            .starts_with("no match for /zebra/ in . (searched "),
+        "{}",
+        r.content
+    );
     // What was searched is said, so that a glob or a case given by mistake shows.
-    let r = exec(&search, dir.path(), json!({"pattern": "zebra", "glob": "*.nope"})).await;
-    assert_eq!(r.content, "no match for /zebra/ in . (no file's name matches the glob *.nope)");
-    let r = exec(&search, dir.path(), json!({"pattern": "Zebra", "case_insensitive": false})).await;
+    let r = exec(
+        &search,
+        dir.path(),
+        json!({"pattern": "zebra", "glob": "*.nope"}),
+    )
+    .await;
+    assert_eq!(
+        r.content,
+        "no match for /zebra/ in . (no file's name matches the glob *.nope)"
+    );
+    let r = exec(
+        &search,
+        dir.path(),
+        json!({"pattern": "Zebra", "case_insensitive": false}),
+    )
+    .await;
     assert!(r.content.ends_with(", case-sensitive"), "{}", r.content);
 
     let r = exec(

@@ -139,11 +139,7 @@ fn prepare(bench: &Bench, task: &Task) -> Result<Prepared, String> {
                 .min(config.agent_request_timeout_ms);
         }
     };
-    let defaults: &[(&str, &str)] = if bench.small {
-        services_ai::SMALL_MODEL_DEFAULTS
-    } else {
-        &[]
-    };
+    let defaults = services_ai::defaults_for(&bench.llm.model_details());
     let (config, notes) =
         crate::settings::load_config(&root, bench.config_file.as_deref(), defaults, adjust)?;
     for note in notes {

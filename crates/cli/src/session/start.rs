@@ -92,17 +92,13 @@ impl Session {
                 terminal.note(&format!("{why}; its tools are unavailable"));
             }
         }
-        // A small model follows the compact tool prompt (unless configured otherwise).
-        let config = if opened.small {
-            settings::load_config(
-                &workspace,
-                args.config.config.as_deref(),
-                services_ai::SMALL_MODEL_DEFAULTS,
-                adjust,
-            )?
-            .0
-        } else {
+        // The preset for the model's size (unless configured otherwise): the compact tool
+        // prompt for a small model, the lean one for a model of a few billion.
+        let preset = services_ai::defaults_for(&opened.llm.model_details());
+        let config = if preset.is_empty() {
             config
+        } else {
+            settings::load_config(&workspace, args.config.config.as_deref(), preset, adjust)?.0
         };
         let (llm, small) = (opened.llm, opened.small);
         let permissions = permissions(terminal);

@@ -14,7 +14,14 @@ use std::time::{Duration, Instant};
 fn exec(ws: &Workspace, request: &str) -> (Vec<AgentEvent>, core_models::AgentCompleteEvent) {
     let out = aintern_in(
         ws.home.path(),
-        &["exec", "--approve", "all", "--workspace", ws.path(), request],
+        &[
+            "exec",
+            "--approve",
+            "all",
+            "--workspace",
+            ws.path(),
+            request,
+        ],
         b"",
     );
     let (events, done) = completed(&out);
@@ -49,11 +56,17 @@ fn a_request_that_needs_no_tool_leaves_the_workspace_untouched() {
     let (events, done) = exec(&ws, "Write a four-line poem about the sea.");
     assert_eq!(files(&ws), before, "the workspace changed: {events:?}");
     assert!(
-        results(&events).iter().all(|r| r.tool_id == "read_file" || r.tool_id == "list_dir"),
+        results(&events)
+            .iter()
+            .all(|r| r.tool_id == "read_file" || r.tool_id == "list_dir"),
         "{:?}",
         results(&events)
     );
-    assert!(done.final_response.lines().count() >= 2, "{}", done.final_response);
+    assert!(
+        done.final_response.lines().count() >= 2,
+        "{}",
+        done.final_response
+    );
 }
 
 /// An edit the model makes with its own call, and a script it runs and reports on.
@@ -63,7 +76,11 @@ fn the_default_model_edits_a_file_and_reports_a_script_s_output() {
         return;
     }
     let ws = Workspace::new();
-    std::fs::write(ws.dir.path().join("config.ini"), "[server]\nport = 8080\nhost = localhost\n").unwrap();
+    std::fs::write(
+        ws.dir.path().join("config.ini"),
+        "[server]\nport = 8080\nhost = localhost\n",
+    )
+    .unwrap();
     let (events, _) = exec(&ws, "Change the port in config.ini to 9090.");
     let config = std::fs::read_to_string(ws.dir.path().join("config.ini")).unwrap();
     assert!(
@@ -75,11 +92,17 @@ fn the_default_model_edits_a_file_and_reports_a_script_s_output() {
     std::fs::write(ws.dir.path().join("count.py"), "print(sum(range(1, 11)))\n").unwrap();
     let (events, done) = exec(&ws, "Run count.py with python3 and tell me what it prints.");
     assert!(
-        results(&events).iter().any(|r| r.tool_id == "run_command" && r.result.success),
+        results(&events)
+            .iter()
+            .any(|r| r.tool_id == "run_command" && r.result.success),
         "{:?}",
         results(&events)
     );
-    assert!(done.final_response.contains("55"), "{}", done.final_response);
+    assert!(
+        done.final_response.contains("55"),
+        "{}",
+        done.final_response
+    );
 }
 
 /// One ACP turn: the editor sees how far the prompt is read, the model's own call of

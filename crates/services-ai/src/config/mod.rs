@@ -11,7 +11,8 @@ pub use core_models::{
     valid_server_name, BackendConfig, BackendKind, McpServerConfig, ToolMode, ValidationError,
 };
 pub use preset::{
-    small_model_inference, standard_inference, SMALL_MODEL_DEFAULTS, SMALL_MODEL_MAX_TOKENS,
+    defaults_for, small_model_inference, standard_inference, LEAN_MODEL_DEFAULTS,
+    LEAN_MODEL_PARAMETERS, SMALL_MODEL_DEFAULTS, SMALL_MODEL_MAX_TOKENS,
 };
 
 use crate::error::{Error, Result};
