@@ -153,7 +153,13 @@ pub(crate) fn to_json(out: ParsedOutput, mut extra_diagnostics: Vec<String>) -> 
         "tool_calls": out
             .tool_calls
             .iter()
-            .map(|c| json!({"tool": c.tool_id, "parameters": c.parameters}))
+            .map(|c| match &c.recovered {
+                // How it was written, when not in the format's own syntax.
+                Some(spelling) => {
+                    json!({"tool": c.tool_id, "parameters": c.parameters, "recovered": spelling})
+                }
+                None => json!({"tool": c.tool_id, "parameters": c.parameters}),
+            })
             .collect::<Vec<_>>(),
         "diagnostics": extra_diagnostics,
     })

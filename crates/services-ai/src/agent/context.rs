@@ -149,6 +149,7 @@ impl Run {
         let mut messages = Vec::with_capacity(self.history.len() + 1);
         messages.extend(system.map(|s| ChatMessage::system(s.to_string())));
         messages.extend(self.history.iter().cloned());
+        self.tell_listing(&mut messages);
         request.clone().with_messages(messages)
     }
 

@@ -146,8 +146,26 @@ impl Run {
     /// steering builds apart (a decision, an answer asked from the results alone) do not,
     /// and a backend keeps only the conversation warm.
     fn base_request(&self, setup: &Setup) -> LlmRequest {
-        llm_request(setup, &self.request, &self.history, self.iteration)
-            .with_session(Some(self.session_key()))
+        let mut request = llm_request(setup, &self.request, &self.history, self.iteration)
+            .with_session(Some(self.session_key()));
+        self.tell_listing(&mut request.messages);
+        request
+    }
+
+    /// The workspace's names (see `choices::listing`), as a system message just before
+    /// the request's own message: after the stable start of the prompt (system prompt and
+    /// tools), which stays the same whatever the workspace holds.
+    pub(super) fn tell_listing(&self, messages: &mut Vec<ChatMessage>) {
+        let Some(listing) = self.listing.as_deref().filter(|l| !l.is_empty()) else {
+            return;
+        };
+        let system = usize::from(
+            messages
+                .first()
+                .is_some_and(|m| m.role == core_models::MessageRole::System),
+        );
+        let at = (system + self.request_start).min(messages.len());
+        messages.insert(at, ChatMessage::system(listing.to_string()));
     }
 
     /// What the steering sees of the turn, with `base` the request as it is.
@@ -165,12 +183,18 @@ impl Run {
     /// How the model is asked for this iteration's reply: the steering's plan, over the
     /// request with path arguments held to what exists.
     async fn plan(&mut self, setup: &Setup) -> Result<Plan, Halt> {
-        let mut base = self.base_request(setup);
-        if base.tool_choice != ToolChoice::None {
+        let mut choices = Vec::new();
+        if llm_request(setup, &self.request, &[], self.iteration).tool_choice != ToolChoice::None {
             let workspace = self.workspace.clone();
             let limit = self.shared.config.path_choices_limit;
-            base.argument_choices = super::choices::gather(&setup.tools, workspace, limit).await;
+            choices = super::choices::gather(&setup.tools, workspace, limit).await;
         }
+        if self.listing.is_none() {
+            // The names that exist, as the request starts: said once, before the request.
+            self.listing = Some(super::choices::listing(&choices));
+        }
+        let mut base = self.base_request(setup);
+        base.argument_choices = choices;
         let chooser = ModelChooser {
             llm: Arc::clone(&self.shared.ports.llm),
             stop: self.handle.stop.clone(),

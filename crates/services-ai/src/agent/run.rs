@@ -102,8 +102,14 @@ impl Reply {
             .collect();
         let thinking = self.thinking.trim();
         let reasoning = (!thinking.is_empty()).then(|| std::sync::Arc::from(thinking));
+        // Calls written in another spelling than the model's own come back in its own
+        // syntax, as it was trained to see them: alone, without the prose around them
+        // (which told a person, not the model, what it would do: seen again, a model
+        // copies it instead of answering from the results).
+        let recovered = self.calls.iter().any(|c| c.recovered.is_some());
+        let text = if recovered { "" } else { self.visible.trim() };
         let mut message = core_models::ChatMessage::assistant_with_calls(
-            self.visible.trim(),
+            text,
             calls,
             reasoning,
             self.raw.as_str(),
@@ -170,6 +176,8 @@ pub(crate) struct Run {
     /// Where the current request's own messages start in `history` (what came before is
     /// earlier turns, which compaction may summarize).
     pub(super) request_start: usize,
+    /// The workspace's names as the request started (empty: none told), once known.
+    pub(super) listing: Option<String>,
     pub(super) final_response: String,
     /// Results of calls made in this request, to answer repeats.
     pub(super) done: Vec<(ToolCallRequest, ToolResult)>,
@@ -239,6 +247,7 @@ impl Run {
             usage: BTreeMap::new(),
             history: Vec::new(),
             request_start: 0,
+            listing: None,
             final_response: String::new(),
             done: Vec::new(),
             tried: Vec::new(),
