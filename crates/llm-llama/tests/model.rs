@@ -1,8 +1,9 @@
-//! llm-llama with the real embedded default model (SmolLM2-135M-Instruct, Q4_1).
+//! llm-llama with the real small model (SmolLM2-135M-Instruct, Q4_1), and one test of the
+//! default model's template (Qwen2.5-Coder-1.5B-Instruct).
 //!
-//! The model comes from `scripts/fetch-model` (which `scripts/test` runs): its path is
-//! `$AINTERN_TEST_MODEL`, else the fetch script's cache path. When the file is absent the
-//! model tests print a notice and return.
+//! The models come from `scripts/fetch-model` (which `scripts/test` runs): the small one's
+//! path is `$AINTERN_TEST_MODEL`, else where the fetch script puts `smollm2-135m`. When a
+//! file is absent its tests print a notice and return.
 
 #![allow(
     clippy::unwrap_used,
@@ -26,7 +27,7 @@ mod warm;
 fn model_path() -> Option<PathBuf> {
     let path = std::env::var_os("AINTERN_TEST_MODEL")
         .map(PathBuf::from)
-        .unwrap_or_else(llm_llama::default_model_path);
+        .or_else(|| llm_llama::catalog::find("smollm2-135m").map(|m| m.path()))?;
     if path.is_file() {
         Some(path)
     } else {
@@ -168,6 +169,104 @@ fn the_models_own_template_renders_the_whole_conversation() {
          <|im_start|>assistant\n```tool_call\n{}\n```<|im_end|>\n\
          <|im_start|>user\nTool result (read_file):\nhello<|im_end|>\n<|im_start|>assistant\n"
     );
+}
+
+/// The default model's own template (as its GGUF ships it) sees the agent's conversation
+/// as the model was trained: AIntern's system prompt in the system slot, the tools in its
+/// tools block, an earlier call in its own `<tool_call>` syntax, the result in its tool
+/// role; and the prompt is byte for byte what Python's jinja2 renders from the same
+/// template and messages (as transformers' apply_chat_template does).
+#[test]
+fn the_default_model_s_template_renders_the_agent_s_conversation_as_jinja2_does() {
+    let path = llm_llama::default_model_path();
+    if !path.is_file() {
+        eprintln!(
+            "NOTICE: skipped: {} is absent (run scripts/fetch-model)",
+            path.display()
+        );
+        return;
+    }
+    let llm = LlamaLlm::load(LlamaConfig {
+        context_size: 1024,
+        threads: 2,
+        ..LlamaConfig::new(path)
+    })
+    .unwrap();
+    let tool = read_file_tool();
+    let system = services_ai::prompt::system_prompt(
+        &services_ai::AgentConfig::default(),
+        Some("The project's instructions."),
+        std::slice::from_ref(&tool),
+        true,
+    )
+    .unwrap();
+    let call = core_models::MessageToolCall {
+        id: "c1".into(),
+        name: "read_file".into(),
+        arguments: std::sync::Arc::new(serde_json::json!({"path": "notes.txt"})),
+    };
+    let messages = vec![
+        ChatMessage::system(system.clone()),
+        ChatMessage::user("What does notes.txt say?"),
+        ChatMessage::assistant_with_calls("", vec![call], None, ""),
+        ChatMessage::tool("read_file", "c1", "Buy milk."),
+    ];
+    let ours = llm
+        .render(&request(messages, greedy(1)).with_tools(vec![tool.clone()]))
+        .unwrap();
+    assert!(
+        ours.starts_with(&format!("<|im_start|>system\n{system}\n\n# Tools")),
+        "{ours}"
+    );
+    assert!(ours.contains("<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"notes.txt\"}}\n</tool_call>"), "{ours}");
+    assert!(
+        ours.contains("<tool_response>\nBuy milk.\n</tool_response>"),
+        "{ours}"
+    );
+    let context = serde_json::json!({
+        "messages": [
+            {"role": "system", "content": system},
+            {"role": "user", "content": "What does notes.txt say?"},
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
+                "function": {"name": "read_file", "arguments": {"path": "notes.txt"}}}]},
+            {"role": "tool", "content": "Buy milk.", "name": "read_file", "tool_call_id": "c1"},
+        ],
+        "tools": [{"type": "function", "function": {"name": tool.id, "description": tool.description,
+                   "parameters": tool.input_schema}}],
+        "add_generation_prompt": true,
+        "bos_token": "<|endoftext|>",
+        "eos_token": "<|im_end|>",
+    });
+    let source = llm.info().chat_template.clone().unwrap();
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../chat-template/tests/reference.py"
+    );
+    let mut child = std::process::Command::new("python3")
+        .arg(script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(
+            serde_json::json!({"template": source, "context": context})
+                .to_string()
+                .as_bytes(),
+        )
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(ours, String::from_utf8(out.stdout).unwrap());
 }
 
 #[tokio::test]

@@ -60,8 +60,8 @@ fn the_demo_runs_through_the_server_as_it_runs_in_process() {
                 ws.path(),
                 "--backend",
                 spec,
-                // The demo names its tool (as the README runs it): what is compared
-                // here is the backends, not the tiny model's choice of tool.
+                // The tool is named: what is compared here is the backends, not the
+                // small model's choice of tool.
                 "--tool-choice",
                 "read_file",
                 DEMO,
