@@ -9,13 +9,14 @@
 //! scanned again, and a finished JSON value is parsed once.
 
 mod blocks;
+mod candidate;
 mod recover;
 mod sections;
 
-use super::calls::{calls_from_value, Shape, ToolCatalog};
+use super::calls::ToolCatalog;
 use super::formats::pythonic::PythonicScanner;
 use super::formats::{self, Section, THINKING_ENDS};
-use super::json::{self, JsonScanner, Scan};
+use super::json::{JsonScanner, Scan};
 use super::{ParseEvent, ParserOptions, ToolCallFormat};
 use core_models::ToolCallRequest;
 use recover::{Doubled, Opening, Trailing};
@@ -611,80 +612,6 @@ impl StreamingFunctionCallParser {
         };
     }
 
-    fn finish_candidate(&mut self, cand: Candidate) {
-        let Candidate {
-            buf,
-            bare,
-            trailing,
-            ..
-        } = cand;
-        let value = json::parse(&buf).ok();
-        let native_bare =
-            self.options.has(ToolCallFormat::Llama) || self.options.has(ToolCallFormat::Generic);
-        if trailing.is_none() && bare && native_bare {
-            return self.finish_bare(buf, value);
-        }
-        let inline = value
-            .as_ref()
-            .is_some_and(|v| v.get("tool").is_some_and(serde_json::Value::is_string));
-        if trailing.is_none() && inline && self.options.has(ToolCallFormat::InlineJson) {
-            let calls = value.and_then(|v| {
-                calls_from_value(v, Shape::Inline, &buf, &self.catalog)
-                    .ok()
-                    .flatten()
-            });
-            match calls {
-                Some(calls) => {
-                    let spelling = self.spelling(Some(ToolCallFormat::InlineJson), "JSON in prose");
-                    self.emit_spelled(calls, spelling);
-                }
-                None => self.emit_text(&buf),
-            }
-            return;
-        }
-        if let Err((buf, trailing)) = self.recover_bare(buf, bare, trailing, "bare JSON", value) {
-            self.release_trailing(trailing);
-            self.emit_text(&buf);
-        }
-    }
-
-    /// A reply that begins with a JSON value, where bare JSON calls are a format's own
-    /// (Llama 3.x, llama.cpp's generic JSON).
-    fn finish_bare(&mut self, buf: String, value: Option<serde_json::Value>) {
-        if self.options.has(ToolCallFormat::Generic) {
-            // llama.cpp's generic format: {"response": "…"} is the reply's text.
-            if let Some(serde_json::Value::String(text)) = value
-                .as_ref()
-                .filter(|v| v.as_object().is_some_and(|o| o.len() == 1))
-                .and_then(|v| v.get("response"))
-            {
-                let text = text.clone();
-                self.emit_text(&text);
-                return;
-            }
-        }
-        let calls = value.and_then(|v| {
-            calls_from_value(v, Shape::Bare, &buf, &self.catalog)
-                .ok()
-                .flatten()
-        });
-        match calls {
-            Some(calls) => {
-                let own = match self.options.native() {
-                    Some(ToolCallFormat::Generic) => ToolCallFormat::Generic,
-                    _ => ToolCallFormat::Llama,
-                };
-                let spelling = self.spelling(Some(own), "bare JSON");
-                self.emit_spelled(calls, spelling);
-                self.mode = Mode::AfterBareCall {
-                    held: String::new(),
-                    semicolon: false,
-                };
-            }
-            None => self.emit_text(&buf),
-        }
-    }
-
     // --- output ---------------------------------------------------------------------------
 
     /// A call (or a broken call block) was removed from the visible text.
@@ -778,27 +705,6 @@ impl StreamingFunctionCallParser {
             t.push_str(s);
         } else {
             self.events.push(ParseEvent::Text(s.to_string()));
-        }
-    }
-}
-
-impl Candidate {
-    fn open(bare: bool) -> Self {
-        Candidate::starting_with("{", bare)
-    }
-
-    /// A candidate whose first characters are `start` (the opening of a JSON value).
-    fn starting_with(start: &str, bare: bool) -> Self {
-        let mut scanner = JsonScanner::new();
-        for c in start.chars() {
-            scanner.push(c);
-        }
-        Candidate {
-            buf: start.to_string(),
-            scanner,
-            bare,
-            decided: false,
-            trailing: None,
         }
     }
 }
