@@ -103,8 +103,18 @@ const OTHER_PROCESS_FIRST: &[libc::c_long] = &[
     libc::SYS_move_pages,
 ];
 
-/// The same with the process in the second argument (`which`, `who`): priorities.
-const OTHER_PROCESS_SECOND: &[libc::c_long] = &[libc::SYS_setpriority, libc::SYS_ioprio_set];
+/// The same with the process in the second argument (`which`, `who`): priorities. There
+/// `who = 0` means the caller only with the kinds that name a process or a process group:
+/// with the kind that names a user (`PRIO_USER`, `IOPRIO_WHO_USER`) it means every process
+/// of the caller's user, `aintern` among them, so that kind is refused whatever `who` is.
+/// Each call with the smallest `which` that names a user.
+const OTHER_PROCESS_SECOND: &[(libc::c_long, u64)] = &[
+    (libc::SYS_setpriority, libc::PRIO_USER as u64),
+    (libc::SYS_ioprio_set, IOPRIO_WHO_USER),
+];
+
+/// `ioprio_set`'s kind that names a user (linux/ioprio.h; not in libc).
+const IOPRIO_WHO_USER: u64 = 3;
 
 /// Refused outright: acting on another process's memory through a pidfd.
 const PROCESS_MEMORY: &[libc::c_long] = &[libc::SYS_process_madvise, libc::SYS_process_mrelease];
@@ -256,8 +266,12 @@ pub(crate) fn programs(network: bool, read_only: bool) -> Result<Vec<BpfProgram>
     for call in OTHER_PROCESS_FIRST {
         denied.push(on_other_process(*call, 0)?);
     }
-    for call in OTHER_PROCESS_SECOND {
-        denied.push(on_other_process(*call, 1)?);
+    for (call, user) in OTHER_PROCESS_SECOND {
+        let (call, mut rules) = on_other_process(*call, 1)?;
+        let kind = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ge, *user)
+            .map_err(filter_error)?;
+        rules.push(SeccompRule::new(vec![kind]).map_err(filter_error)?);
+        denied.push((call, rules));
     }
     denied.push(clone_creating_namespaces()?);
     Ok(vec![
@@ -268,4 +282,79 @@ pub(crate) fn programs(network: bool, read_only: bool) -> Result<Vec<BpfProgram>
         )?,
         program(always(PRETEND_DONE).collect(), SeccompAction::Errno(0))?,
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `program` answers a call `nr` with `args`, run as the kernel runs a classic
+    /// BPF filter over `seccomp_data` (the few instructions seccompiler writes).
+    fn answer(program: &BpfProgram, nr: libc::c_long, args: [u64; 6]) -> u32 {
+        let mut data = Vec::with_capacity(64);
+        data.extend_from_slice(&(nr as u32).to_ne_bytes());
+        data.extend_from_slice(&AUDIT_ARCH.to_ne_bytes());
+        data.extend_from_slice(&0u64.to_ne_bytes());
+        for arg in args {
+            data.extend_from_slice(&arg.to_ne_bytes());
+        }
+        let word = |at: u32| {
+            let at = at as usize;
+            u32::from_ne_bytes(data[at..at + 4].try_into().unwrap())
+        };
+        let (mut a, mut pc) = (0u32, 0usize);
+        loop {
+            let op = &program[pc];
+            pc += 1;
+            let jump = |taken: bool| usize::from(if taken { op.jt } else { op.jf });
+            match op.code {
+                0x20 => a = word(op.k),            // ld [k]
+                0x54 => a &= op.k,                 // and #k
+                0x05 => pc += op.k as usize,       // ja
+                0x15 => pc += jump(a == op.k),     // jeq #k
+                0x25 => pc += jump(a > op.k),      // jgt #k
+                0x35 => pc += jump(a >= op.k),     // jge #k
+                0x45 => pc += jump(a & op.k != 0), // jset #k
+                0x06 => return op.k,               // ret #k
+                other => panic!("instruction {other:#x} not understood by this test"),
+            }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    const AUDIT_ARCH: u32 = 0xc000_003e;
+    #[cfg(target_arch = "aarch64")]
+    const AUDIT_ARCH: u32 = 0xc000_00b7;
+    #[cfg(target_arch = "riscv64")]
+    const AUDIT_ARCH: u32 = 0xc000_00f3;
+
+    const ALLOW: u32 = 0x7fff_0000;
+    const EPERM: u32 = 0x0005_0000 | libc::EPERM as u32;
+
+    /// The first program of a workspace-write sandbox, the one that refuses with EPERM.
+    fn denying() -> BpfProgram {
+        programs(false, false).unwrap().remove(0)
+    }
+
+    #[test]
+    fn priorities_are_refused_for_another_process_and_for_the_whole_user() {
+        let p = denying();
+        let (prio_process, prio_pgrp, prio_user) = (0, 1, libc::PRIO_USER as u64);
+        let set = libc::SYS_setpriority;
+        assert_eq!(answer(&p, set, [prio_process, 0, 10, 0, 0, 0]), ALLOW, "itself");
+        assert_eq!(answer(&p, set, [prio_pgrp, 0, 10, 0, 0, 0]), ALLOW, "its group");
+        assert_eq!(answer(&p, set, [prio_process, 4242, 10, 0, 0, 0]), EPERM);
+        // "0" with PRIO_USER is the caller's user: every process of it.
+        assert_eq!(answer(&p, set, [prio_user, 0, 10, 0, 0, 0]), EPERM);
+        assert_eq!(answer(&p, set, [prio_user, 1000, 10, 0, 0, 0]), EPERM);
+        let io = libc::SYS_ioprio_set;
+        let (who_process, who_pgrp, who_user) = (1, 2, IOPRIO_WHO_USER);
+        assert_eq!(answer(&p, io, [who_process, 0, 7, 0, 0, 0]), ALLOW);
+        assert_eq!(answer(&p, io, [who_pgrp, 0, 7, 0, 0, 0]), ALLOW);
+        assert_eq!(answer(&p, io, [who_user, 0, 7, 0, 0, 0]), EPERM);
+        assert_eq!(answer(&p, io, [who_process, 4242, 7, 0, 0, 0]), EPERM);
+        // Other calls are left to the other rules.
+        assert_eq!(answer(&p, libc::SYS_getpid, [0; 6]), ALLOW);
+        assert_eq!(answer(&p, libc::SYS_mount, [0; 6]), EPERM);
+    }
 }

@@ -515,6 +515,56 @@ async fn escalations_and_the_fallback_are_put_to_a_person() {
     assert!(ok && out == "ran\n", "{out}");
 }
 
+/// `setpriority(PRIO_USER, 0, …)` and `ioprio_set(IOPRIO_WHO_USER, 0, …)`: "0" is the
+/// caller's user there, every process of it (`aintern` among them): refused; a command
+/// still renices itself. (The filter's own rules are checked call by call in
+/// `crates/sandbox/src/filter.rs`; here, through a real command: where the kernel itself
+/// refuses, as for a root without capabilities, both hold.)
+#[tokio::test]
+async fn sandboxed_commands_cannot_renice_every_process_of_their_user() {
+    if !kernel_sandboxes() {
+        return;
+    }
+    let s = scene();
+    let tool = tool(Some(&s.home));
+    let mut victim = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let nice = |pid: u32| -> i64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        // The fields after the command's name (in parentheses); nice is the 19th.
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        rest.split(' ').nth(16).unwrap().parse().unwrap()
+    };
+    let (victim_before, own_before) = (nice(victim.id()), nice(std::process::id()));
+    // ioprio_set's number (the tests do not link libc).
+    let ioprio = if cfg!(target_arch = "x86_64") { 251 } else { 30 };
+    let attacks = [
+        "python3 -c \"import os; os.setpriority(os.PRIO_USER, 0, 10); print('reniced')\"".to_string(),
+        format!("python3 -c \"import ctypes; r = ctypes.CDLL(None).syscall({ioprio}, 3, 0, (3 << 13) | 7); print('ioprio' if r == 0 else 'no')\""),
+        "renice -n 10 -u \"$(id -u)\" >/dev/null 2>&1 && echo reniced".to_string(),
+    ];
+    for attack in &attacks {
+        let (_, out) = run(&tool, &s.ws, json!({ "command": attack })).await;
+        assert!(
+            !out.lines().any(|l| l == "reniced" || l == "ioprio"),
+            "`{attack}`: {out}"
+        );
+    }
+    assert_eq!(nice(victim.id()), victim_before, "another process was reniced");
+    assert_eq!(nice(std::process::id()), own_before, "aintern was reniced");
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    let (ok, out) = run(
+        &tool,
+        &s.ws,
+        json!({"command": "python3 -c \"import os; os.setpriority(os.PRIO_PROCESS, 0, 5); print('own')\""}),
+    )
+    .await;
+    assert!(ok && out.trim() == "own", "{out}");
+}
+
 #[tokio::test]
 async fn sandboxed_commands_cannot_reach_devices_or_other_processes_limits() {
     if !kernel_sandboxes() {
