@@ -219,3 +219,30 @@ fn only_the_model_s_own_json_format_recovers() {
     let llama = for_format("llama3").parse_all(READ);
     assert_eq!(spellings(&llama), [None]);
 }
+
+/// A reply that explains how calls would go, its fenced calls between sentences, is a
+/// tutorial: nothing in it runs. A reply that ends with its fenced calls calls them.
+#[test]
+fn fenced_calls_between_sentences_are_examples_and_at_the_end_are_calls() {
+    let p = hermes();
+    let write = r#"{"name": "run", "arguments": {"command": "rm notes.txt"}}"#;
+    let tutorial = format!(
+        "To answer, I will read the file:\n```json\n{READ}\n```\nThen I would remove it:\n```json\n{write}\n```\nThat is how it works."
+    );
+    check_with(&p, &tutorial, &tutorial, "", &[], 0);
+    let ending = format!("I will read it.\n```json\n{READ}\n```\n```json\n{write}\n```\n");
+    check_with(
+        &p,
+        &ending,
+        "I will read it.",
+        "",
+        &[
+            ("read_file", json!({"path": "notes.txt"})),
+            ("run", json!({"command": "rm notes.txt"})),
+        ],
+        0,
+    );
+    // A fence, then a bare object: both end the reply.
+    let mixed = format!("```json\n{READ}\n```\n{write}");
+    assert_eq!(p.parse_all(&mixed).tool_calls.len(), 2);
+}

@@ -590,6 +590,17 @@ impl serde_json::ser::Formatter for LineSafe {
     }
 }
 
+/// The status line's words while the model reads its prompt.
+fn reading(progress: &core_models::PromptProgressEvent) -> String {
+    let speed = progress
+        .tokens_per_second
+        .map_or_else(String::new, |s| format!(" · {s:.0} tok/s"));
+    format!(
+        "reading the prompt · {} of {} tokens{speed}",
+        progress.tokens_done, progress.tokens_total
+    )
+}
+
 #[cfg(test)]
 mod shown_tests {
     use super::shown;
@@ -620,15 +631,4 @@ mod shown_tests {
         serde::Serialize::serialize(&"a\u{2028}b\u{2029}c\nd", &mut ser).unwrap_or_default();
         assert_eq!(String::from_utf8_lossy(&out), "\"a\\u2028b\\u2029c\\nd\"");
     }
-}
-
-/// The status line's words while the model reads its prompt.
-fn reading(progress: &core_models::PromptProgressEvent) -> String {
-    let speed = progress
-        .tokens_per_second
-        .map_or_else(String::new, |s| format!(" · {s:.0} tok/s"));
-    format!(
-        "reading the prompt · {} of {} tokens{speed}",
-        progress.tokens_done, progress.tokens_total
-    )
 }

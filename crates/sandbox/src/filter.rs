@@ -341,8 +341,16 @@ mod tests {
         let p = denying();
         let (prio_process, prio_pgrp, prio_user) = (0, 1, libc::PRIO_USER as u64);
         let set = libc::SYS_setpriority;
-        assert_eq!(answer(&p, set, [prio_process, 0, 10, 0, 0, 0]), ALLOW, "itself");
-        assert_eq!(answer(&p, set, [prio_pgrp, 0, 10, 0, 0, 0]), ALLOW, "its group");
+        assert_eq!(
+            answer(&p, set, [prio_process, 0, 10, 0, 0, 0]),
+            ALLOW,
+            "itself"
+        );
+        assert_eq!(
+            answer(&p, set, [prio_pgrp, 0, 10, 0, 0, 0]),
+            ALLOW,
+            "its group"
+        );
         assert_eq!(answer(&p, set, [prio_process, 4242, 10, 0, 0, 0]), EPERM);
         // "0" with PRIO_USER is the caller's user: every process of it.
         assert_eq!(answer(&p, set, [prio_user, 0, 10, 0, 0, 0]), EPERM);

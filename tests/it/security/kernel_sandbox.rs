@@ -539,7 +539,11 @@ async fn sandboxed_commands_cannot_renice_every_process_of_their_user() {
     };
     let (victim_before, own_before) = (nice(victim.id()), nice(std::process::id()));
     // ioprio_set's number (the tests do not link libc).
-    let ioprio = if cfg!(target_arch = "x86_64") { 251 } else { 30 };
+    let ioprio = if cfg!(target_arch = "x86_64") {
+        251
+    } else {
+        30
+    };
     let attacks = [
         "python3 -c \"import os; os.setpriority(os.PRIO_USER, 0, 10); print('reniced')\"".to_string(),
         format!("python3 -c \"import ctypes; r = ctypes.CDLL(None).syscall({ioprio}, 3, 0, (3 << 13) | 7); print('ioprio' if r == 0 else 'no')\""),
@@ -552,7 +556,11 @@ async fn sandboxed_commands_cannot_renice_every_process_of_their_user() {
             "`{attack}`: {out}"
         );
     }
-    assert_eq!(nice(victim.id()), victim_before, "another process was reniced");
+    assert_eq!(
+        nice(victim.id()),
+        victim_before,
+        "another process was reniced"
+    );
     assert_eq!(nice(std::process::id()), own_before, "aintern was reniced");
     victim.kill().unwrap();
     victim.wait().unwrap();

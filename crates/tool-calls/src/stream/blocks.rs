@@ -330,11 +330,14 @@ impl StreamingFunctionCallParser {
                     all
                 });
             }
+            let spelling = self.block_spelling(&block);
             match calls {
-                Some(calls) => {
-                    let spelling = self.block_spelling(&block);
-                    self.emit_spelled(calls, spelling);
+                // Another spelling than the model's own: a call if the reply ends with it.
+                Some(calls) if self.options.recovers() => {
+                    let bare = !self.seen_visible;
+                    self.hold(calls, &block.raw, bare, spelling);
                 }
+                Some(calls) => self.emit_spelled(calls, spelling),
                 None => self.emit_text(&block.raw),
             }
             return;

@@ -9,22 +9,17 @@ use crate::ToolCallFormat;
 
 impl StreamingFunctionCallParser {
     pub(super) fn finish_candidate(&mut self, cand: Candidate) {
-        let Candidate {
-            buf,
-            bare,
-            trailing,
-            ..
-        } = cand;
+        let Candidate { buf, bare, .. } = cand;
         let value = json::parse(&buf).ok();
         let native_bare =
             self.options.has(ToolCallFormat::Llama) || self.options.has(ToolCallFormat::Generic);
-        if trailing.is_none() && bare && native_bare {
+        if self.pending.is_none() && bare && native_bare {
             return self.finish_bare(buf, value);
         }
         let inline = value
             .as_ref()
             .is_some_and(|v| v.get("tool").is_some_and(serde_json::Value::is_string));
-        if trailing.is_none() && inline && self.options.has(ToolCallFormat::InlineJson) {
+        if self.pending.is_none() && inline && self.options.has(ToolCallFormat::InlineJson) {
             let calls = value.and_then(|v| {
                 calls_from_value(v, Shape::Inline, &buf, &self.catalog)
                     .ok()
@@ -39,10 +34,7 @@ impl StreamingFunctionCallParser {
             }
             return;
         }
-        if let Err((buf, trailing)) = self.recover_bare(buf, bare, trailing, "bare JSON", value) {
-            self.release_trailing(trailing);
-            self.emit_text(&buf);
-        }
+        self.recover_bare(buf, bare, "bare JSON", value);
     }
 
     /// A reply that begins with a JSON value, where bare JSON calls are a format's own
@@ -99,7 +91,6 @@ impl Candidate {
             scanner,
             bare,
             decided: false,
-            trailing: None,
         }
     }
 }

@@ -19,7 +19,7 @@ use super::formats::{self, Section, THINKING_ENDS};
 use super::json::{JsonScanner, Scan};
 use super::{ParseEvent, ParserOptions, ToolCallFormat};
 use core_models::ToolCallRequest;
-use recover::{Doubled, Opening, Trailing};
+use recover::{Doubled, Opening, Pending};
 use sections::SectionState;
 
 const FENCE: &str = "```";
@@ -91,8 +91,6 @@ struct Candidate {
     bare: bool,
     /// Its first key was seen and can begin a call (see [`recover::opening`]).
     decided: bool,
-    /// Recovered calls it follows, kept back until the output shows what follows them.
-    trailing: Option<Box<Trailing>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,8 +190,6 @@ enum Mode {
     },
     CodeFence,
     Candidate(Box<Candidate>),
-    /// Recovered calls, kept back until the output shows what follows them.
-    Trailing(Box<Trailing>),
     /// An object that opened with doubled braces.
     Doubled(Box<Doubled>),
     AfterBareCall {
@@ -238,6 +234,8 @@ pub struct StreamingFunctionCallParser {
     pythonic_tried: bool,
     /// Text that was not a pythonic call is being fed again: no new attempt starts in it.
     replaying: bool,
+    /// Calls in another spelling, kept back until the output shows that they end it.
+    pending: Option<Box<Pending>>,
 }
 
 impl StreamingFunctionCallParser {
@@ -307,6 +305,7 @@ impl StreamingFunctionCallParser {
             seen_visible: false,
             pythonic_tried: false,
             replaying: false,
+            pending: None,
         }
     }
 
@@ -385,13 +384,13 @@ impl StreamingFunctionCallParser {
                 if looks_like_call {
                     self.diagnostic("incomplete tool call at the end of the output (the JSON object is not closed)".into());
                 }
-                self.release_trailing(cand.trailing);
                 self.emit_text(&cand.buf);
             }
-            Mode::Trailing(trailing) => self.flush_trailing(*trailing),
             Mode::Doubled(doubled) => self.flush_doubled(*doubled),
             Mode::Block(block) => self.flush_block(*block),
         }
+        // Calls kept back that nothing but whitespace followed: they end the reply.
+        self.flush_pending();
         self.mode = Self::initial_mode(&self.options);
         self.pythonic_tried = false;
         self.seen_visible = false;
@@ -497,16 +496,8 @@ impl StreamingFunctionCallParser {
                 match cand.scanner.push(c) {
                     Scan::More if cand.decided => self.mode = Mode::Candidate(cand),
                     Scan::More => match recover::opening(&cand.scanner, &cand.buf, c) {
-                        Opening::NotCall if cand.buf.starts_with('[') => {
-                            let Candidate { buf, trailing, .. } = *cand;
-                            self.release_trailing(trailing);
-                            self.replay(&buf);
-                        }
-                        Opening::NotCall => {
-                            let Candidate { buf, trailing, .. } = *cand;
-                            self.release_trailing(trailing);
-                            self.emit_text(&buf);
-                        }
+                        Opening::NotCall if cand.buf.starts_with('[') => self.replay(&cand.buf),
+                        Opening::NotCall => self.emit_text(&cand.buf),
                         Opening::MayBeCall => {
                             cand.decided = true;
                             self.mode = Mode::Candidate(cand);
@@ -515,14 +506,9 @@ impl StreamingFunctionCallParser {
                     },
                     Scan::Done => self.finish_candidate(*cand),
                     // Not a JSON list: `[` may have begun a marker (`[TOOL_CALLS]`).
-                    Scan::Invalid if cand.buf.starts_with('[') => {
-                        let Candidate { buf, trailing, .. } = *cand;
-                        self.release_trailing(trailing);
-                        self.replay(&buf);
-                    }
+                    Scan::Invalid if cand.buf.starts_with('[') => self.replay(&cand.buf),
                     Scan::Invalid => {
                         cand.buf.pop();
-                        self.release_trailing(cand.trailing.take());
                         self.emit_text(&cand.buf);
                         if cand.bare && c == '{' {
                             // A broken bare call cut short by another object: that one
@@ -555,7 +541,6 @@ impl StreamingFunctionCallParser {
                 }
             }
             Mode::Block(block) => self.step_block(*block, c),
-            Mode::Trailing(trailing) => self.step_trailing(trailing, c),
             Mode::Doubled(doubled) => self.step_doubled(doubled, c),
         }
     }
@@ -624,6 +609,8 @@ impl StreamingFunctionCallParser {
     }
 
     fn emit_calls(&mut self, calls: Vec<ToolCallRequest>) {
+        // Calls kept back and followed by a call: no prose came between, they are calls.
+        self.flush_pending();
         for call in calls {
             self.events.push(ParseEvent::ToolCall(call));
         }
@@ -646,9 +633,23 @@ impl StreamingFunctionCallParser {
         }
     }
 
+    /// Emit visible text. Calls kept back (see [`Pending`]) take whitespace, separators
+    /// and stray closing braces with them; any other text shows they were quoted in
+    /// prose, and they are released as text first.
+    fn emit_text(&mut self, s: &str) {
+        if let Some(pending) = self.pending.as_mut() {
+            if s.chars().all(|c| is_ws(c) || matches!(c, '}' | ';' | ',')) {
+                pending.held.push_str(s);
+                return;
+            }
+            self.release_pending();
+        }
+        self.emit_visible(s);
+    }
+
     /// Emit visible text. Right after a removed call, newlines are collapsed (see
     /// `suppress_newlines`) and carriage returns among them dropped.
-    fn emit_text(&mut self, s: &str) {
+    fn emit_visible(&mut self, s: &str) {
         let mut s = s;
         if self.suppress_newlines {
             let mut kept = String::new();

@@ -1,24 +1,25 @@
 //! Calls a model wrote in another spelling than its format's own, read when the model's
 //! format is known and its calls are JSON objects (see `ParserOptions::with_native`):
 //!
-//! * **bare JSON** — a reply that is, or ends with, call objects. A call object is kept
-//!   back until the output shows what follows it: only whitespace, separators, a stray
-//!   closing brace or `</tool_call>` (the opening tag left out), or more call objects,
-//!   to the end of the output, and the objects are calls; anything else, and they were
-//!   JSON quoted in prose, released as text. After prose, an object must name a known
-//!   tool to be taken for a call; a reply that is nothing but call objects is calls
-//!   whatever they name (an unknown tool is then reported to the model, never run).
+//! * **bare JSON, fences, other tags** — a reply that is, or ends with, call objects,
+//!   bare or in a fence or tag ([`Pending`]). A call so written is kept back until the
+//!   output shows what follows it: only whitespace, separators, a stray closing brace or
+//!   `</tool_call>` (the opening tag left out), or more calls, to the end of the output,
+//!   and they are calls; anything else, and they were JSON quoted in prose (a tutorial's
+//!   example), released as text. After prose, an object must name a known tool to be
+//!   taken for a call; a reply that is nothing but call objects is calls whatever they
+//!   name (an unknown tool is then reported to the model, never run).
 //! * **doubled braces** — `{{"name": …, "arguments": {{…}}}}`, as a template that shows
 //!   its example with Jinja's escaped braces teaches some models to write.
 //! * every object is given up as a call as soon as its first key cannot begin one
 //!   (see [`opening`]), so that JSON which is not a call is held back only for a few
 //!   characters.
 //!
-//! Fenced calls and the other tags are blocks (`blocks.rs`); this file holds the state
-//! that follows bare objects. Every decision depends on the characters alone, so the
-//! streaming parser and the batch parser agree.
+//! Fenced calls and the other tags are blocks (`blocks.rs`), bare objects candidates
+//! (`candidate.rs`); this file holds what they become. Every decision depends on the
+//! characters alone, so the streaming parser and the batch parser agree.
 
-use super::{is_ws, Candidate, Matcher, Mode, StreamingFunctionCallParser, TOOL_CALL_CLOSE};
+use super::{is_ws, Candidate, Mode, StreamingFunctionCallParser};
 use crate::calls::{calls_from_value, Shape};
 use crate::json::{self, JsonScanner};
 use crate::ToolCallFormat;
@@ -101,16 +102,14 @@ pub(super) fn undouble(text: &str) -> String {
     out
 }
 
-/// Call objects read from bare JSON, kept back until what follows them is known.
+/// Calls written in another spelling, kept back until what follows them is known.
 #[derive(Debug)]
-pub(super) struct Trailing {
+pub(super) struct Pending {
     /// The calls, each marked with its spelling.
     calls: Vec<ToolCallRequest>,
     /// Everything consumed since the first of them began: released as text when prose
     /// follows.
-    held: String,
-    /// A closing `</tool_call>` being matched.
-    closer: Matcher,
+    pub(super) held: String,
     /// Nothing visible came before the first call: later ones may name any tool too.
     whole: bool,
 }
@@ -128,7 +127,6 @@ pub(super) struct Doubled {
     checked: bool,
     /// Nothing visible came before it.
     bare: bool,
-    trailing: Option<Box<Trailing>>,
 }
 
 impl StreamingFunctionCallParser {
@@ -147,99 +145,75 @@ impl StreamingFunctionCallParser {
         mut calls: Vec<ToolCallRequest>,
         spelling: Option<String>,
     ) {
-        if let Some(words) = spelling {
-            for call in &mut calls {
-                call.recovered = Some(words.clone());
-            }
-        }
+        mark(&mut calls, spelling.as_deref());
         self.emit_calls(calls);
     }
 
-    /// A finished JSON value `buf` that the model's format does not read as a call: a
-    /// bare call object (or list) kept back as trailing, when the parser recovers other
-    /// spellings; `Err(buf)` when it is not one.
-    /// `value` is `buf` read as JSON (undoubled), when it is JSON.
+    /// Calls in another spelling than the model's own, written as `raw`: kept back (see
+    /// [`Pending`]) when they may be the reply's calls, else released as text. `bare`:
+    /// nothing visible came before them.
+    pub(super) fn hold(
+        &mut self,
+        mut calls: Vec<ToolCallRequest>,
+        raw: &str,
+        bare: bool,
+        spelling: Option<String>,
+    ) {
+        let whole = self.pending.as_ref().map_or(bare, |p| p.whole);
+        if !whole && !calls.iter().all(|c| self.catalog.knows(&c.tool_id)) {
+            return self.emit_text(raw);
+        }
+        mark(&mut calls, spelling.as_deref());
+        let pending = self.pending.get_or_insert_with(|| {
+            Box::new(Pending {
+                calls: Vec::new(),
+                held: String::new(),
+                whole,
+            })
+        });
+        pending.calls.extend(calls);
+        pending.held.push_str(raw);
+    }
+
+    /// Calls kept back were followed by prose: they were text.
+    pub(super) fn release_pending(&mut self) {
+        if let Some(pending) = self.pending.take() {
+            self.emit_visible(&pending.held);
+        }
+    }
+
+    /// Calls kept back end the reply, or a call follows them: they are calls.
+    pub(super) fn flush_pending(&mut self) {
+        if let Some(pending) = self.pending.take() {
+            for call in pending.calls {
+                self.events.push(crate::ParseEvent::ToolCall(call));
+            }
+            self.call_removed();
+        }
+    }
+
+    /// A finished JSON value `buf`, read as `value` (undoubled), that the model's format
+    /// does not read as a call: a bare call object (or list) kept back, when the parser
+    /// recovers other spellings; else text.
     pub(super) fn recover_bare(
         &mut self,
         buf: String,
         bare: bool,
-        trailing: Option<Box<Trailing>>,
         words: &str,
         value: Option<serde_json::Value>,
-    ) -> Result<(), (String, Option<Box<Trailing>>)> {
-        if !self.options.recovers() {
-            return Err((buf, trailing));
-        }
-        let calls = value.and_then(|v| {
+    ) {
+        let calls = value.filter(|_| self.options.recovers()).and_then(|v| {
             calls_from_value(v, Shape::Bare, &buf, &self.catalog)
                 .ok()
                 .flatten()
         });
-        let whole = trailing.as_ref().map_or(bare, |t| t.whole);
         match calls {
-            Some(calls) if whole || calls.iter().all(|c| self.catalog.knows(&c.tool_id)) => {
+            Some(calls) => {
                 let spelling = self.spelling(Some(ToolCallFormat::Llama), words);
-                let mut held = trailing.unwrap_or_else(|| {
-                    Box::new(Trailing {
-                        calls: Vec::new(),
-                        held: String::new(),
-                        closer: Matcher::default(),
-                        whole,
-                    })
-                });
-                for mut call in calls {
-                    call.recovered.clone_from(&spelling);
-                    held.calls.push(call);
-                }
-                held.held.push_str(&buf);
-                self.mode = Mode::Trailing(held);
-                Ok(())
+                self.hold(calls, &buf, bare, spelling);
             }
-            _ => Err((buf, trailing)),
+            None => self.emit_text(&buf),
         }
-    }
-
-    /// Calls kept back turned out to be followed by prose: they were text.
-    pub(super) fn release_trailing(&mut self, trailing: Option<Box<Trailing>>) {
-        if let Some(t) = trailing {
-            self.emit_text(&t.held);
-        }
-    }
-
-    /// After kept-back calls: what may follow them, or prose.
-    pub(super) fn step_trailing(&mut self, mut t: Box<Trailing>, c: char) {
-        if t.closer.is_empty() && (is_ws(c) || matches!(c, ';' | ',' | '}')) {
-            t.held.push(c);
-            self.mode = Mode::Trailing(t);
-            return;
-        }
-        if t.closer.is_empty() && c == '{' {
-            let mut next = Candidate::open(false);
-            next.trailing = Some(t);
-            self.mode = Mode::Candidate(Box::new(next));
-            return;
-        }
-        let mut out = String::new();
-        match t.closer.feed(c, &[TOOL_CALL_CLOSE], &mut out) {
-            Some(_) => {
-                t.held.push_str(TOOL_CALL_CLOSE);
-                self.mode = Mode::Trailing(t);
-            }
-            None if out.is_empty() => self.mode = Mode::Trailing(t),
-            None => {
-                let rest = format!("{out}{}", t.closer.take());
-                self.release_trailing(Some(t));
-                self.mode = Mode::Text;
-                for c in rest.chars() {
-                    self.step(c);
-                }
-            }
-        }
-    }
-
-    /// The output ended after kept-back calls: they end the reply, so they are calls.
-    pub(super) fn flush_trailing(&mut self, t: Trailing) {
-        self.emit_calls(t.calls);
     }
 
     /// A candidate whose second character is `{` too: followed as a doubled object.
@@ -254,7 +228,6 @@ impl StreamingFunctionCallParser {
             keyed: false,
             checked: false,
             bare: cand.bare,
-            trailing: cand.trailing,
         }));
     }
 
@@ -300,28 +273,30 @@ impl StreamingFunctionCallParser {
     }
 
     fn give_up_doubled(&mut self, d: Doubled) {
-        self.release_trailing(d.trailing);
         self.emit_text(&d.buf);
         self.mode = Mode::Text;
     }
 
     fn finish_doubled(&mut self, d: Doubled) {
+        self.mode = Mode::Text;
         // Every brace doubled; else only the outer ones.
         let value = json::parse(&undouble(&d.buf))
             .or_else(|_| json::parse(&d.buf[1..d.buf.len() - 1]))
             .ok();
-        if let Err((buf, trailing)) =
-            self.recover_bare(d.buf, d.bare, d.trailing, "JSON with doubled braces", value)
-        {
-            self.release_trailing(trailing);
-            self.emit_text(&buf);
-            self.mode = Mode::Text;
-        }
+        self.recover_bare(d.buf, d.bare, "JSON with doubled braces", value);
     }
 
     /// The output ended inside a doubled object: text.
     pub(super) fn flush_doubled(&mut self, d: Doubled) {
-        self.release_trailing(d.trailing);
         self.emit_text(&d.buf);
+    }
+}
+
+/// Mark each call with `spelling`.
+fn mark(calls: &mut [ToolCallRequest], spelling: Option<&str>) {
+    if let Some(words) = spelling {
+        for call in calls {
+            call.recovered = Some(words.to_string());
+        }
     }
 }
