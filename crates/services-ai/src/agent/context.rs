@@ -36,7 +36,7 @@ const STUB_BYTES: usize = 200;
 pub const REPLY_SHARE: f64 = 0.25;
 
 /// The reply allowance for `max_tokens` in a window of `window` tokens: at most
-/// [`REPLY_SHARE`] of it, and at least [`MIN_REPLY_TOKENS`] where the window has room.
+/// [`REPLY_SHARE`] of it, and at least 64 tokens where the window has room.
 pub fn reply_allowance(max_tokens: u32, window: u32) -> u32 {
     let share = (f64::from(window) * REPLY_SHARE) as u32;
     max_tokens.min(share.max(MIN_REPLY_TOKENS.min(window)))
