@@ -221,15 +221,34 @@ fn only_the_model_s_own_json_format_recovers() {
 }
 
 /// A reply that explains how calls would go, its fenced calls between sentences, is a
-/// tutorial: nothing in it runs. A reply that ends with its fenced calls calls them.
+/// tutorial: nothing in it that changes anything runs. A reply that ends with its fenced
+/// calls calls them.
 #[test]
 fn fenced_calls_between_sentences_are_examples_and_at_the_end_are_calls() {
     let p = hermes();
     let write = r#"{"name": "run", "arguments": {"command": "rm notes.txt"}}"#;
-    let tutorial = format!(
+    // Between sentences a call that changes something is an example; one that only reads
+    // (risk `Safe`) is still a call: the model asked to see something.
+    let tutorial =
+        format!("To answer, I would remove it:\n```json\n{write}\n```\nThat is how it works.");
+    check_with(&p, &tutorial, &tutorial, "", &[], 0);
+    let mixed_prose = format!(
         "To answer, I will read the file:\n```json\n{READ}\n```\nThen I would remove it:\n```json\n{write}\n```\nThat is how it works."
     );
-    check_with(&p, &tutorial, &tutorial, "", &[], 0);
+    let rest = format!(
+        "To answer, I will read the file:\nThen I would remove it:\n```json\n{write}\n```\nThat is how it works."
+    );
+    check_with(
+        &p,
+        &mixed_prose,
+        &rest,
+        "",
+        &[("read_file", json!({"path": "notes.txt"}))],
+        0,
+    );
+    let imagined =
+        format!("I'll read it:\n```json\n{READ}\n```\nIt says the meeting is on Monday.");
+    assert_eq!(p.parse_all(&imagined).tool_calls.len(), 1);
     let ending = format!("I will read it.\n```json\n{READ}\n```\n```json\n{write}\n```\n");
     check_with(
         &p,

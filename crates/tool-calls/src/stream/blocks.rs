@@ -335,7 +335,7 @@ impl StreamingFunctionCallParser {
                 // Another spelling than the model's own: a call if the reply ends with it.
                 Some(calls) if self.options.recovers() => {
                     let bare = !self.seen_visible;
-                    self.hold(calls, &block.raw, bare, spelling);
+                    self.hold(calls, &block.raw, (bare, true), spelling);
                 }
                 Some(calls) => self.emit_spelled(calls, spelling),
                 None => self.emit_text(&block.raw),

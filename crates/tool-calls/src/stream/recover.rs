@@ -6,7 +6,10 @@
 //!   output shows what follows it: only whitespace, separators, a stray closing brace or
 //!   `</tool_call>` (the opening tag left out), or more calls, to the end of the output,
 //!   and they are calls; anything else, and they were JSON quoted in prose (a tutorial's
-//!   example), released as text. After prose, an object must name a known tool to be
+//!   example), released as text — unless they came in fences or tags of their own and
+//!   every one of them only reads (risk `Safe`): a
+//!   model that writes "I'll read it:" and a fenced call, then goes on to imagine the
+//!   result, asked for the read, and reading costs nothing if it did not. After prose, an object must name a known tool to be
 //!   taken for a call; a reply that is nothing but call objects is calls whatever they
 //!   name (an unknown tool is then reported to the model, never run).
 //! * **doubled braces** — `{{"name": …, "arguments": {{…}}}}`, as a template that shows
@@ -112,6 +115,8 @@ pub(super) struct Pending {
     pub(super) held: String,
     /// Nothing visible came before the first call: later ones may name any tool too.
     whole: bool,
+    /// Every call came in a fence or tag of its own (not JSON inside a sentence).
+    blocks: bool,
 }
 
 /// An object that opened with doubled braces, followed to its end.
@@ -151,12 +156,12 @@ impl StreamingFunctionCallParser {
 
     /// Calls in another spelling than the model's own, written as `raw`: kept back (see
     /// [`Pending`]) when they may be the reply's calls, else released as text. `bare`:
-    /// nothing visible came before them.
+    /// nothing visible came before them; `block`: they came in a fence or tag.
     pub(super) fn hold(
         &mut self,
         mut calls: Vec<ToolCallRequest>,
         raw: &str,
-        bare: bool,
+        (bare, block): (bool, bool),
         spelling: Option<String>,
     ) {
         let whole = self.pending.as_ref().map_or(bare, |p| p.whole);
@@ -169,14 +174,28 @@ impl StreamingFunctionCallParser {
                 calls: Vec::new(),
                 held: String::new(),
                 whole,
+                blocks: true,
             })
         });
+        pending.blocks &= block;
         pending.calls.extend(calls);
         pending.held.push_str(raw);
     }
 
-    /// Calls kept back were followed by prose: they were text.
+    /// Calls kept back were followed by prose: calls still when they came in fences or
+    /// tags and every one of them only reads (its risk is `Safe`: a wrong reading costs
+    /// nothing, and the model then sees what it asked for instead of imagining it), else
+    /// JSON quoted in prose, text.
     pub(super) fn release_pending(&mut self) {
+        let reads_only = self.pending.as_ref().is_some_and(|p| {
+            p.blocks
+                && p.calls
+                    .iter()
+                    .all(|c| c.risk_level == core_models::RiskLevel::Safe)
+        });
+        if reads_only {
+            return self.flush_pending();
+        }
         if let Some(pending) = self.pending.take() {
             self.emit_visible(&pending.held);
         }
@@ -210,7 +229,7 @@ impl StreamingFunctionCallParser {
         match calls {
             Some(calls) => {
                 let spelling = self.spelling(Some(ToolCallFormat::Llama), words);
-                self.hold(calls, &buf, bare, spelling);
+                self.hold(calls, &buf, (bare, false), spelling);
             }
             None => self.emit_text(&buf),
         }
