@@ -2,7 +2,8 @@
 //! scripted: calls in other spellings run like native ones (judged and approved alike,
 //! marked as recovered), a repeated call is answered instead of shown again, empty
 //! optional arguments count as absent, an unknown tool or a skill's name gets a hint, an
-//! edit that cannot apply is refused before anyone is asked, an answer held to a schema
+//! edit that cannot apply is refused before anyone is asked, a described call is asked
+//! again, an answer held to a schema
 //! still lets the model look first, and a reply cut short keeps what it said.
 
 use super::{complete, config, harness_over, kinds, results, run, run_answering, text};
@@ -130,6 +131,55 @@ async fn a_repeated_call_is_answered_not_run_again() {
     assert!(!results(&events)
         .iter()
         .any(|r| r.result.content.contains("Not run again")));
+}
+
+/// A first reply that names a tool and calls none (the model describes the call and
+/// imagines the file) is asked once more, with a note that nothing ran; the model's call
+/// then runs. An answer naming no tool, or one after calls ran, is the answer.
+#[tokio::test]
+async fn a_described_call_is_asked_again_once() {
+    let h = agent(
+        vec![
+            text("I will use the `read_file` function on list.txt. It says bread."),
+            text(
+                r#"<tool_call>{"name": "read_file", "arguments": {"path": "list.txt"}}</tool_call>"#,
+            ),
+            text("I used read_file: it says milk and eggs."),
+        ],
+        vec![reader()],
+        config(),
+    );
+    let events = run(&h.agent, request("What is on list.txt?")).await;
+    assert_eq!(results(&events).len(), 1, "{:?}", kinds(&events));
+    assert_eq!(
+        complete(&events).final_response,
+        "I used read_file: it says milk and eggs."
+    );
+    let asked = h.llm.requests();
+    assert_eq!(asked.len(), 3);
+    let again = &asked[1];
+    assert_eq!(again.tool_choice, ToolChoice::Auto);
+    assert!(!again.tools.is_empty());
+    let note = again.messages.last().unwrap();
+    assert_eq!(note.role, MessageRole::User);
+    assert!(note.content.contains("read_file") && note.content.contains("nothing ran"));
+    // The model may still just answer: its second reply is the answer.
+    let h = agent(
+        vec![
+            text("Use `read_file` for that."),
+            text("Use read_file for that."),
+        ],
+        vec![reader()],
+        config(),
+    );
+    let events = run(&h.agent, request("Which tool reads a file?")).await;
+    assert!(results(&events).is_empty());
+    assert_eq!(complete(&events).final_response, "Use read_file for that.");
+    assert_eq!(h.llm.requests().len(), 2);
+    // Naming no tool: answered at once.
+    let h = agent(vec![text("Roses are red.")], vec![reader()], config());
+    run(&h.agent, request("A poem, please.")).await;
+    assert_eq!(h.llm.requests().len(), 1);
 }
 
 /// `"glob": ""` is no glob: an optional argument given empty is left out before the tool

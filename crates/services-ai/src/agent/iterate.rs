@@ -46,6 +46,7 @@ impl Run {
         self.offered = setup.definitions.iter().map(|d| d.id.clone()).collect();
         tracing::debug!(steering = setup.steering.name(), "request started");
         let mut carry = Carry::default();
+        let mut asked_after_no_call = false;
         loop {
             if let Some(outcome) = self.begin_iteration(&setup, &mut carry) {
                 return outcome;
@@ -70,6 +71,20 @@ impl Run {
                     Err(Ok(Stopped)) => return self.stop_outcome(),
                     Err(Err(e)) => return Outcome::LlmFailed(e),
                 };
+            }
+            if reply.calls.is_empty() && !asked_after_no_call {
+                // A reply with no call: the steering may ask once more (a model that
+                // described a call instead of making it).
+                let base = self.base_request(&setup);
+                let turn = self.turn_view(&setup, &base);
+                if let Some(plan) = setup.steering.after_no_call(&turn, &reply.visible) {
+                    asked_after_no_call = true;
+                    reply = match self.reply(&setup, plan).await {
+                        Ok(reply) => reply,
+                        Err(Ok(Stopped)) => return self.stop_outcome(),
+                        Err(Err(e)) => return Outcome::LlmFailed(e),
+                    };
+                }
             }
             if reply.calls.is_empty() && self.answer_unheld(&reply) {
                 // The model answered while it could still call tools, and its answer

@@ -52,6 +52,81 @@ impl Steering for Free {
             .tool_result_instruction
             .replace("{request}", turn.request.message.trim())
     }
+
+    /// A first reply that names offered tools but calls none (a model that writes "I will
+    /// use `read_file` to read it" and then imagines the file): asked once more, with its
+    /// reply and a note saying that nothing ran, and every tool still offered. The model
+    /// decides again: it calls, or answers (the note says a request that needs no tool is
+    /// simply answered). Only before any call of the request, once, and only when tools
+    /// may be called; what is read is the model's reply, never the request.
+    fn after_no_call(&self, turn: &Turn<'_>, said: &str) -> Option<Plan> {
+        if !turn.done.is_empty() || turn.base.tool_choice != ToolChoice::Auto {
+            return None;
+        }
+        let named = named_tools(said, turn.base.tools.iter().map(|t| t.id.as_str()));
+        if named.is_empty() {
+            return None;
+        }
+        let mut request = turn.base.clone();
+        request
+            .messages
+            .push(ChatMessage::assistant(said.to_string()));
+        request.messages.push(ChatMessage::user(described(&named)));
+        Some(Plan {
+            request,
+            text_only: false,
+            held: None,
+        })
+    }
+}
+
+/// The tools of `offered` that `text` names: an id written as a word of its own, when it
+/// cannot be an everyday word (it holds `_`, `-` or `.`) or is quoted in backticks.
+fn named_tools<'a>(text: &str, offered: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    offered
+        .filter(|id| !id.is_empty())
+        .filter(|id| {
+            let marked = id.contains(['_', '-', '.']);
+            text.match_indices(id).any(|(at, _)| {
+                let before = text[..at].chars().next_back();
+                let after = text[at + id.len()..].chars().next();
+                let alone = !before.is_some_and(word) && !after.is_some_and(word);
+                let quoted = before == Some('`') && after == Some('`');
+                alone && (marked || quoted)
+            })
+        })
+        .collect()
+}
+
+/// The note after a first reply that named tools and called none.
+fn described(named: &[&str]) -> String {
+    format!(
+        "(You wrote about {} but made no tool call, so nothing ran and nothing in the \
+         workspace was read. If my request needs a tool, call it now; if it needs none, \
+         just answer it.)",
+        named.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::named_tools;
+
+    #[test]
+    fn tools_are_named_as_words_of_their_own() {
+        let offered = ["read_file", "search", "list_dir"];
+        let named = |text: &str| named_tools(text, offered.into_iter());
+        assert_eq!(named("I will use the `read_file` function."), ["read_file"]);
+        assert_eq!(
+            named("read_file(path) then list_dir"),
+            ["read_file", "list_dir"]
+        );
+        // An id inside a longer word, or an everyday word, is not a tool named.
+        assert!(named("my_read_file_helper and reread_files").is_empty());
+        assert!(named("I will search for it.").is_empty());
+        assert_eq!(named("Use `search` here."), ["search"]);
+    }
 }
 
 /// The note after a reply that only repeated calls made already.

@@ -1,8 +1,8 @@
 //! Steering: how the loop gets each reply from the model. The seam between the agent loop
 //! and a strategy: the loop asks a [`Steering`] before every reply (which request the model
 //! answers, and how a grammar narrows what it may write), for the note after each tool
-//! result, and what to do when a reply only repeats calls already made. The loop holds no
-//! strategy of its own.
+//! result, what to do when a reply only repeats calls already made, and whether a reply
+//! with no call is the answer. The loop holds no strategy of its own.
 //!
 //! Two strategies, chosen by `steering` in the configuration (`auto`: by the size the
 //! backend reports):
@@ -97,6 +97,12 @@ pub(crate) trait Steering: Send + Sync + std::fmt::Debug {
 
     /// The note after a tool result the model is shown (empty: none).
     fn after_result(&self, turn: &Turn<'_>) -> String;
+
+    /// A reply with no call, whose visible text is `said`: the request to ask the model
+    /// again with, when the strategy asks again (`None`: the reply is the answer).
+    fn after_no_call(&self, _turn: &Turn<'_>, _said: &str) -> Option<Plan> {
+        None
+    }
 }
 
 /// The strategy `config` asks for with a model of these `details`.
