@@ -102,9 +102,9 @@ fn named_tools<'a>(text: &str, offered: impl Iterator<Item = &'a str>) -> Vec<&'
 /// The note after a first reply that named tools and called none.
 fn described(named: &[&str]) -> String {
     format!(
-        "(You wrote about {} but made no tool call, so nothing ran and nothing in the \
-         workspace was read. If my request needs a tool, call it now; if it needs none, \
-         just answer it.)",
+        "(You described a call of {} instead of making it: nothing ran, and nothing you \
+         wrote about the workspace came from it. To use a tool, write the call itself now. \
+         If my request needs no tool, just answer it.)",
         named.join(", ")
     )
 }
