@@ -25,6 +25,25 @@ pub const SEARCH_MAX_RESULTS: u64 = 1_000;
 /// Most characters of a matching line shown; longer ones are cut around the match.
 const SHOWN_CAP: usize = 300;
 
+/// The longest pattern searched for, in bytes: a search is a few words or a short
+/// expression, and a long alternation compiles to a matcher of its size many times over.
+pub const PATTERN_MAX_BYTES: usize = 4 * 1024;
+
+/// Most bytes a pattern's compiled matcher may take (grep-regex allows 100 MiB): a short
+/// counted repetition (`(?:\w{100}){100}`) compiles past it and is refused with a clear
+/// error instead of taking hundreds of megabytes.
+pub const PATTERN_COMPILED_MAX_BYTES: usize = 4 << 20;
+
+/// Most bytes of the lazy DFA's cache of one search (grep-regex allows 1000 MiB); a
+/// pattern that fills it falls back to slower matching, in the same memory.
+pub const PATTERN_CACHE_MAX_BYTES: usize = 8 << 20;
+
+/// Searches that run at once in one process: calls beyond it wait their turn, so that
+/// parallel searches together stay under `SEARCHES_AT_ONCE` × (compiled + cache) bytes.
+pub const SEARCHES_AT_ONCE: usize = 2;
+
+static SEARCHES: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(SEARCHES_AT_ONCE);
+
 /// Searches file contents with a regular expression, honouring `.gitignore` and skipping
 /// binary files. Files are read a line at a time: only the first 64 KiB of a longer line
 /// are searched (a match there is still found, and the line says it was cut), so memory
@@ -87,8 +106,8 @@ impl Tool for SearchFiles {
         let mut errors = Vec::new();
         match params.get("pattern").and_then(Value::as_str) {
             Some(p) if !p.is_empty() => {
-                if let Err(e) = RegexMatcherBuilder::new().build(p) {
-                    errors.push(format!("pattern is not a valid regular expression: {e}"));
+                if let Err(e) = matcher(p, None) {
+                    errors.push(format!("pattern {e}"));
                 }
             }
             _ => errors.push("pattern is required (a non-empty string)".to_string()),
@@ -136,6 +155,10 @@ impl Tool for SearchFiles {
     async fn execute(&self, context: ToolExecutionContext) -> ToolResult {
         let params = context.parameters.clone();
         let token = context.cancellation.clone();
+        let _turn = tokio::select! {
+            permit = SEARCHES.acquire() => permit,
+            () = token.cancelled() => return ToolResult::failed("Cancelled"),
+        };
         blocking(&context, &self.launcher, move |workspace| {
             search(workspace, &params, &token)
         })
@@ -146,16 +169,36 @@ impl Tool for SearchFiles {
 /// The matcher for `pattern`: case ignored as `case_insensitive` says, or — not given —
 /// when the pattern has no capital letter ("smart case": `budget` finds "Budget", `TODO`
 /// only "TODO").
-fn matcher(
-    pattern: &str,
-    case_insensitive: Option<bool>,
-) -> Result<RegexMatcher, grep_regex::Error> {
+/// Bounded: at most [`PATTERN_MAX_BYTES`] long, compiled within
+/// [`PATTERN_COMPILED_MAX_BYTES`] with a cache of [`PATTERN_CACHE_MAX_BYTES`]; the error
+/// says what is wrong in words (it follows "pattern ").
+fn matcher(pattern: &str, case_insensitive: Option<bool>) -> Result<RegexMatcher, String> {
+    if pattern.len() > PATTERN_MAX_BYTES {
+        return Err(format!(
+            "is {} bytes long; at most {PATTERN_MAX_BYTES} are searched for",
+            pattern.len()
+        ));
+    }
     let mut builder = RegexMatcherBuilder::new();
+    builder
+        .size_limit(PATTERN_COMPILED_MAX_BYTES)
+        .dfa_size_limit(PATTERN_CACHE_MAX_BYTES);
     match case_insensitive {
         Some(ignore) => builder.case_insensitive(ignore),
         None => builder.case_smart(true),
     };
-    builder.build(pattern)
+    builder.build(pattern).map_err(|e| {
+        let why = e.to_string();
+        if why.contains("exceeds size limit") || why.contains("size limit") {
+            format!(
+                "compiles too big (over {} MiB): write a simpler expression, or search \
+                 for plain words",
+                PATTERN_COMPILED_MAX_BYTES >> 20
+            )
+        } else {
+            format!("is not a valid regular expression: {why}")
+        }
+    })
 }
 
 fn search(workspace: &Workspace, params: &Value, token: &CancellationToken) -> ToolResult {
@@ -175,7 +218,7 @@ fn search(workspace: &Workspace, params: &Value, token: &CancellationToken) -> T
         params.get("case_insensitive").and_then(Value::as_bool),
     ) {
         Ok(m) => m,
-        Err(e) => return ToolResult::failed(format!("invalid pattern: {e}")),
+        Err(e) => return ToolResult::failed(format!("pattern {e}")),
     };
     let glob = match params.get("glob").and_then(Value::as_str) {
         Some(g) => match globset::Glob::new(g) {

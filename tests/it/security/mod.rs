@@ -11,5 +11,6 @@ mod git_commands;
 mod kernel_sandbox;
 mod permissions;
 mod processes;
+mod resources;
 mod risk;
 mod tool_hooks;
