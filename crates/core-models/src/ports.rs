@@ -231,6 +231,11 @@ pub struct ChatFormat {
     pub renders_tools: bool,
     /// The generation prompt opens a reasoning block: the reply starts inside it.
     pub starts_in_thinking: bool,
+    /// With server-side calls ([`ChatFormat::NATIVE`]): the model's own call format, as
+    /// the server's template shows it, when known. The text the server leaves is then
+    /// read as a reply in that format — the other spellings its models write (a fenced
+    /// or bare call object) included — for the calls the server's parser did not take.
+    pub text_format: Option<String>,
 }
 
 impl ChatFormat {
@@ -246,6 +251,7 @@ impl ChatFormat {
             call_format: Self::NATIVE.to_string(),
             renders_tools: true,
             starts_in_thinking: false,
+            text_format: None,
         }
     }
 }
@@ -406,4 +412,5 @@ setters!(ChatFormat {
     with_call_format => call_format: String,
     with_renders_tools => renders_tools: bool,
     with_starts_in_thinking => starts_in_thinking: bool,
+    with_text_format => text_format: Option<String>,
 });

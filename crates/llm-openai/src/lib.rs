@@ -532,19 +532,23 @@ impl LlmService for OpenAiLlm {
     }
 
     fn chat_format(&self) -> Option<ChatFormat> {
+        // The server's template, when it says which, tells what call language the model
+        // knows.
+        let known = self.inner.info.chat_template.as_deref().map(|template| {
+            tool_calls::detect_template(template)
+                .format
+                .name()
+                .to_string()
+        });
         if self.tool_mode() == ToolMode::Native {
-            return Some(ChatFormat::native());
+            // The server takes the calls apart; what it leaves as text is read in the
+            // model's format too, for the spellings the server's parser does not read.
+            return Some(ChatFormat::native().with_text_format(known));
         }
-        // In text mode the model is asked as the in-process backend asks it; the server's
-        // template, when it says which, tells what call language the model knows.
-        self.inner.info.chat_template.as_deref().map(|template| {
+        // In text mode the model is asked as the in-process backend asks it.
+        known.map(|format| {
             ChatFormat::default()
-                .with_call_format(
-                    tool_calls::detect_template(template)
-                        .format
-                        .name()
-                        .to_string(),
-                )
+                .with_call_format(format)
                 .with_renders_tools(false)
                 .with_starts_in_thinking(false)
         })

@@ -113,7 +113,7 @@ impl ParserOptions {
     }
 
     /// Whether other spellings of JSON calls are read (see [`ParserOptions::with_native`]).
-    pub(crate) fn recovers(&self) -> bool {
+    pub fn recovers(&self) -> bool {
         self.native.is_some_and(|f| f.spec().recovers)
     }
 

@@ -69,7 +69,10 @@ pub use run_command::{
     command_risk, RunCommand, COMMAND_DEFAULT_TIMEOUT_SECS, COMMAND_MAX_TIMEOUT_SECS,
     COMMAND_OUTPUT_CAP,
 };
-pub use search_files::{SearchFiles, SEARCH_DEFAULT_RESULTS, SEARCH_MAX_RESULTS};
+pub use search_files::{
+    SearchFiles, PATTERN_CACHE_MAX_BYTES, PATTERN_COMPILED_MAX_BYTES, PATTERN_MAX_BYTES,
+    SEARCHES_AT_ONCE, SEARCH_DEFAULT_RESULTS, SEARCH_MAX_RESULTS,
+};
 pub use text_file::EDIT_FILE_CAP;
 pub use workspace::Workspace;
 pub use write_file::WriteFile;

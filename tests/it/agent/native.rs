@@ -210,14 +210,51 @@ async fn broken_or_unwanted_native_calls_are_reported_and_never_run() {
 async fn with_server_side_calls_call_like_text_is_text() {
     let tool = Arc::new(MockTool::new("read_file"));
     let text = r#"Write <tool_call>{"name": "read_file", "arguments": {"path": "a"}}</tool_call> to call it."#;
+    // The reply names a tool and calls none: the model is asked once more, and says the
+    // same again.
     let n = native(
-        vec![ScriptedResponse::items([LlmChunk::text(text)])],
+        vec![
+            ScriptedResponse::items([LlmChunk::text(text)]),
+            ScriptedResponse::items([LlmChunk::text(text)]),
+        ],
         vec![tool.clone()],
     );
     let events = run(&n.agent, request("how do I call read_file?")).await;
     check_run(&events);
     assert_eq!(tool.executions(), 0);
     assert_eq!(complete(&events).final_response, text);
+}
+
+/// A server that takes calls apart but whose template names the model's format (Hermes):
+/// what it leaves as text is read in that format, so a call in a fence the server's
+/// parser did not take runs (marked recovered, judged like any other); quoted JSON in
+/// prose that changes something stays text.
+#[tokio::test]
+async fn with_server_side_calls_a_fenced_call_the_server_left_is_read() {
+    let tool = Arc::new(MockTool::new("read_file").with_risk(RiskLevel::Safe));
+    let fenced = "I will read it:\n```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}\n```\n";
+    let n = harness_over(
+        ScriptedLlm::new(vec![
+            ScriptedResponse::items([LlmChunk::text(fenced)]),
+            ScriptedResponse::items([LlmChunk::text("It says hello.")]),
+        ])
+        .with_chat_format(ChatFormat::native().with_text_format(Some("hermes".into()))),
+        vec![tool.clone()],
+        config(),
+        Arc::new(DefaultPermissionManager::in_memory()),
+    );
+    let events = run(&n.agent, request("what does a say?")).await;
+    check_run(&events);
+    assert_eq!(tool.executions(), 1);
+    let call = events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::ToolCallRequest(r) => Some(&r.request),
+            _ => None,
+        })
+        .expect("a call");
+    assert_eq!(call.recovered.as_deref(), Some("a ```json fence"));
+    assert_eq!(complete(&events).final_response, "It says hello.");
 }
 
 #[tokio::test]

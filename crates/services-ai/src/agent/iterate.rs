@@ -579,7 +579,24 @@ fn parser_options(
     // A server that finds the calls itself leaves none in the text, whatever else is
     // configured: call-like text is text.
     if let Some(native) = native.filter(|n| n.call_format == core_models::ChatFormat::NATIVE) {
-        // The server finds the calls: the text is text (and reasoning in its markers).
+        // The server finds the calls. When the model's format is known and its calls are
+        // JSON objects, what the server left is read in that format (a fenced or bare
+        // call its parser did not take is the model's call all the same); else the text
+        // is text (and reasoning in its markers).
+        let known = native
+            .text_format
+            .as_deref()
+            .and_then(tool_calls::format_by_name)
+            .map(|format| {
+                tool_calls::TemplateProfile {
+                    format,
+                    reasoning: None,
+                }
+                .parser_options(native.starts_in_thinking)
+            });
+        if let Some(options) = known.filter(ParserOptions::recovers) {
+            return options;
+        }
         let text = ParserOptions::only([ToolCallFormat::Reasoning]);
         return if native.starts_in_thinking {
             text.starting_in_thinking()
