@@ -109,6 +109,10 @@ fn described(named: &[&str]) -> String {
     )
 }
 
+/// The note after a reply that only repeated calls made already.
+const ANSWER_NOW: &str = "(You called that tool with the same arguments already; its result \
+is above. Answer my request now from the results, in plain text, without calling a tool.)";
+
 #[cfg(test)]
 mod tests {
     use super::named_tools;
@@ -129,6 +133,3 @@ mod tests {
     }
 }
 
-/// The note after a reply that only repeated calls made already.
-const ANSWER_NOW: &str = "(You called that tool with the same arguments already; its result \
-is above. Answer my request now from the results, in plain text, without calling a tool.)";
