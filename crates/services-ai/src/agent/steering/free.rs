@@ -132,4 +132,3 @@ mod tests {
         assert_eq!(named("Use `search` here."), ["search"]);
     }
 }
-
