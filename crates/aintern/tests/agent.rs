@@ -560,7 +560,10 @@ async fn ask_json_reads_the_file_then_answers_as_the_type() {
         dir.path(),
         vec![
             call("read_file", json!({"path": "notes.txt"})),
-            // Not the type: sent back once with what is wrong.
+            // Not the type, written freely (tools could still be called): asked again,
+            // held to the schema.
+            r#"{"day": "Friday", "attendees": -4}"#.to_string(),
+            // Still not the type: sent back once with what is wrong.
             r#"{"day": "Friday", "attendees": -4}"#.to_string(),
             r#"{"day": "Friday", "attendees": 4}"#.to_string(),
         ],
@@ -592,7 +595,12 @@ async fn ask_json_value_fails_in_words_for_a_bad_schema_and_a_wrong_answer() {
     let dir = tempfile::tempdir().unwrap();
     let agent = agent(
         dir.path(),
-        vec!["three".to_string(), "still three".to_string()],
+        // Asked again held to the schema after the first, sent back after the second.
+        vec![
+            "three".to_string(),
+            "still three".to_string(),
+            "three again".to_string(),
+        ],
         ApprovalPolicy::ApproveSafe,
     );
     let bad = agent
