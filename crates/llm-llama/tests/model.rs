@@ -75,6 +75,8 @@ async fn generate(llm: &LlamaLlm, req: LlmRequest) -> (Vec<String>, LlmUsage) {
         match item.unwrap() {
             LlmChunk::Text { text } => pieces.push(text),
             LlmChunk::Usage(u) => usage = Some(u),
+            // How far the prompt is read, before the reply.
+            LlmChunk::Progress(_) => {}
             other => panic!("the in-process backend hands over raw text, not {other:?}"),
         }
     }
@@ -310,8 +312,13 @@ async fn dropping_the_stream_stops_generation_promptly() {
     );
     let mut stream = llm.generate(long).await.unwrap();
     // The prompt's counts come before the reply: a reader that stops it early (a loop
-    // cut short) still knows what its prompt cost.
-    match stream.next().await {
+    // cut short) still knows what its prompt cost (how far the prompt was read may come
+    // before them).
+    let mut first = stream.next().await;
+    while matches!(first, Some(Ok(LlmChunk::Progress(_)))) {
+        first = stream.next().await;
+    }
+    match first {
         Some(Ok(LlmChunk::Usage(early))) => assert!(
             early.prompt_tokens > 5
                 && early.prompt_tokens_evaluated + early.cached_prompt_tokens

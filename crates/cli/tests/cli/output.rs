@@ -173,7 +173,9 @@ fn an_answer_that_never_matches_fails_the_command_in_words() {
     let schema =
         json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
     let file = schema_file(&schemas, 0, &schema);
-    let script = ws.script(&["three", "still three"]);
+    // The first answer, written while tools could still be called, is asked again held to
+    // the schema; the second is sent back once with what is wrong; the third ends it.
+    let script = ws.script(&["three", "still three", "three again"]);
     let out = held(&ws, "run", &script, &file, &[], "How many?");
     assert!(!out.status.success());
     assert!(

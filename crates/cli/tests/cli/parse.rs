@@ -143,7 +143,9 @@ fn formats_are_listed_and_chosen_by_name() {
             "{name}"
         );
     }
-    // A bare JSON reply is a call for Llama 3.x, text for a Hermes model.
+    // A bare JSON reply is a call for Llama 3.x (its own spelling), and for a Hermes
+    // model too, marked as recovered (Hermes models leave their tags out); quoted in a
+    // sentence it is text for both.
     let reply = "{\"name\": \"f\", \"parameters\": {\"a\": 1}}";
     let v = parse(&["--format", "llama3"], reply);
     assert_eq!(
@@ -151,8 +153,16 @@ fn formats_are_listed_and_chosen_by_name() {
         json!([{"tool": "f", "parameters": {"a": 1}}])
     );
     let v = parse(&["--format", "hermes"], reply);
-    assert_eq!(v["tool_calls"], json!([]));
-    assert_eq!(v["text"], reply);
+    assert_eq!(
+        v["tool_calls"],
+        json!([{"tool": "f", "parameters": {"a": 1}, "recovered": "bare JSON"}])
+    );
+    let quoted = format!("Write {reply} to call f, then wait.");
+    for format in ["llama3", "hermes"] {
+        let v = parse(&["--format", format], &quoted);
+        assert_eq!(v["tool_calls"], json!([]), "{format}");
+        assert_eq!(v["text"], quoted, "{format}");
+    }
     // Peers' names work too.
     let v = parse(
         &["--format", "GPT_OSS"],
