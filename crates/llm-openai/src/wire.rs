@@ -34,7 +34,8 @@ pub(crate) fn request_body(
     stream: bool,
     grammar: Option<&str>,
 ) -> Value {
-    let messages: Vec<Value> = one_system_message(&request.messages)
+    let messages: Vec<Value> = request
+        .messages
         .iter()
         .map(|m| message(m, mode, dialect))
         .collect();
@@ -123,34 +124,6 @@ fn response_format(request: &LlmRequest, mode: Mode) -> Option<Value> {
             "json_schema": {"name": "answer", "schema": schema},
         })
     })
-}
-
-/// The conversation with every system message after a leading one folded into it (its
-/// text after a blank line): servers render the chat with the model's template, and many
-/// templates take one system message, at the start — llama-server, given a second one,
-/// drops its tool-call handling for the request (a required call came back as prose).
-fn one_system_message(messages: &[ChatMessage]) -> std::borrow::Cow<'_, [ChatMessage]> {
-    let leading = messages
-        .first()
-        .is_some_and(|m| m.role == MessageRole::System);
-    let later = messages
-        .iter()
-        .skip(1)
-        .any(|m| m.role == MessageRole::System);
-    if !(leading && later) {
-        return std::borrow::Cow::Borrowed(messages);
-    }
-    let mut first = messages[0].clone();
-    let mut rest = Vec::with_capacity(messages.len());
-    for m in &messages[1..] {
-        if m.role == MessageRole::System {
-            first.content = format!("{}\n\n{}", first.content, m.content).into();
-        } else {
-            rest.push(m.clone());
-        }
-    }
-    rest.insert(0, first);
-    std::borrow::Cow::Owned(rest)
 }
 
 /// `tool_choice` as the protocol writes it.
@@ -409,31 +382,6 @@ mod tests {
             "Read a file.",
         )];
         request
-    }
-
-    #[test]
-    fn later_system_messages_are_folded_into_the_first() {
-        let request = LlmRequest::new(vec![
-            ChatMessage::system("You are an agent."),
-            ChatMessage::user("hi"),
-            ChatMessage::system("The workspace holds: a.txt."),
-            ChatMessage::user("read a.txt"),
-        ]);
-        let body = request_body("m", &request, Mode::Native, Dialect::default(), true, None);
-        let messages = body["messages"].as_array().unwrap();
-        let roles: Vec<&str> = messages
-            .iter()
-            .map(|m| m["role"].as_str().unwrap())
-            .collect();
-        assert_eq!(roles, ["system", "user", "user"]);
-        assert_eq!(
-            messages[0]["content"],
-            "You are an agent.\n\nThe workspace holds: a.txt."
-        );
-        // One system message, or none leading: sent as it is.
-        let plain = LlmRequest::new(vec![ChatMessage::user("hi"), ChatMessage::system("x")]);
-        let body = request_body("m", &plain, Mode::Native, Dialect::default(), true, None);
-        assert_eq!(body["messages"].as_array().unwrap().len(), 2);
     }
 
     #[test]
