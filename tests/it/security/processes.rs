@@ -78,7 +78,9 @@ async fn a_child_that_leaves_the_session_is_still_ended() {
     let ws = tempfile::tempdir().unwrap();
     let (r, _) = exec(
         ws.path(),
-        json!({"command": "setsid sh -c 'echo $$ > escaped.pid; sleep 300' > /dev/null 2>&1 & sleep 0.5"}),
+        // The command waits until the escaped child has written its pid: a fixed sleep is
+        // too short on a loaded machine, and then there is nothing to check.
+        json!({"command": "setsid sh -c 'echo $$ > escaped.pid.tmp && mv escaped.pid.tmp escaped.pid; sleep 300' > /dev/null 2>&1 & while [ ! -s escaped.pid ]; do sleep 0.05; done"}),
     )
     .await;
     assert!(r.success, "{r:?}");
