@@ -103,8 +103,9 @@ fn native_tool_calls_from_the_server_run_through_the_loop() {
     // The test's own prompt tells the tiny model the call to write (llama-server's
     // "required" lets a model open the call itself, and this one often writes prose
     // instead): what is checked is the loop's handling of a call the server delivers.
-    // No workspace listing: sent as a second system message, it makes llama-server drop
-    // its tool handling for the request (a known gap, in the README).
+    // No workspace listing: given one, this tiny model writes code instead of the call,
+    // and llama-server does not hold a forced call to the template's syntax (a known
+    // gap, in the README).
     let config = ws.home.path().join("native-call.toml");
     std::fs::write(
         &config,
