@@ -10,8 +10,10 @@
 
 pub mod keys;
 mod parse;
+mod reach;
 mod repository;
 
 pub use parse::{variables, Refused, Variable};
+pub use reach::{every_variable, repositories_under, Reach};
 pub(crate) use repository::{configuration_concern, confined_git_dir};
 pub use repository::{confined, discover, gitmodules, Discovered, GitDirs, Kind};

@@ -19,7 +19,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 use tools::{GitDiff, GitStatus, RunCommand};
 
-const SECRET: &str = "SECRET-NOTES-of-another-project-4417";
+pub(super) const SECRET: &str = "SECRET-NOTES-of-another-project-4417";
 const PATIENCE: Duration = Duration::from_secs(60);
 
 /// Plain git, with no configuration of the machine's.
@@ -38,26 +38,26 @@ fn plain_git(dir: &Path, args: &[&str]) -> std::process::Output {
 
 /// A repository and, beside it (outside the workspace), the secret, the marker and the
 /// repository's programs.
-struct Repo {
-    ws: tempfile::TempDir,
-    aside: tempfile::TempDir,
+pub(super) struct Repo {
+    pub(super) ws: tempfile::TempDir,
+    pub(super) aside: tempfile::TempDir,
 }
 
 impl Repo {
-    fn root(&self) -> &Path {
+    pub(super) fn root(&self) -> &Path {
         self.ws.path()
     }
-    fn marker(&self) -> PathBuf {
+    pub(super) fn marker(&self) -> PathBuf {
         self.aside.path().join("marker")
     }
-    fn secret(&self) -> PathBuf {
+    pub(super) fn secret(&self) -> PathBuf {
         self.aside.path().join("notes.txt")
     }
     /// The repository's program: notes it ran, prints the secret on both outputs.
-    fn evil(&self) -> String {
+    pub(super) fn evil(&self) -> String {
         self.aside.path().join("evil.sh").display().to_string()
     }
-    fn ran(&self) -> bool {
+    pub(super) fn ran(&self) -> bool {
         self.marker().exists()
     }
 }
@@ -65,7 +65,7 @@ impl Repo {
 /// A repository with `f.txt` committed then changed, whose configuration gets
 /// `config` (`{evil}`, `{secret}` and `{aside}` replaced) and whose `.gitattributes` is
 /// `attributes`; its last commit signed when `signed`.
-fn repository(config: &str, attributes: &str, signed: bool) -> Repo {
+pub(super) fn repository(config: &str, attributes: &str, signed: bool) -> Repo {
     let repo = Repo {
         ws: tempfile::tempdir().unwrap(),
         aside: tempfile::tempdir().unwrap(),
@@ -120,7 +120,7 @@ fn repository(config: &str, attributes: &str, signed: bool) -> Repo {
     repo
 }
 
-async fn execute(tool: &dyn Tool, root: &Path, params: Value) -> ToolResult {
+pub(super) async fn execute(tool: &dyn Tool, root: &Path, params: Value) -> ToolResult {
     let mut ctx = ToolExecutionContext::new(params.clone());
     ctx.workspace_path = Some(root.to_path_buf());
     tokio::time::timeout(PATIENCE, tool.execute(ctx))
@@ -128,7 +128,7 @@ async fn execute(tool: &dyn Tool, root: &Path, params: Value) -> ToolResult {
         .unwrap_or_else(|_| panic!("{} hung on {params}", tool.definition().id))
 }
 
-fn everything(r: &ToolResult) -> String {
+pub(super) fn everything(r: &ToolResult) -> String {
     format!(
         "{} {} {}",
         r.content,

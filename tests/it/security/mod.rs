@@ -8,6 +8,7 @@ mod agent;
 mod files;
 mod git;
 mod git_commands;
+mod git_reach;
 mod kernel_sandbox;
 mod permissions;
 mod processes;

@@ -264,6 +264,19 @@ const RULES: &[Rule] = &[
     rule("http", Any, "proxysslcert", File, false, Some("")),
     rule("http", Any, "proxysslkey", File, false, Some("")),
     rule("hook", Yes, "command", Program, false, None),
+    // `git archive --format=<format>` pipes the archive through it.
+    rule("tar", Yes, "command", Program, false, Some(REFUSED_PROGRAM)),
+    // `git add -p` shows each diff through it (`cat` shows it as it is).
+    rule("interactive", No, "difffilter", Program, false, Some("cat")),
+    // `git imap-send` talks to the server through it.
+    rule("imap", No, "tunnel", Program, false, Some("")),
+    // `git interpret-trailers` and `git commit --trailer` run them for a trailer's value.
+    rule("trailer", Yes, "command", Program, false, Some("true")),
+    rule("trailer", Yes, "cmd", Program, false, Some("true")),
+    // `git gui` and `git citool` menus.
+    rule("guitool", Yes, "cmd", Program, false, Some(REFUSED_PROGRAM)),
+    // `git init` and `git clone` copy hooks from it.
+    rule("init", No, "templatedir", File, false, Some("")),
 ];
 
 fn matching(variable: &Variable) -> Option<&'static Rule> {

@@ -5,12 +5,16 @@
 //!
 //! Before a command starts, the configuration git would read is listed for each
 //! repository it may use (`git config --show-scope --list`, which runs nothing), and the
-//! command gets, in the command scope (`GIT_CONFIG_COUNT`, which wins over every
-//! configuration file and which git passes on to the git it starts itself, in
-//! submodules too):
+//! files of every repository inside the workspace are read too — nested ones that are
+//! not submodules (`git -C inner`, `cd inner`, a script), and every file their
+//! configurations include whatever the include's condition (an `onbranch:` or
+//! `hasconfig:` condition the command itself may make true). The command gets, in the
+//! command scope (`GIT_CONFIG_COUNT`, which wins over every configuration file, applies
+//! in every repository the command's git opens, and which git passes on to the git it
+//! starts itself, in submodules too):
 //!
-//! * for every variable the repository sets (its `config`, `config.worktree` and what
-//!   they include) that names a program or a file ([`super::keys`]): the user's own value
+//! * for every variable any of those repositories sets (its `config`, `config.worktree`
+//!   and what they include) that names a program or a file ([`super::keys`]): the user's own value
 //!   from their system or global configuration when they set one (a global `git lfs`
 //!   filter keeps working), else a neutral value (no filter, `cat` for a textconv, a
 //!   program that says it was not run for an external diff or a merge driver, …);
@@ -25,7 +29,13 @@
 //! What cannot be taken away this way: `blame.ignoreRevsFile` (a sorted list an empty
 //! value cannot clear) and `extensions.partialClone`; the judge never rates a git
 //! command safe in a repository that sets them (nor any other variable a read-only
-//! command acts on), so they only take effect in a command a person approved.
+//! command acts on), so they only take effect in a command a person approved. Nor what
+//! is out of sight before the command starts: a repository the command itself creates,
+//! clones or configures (what it sets there, the person approved), one outside the
+//! workspace that the judge did not name, one past the walk's bounds (see
+//! `shell_risk::git_config::reach`: the log says when a workspace was too large), an
+//! include naming a file that does not exist yet, and a program-valued variable missing
+//! from the table.
 
 use crate::program::{run, Limits, Overflow};
 use sandbox::Sandbox;
@@ -74,11 +84,12 @@ impl Hardening {
     /// listed gets the fixed overrides only (the failure is logged).
     pub(crate) async fn prepare(
         dir: &Path,
+        workspace: &Path,
         git_dirs: &[PathBuf],
         read_only: bool,
         sandbox: &Sandbox,
     ) -> Hardening {
-        let mut listed = Vec::new();
+        let mut listed = everywhere(dir, workspace, git_dirs).await;
         let mut tops: BTreeSet<PathBuf> = BTreeSet::new();
         let mut places: Vec<Option<&Path>> = git_dirs.iter().map(|d| Some(d.as_path())).collect();
         if !read_only {
@@ -137,6 +148,48 @@ impl Hardening {
                 .env("GIT_OPTIONAL_LOCKS", "0");
         }
     }
+}
+
+/// What every repository the command could open sets, read from its files: each one
+/// inside `workspace` (a command may open a nested one: `git -C inner`, `cd inner`), the
+/// ones `git_dirs` names and the one found from `dir`, with every file their
+/// configurations include under any condition (the command may switch one on before
+/// its git reads it: a checkout, a remote added). See `shell_risk::git_config::reach`.
+async fn everywhere(dir: &Path, workspace: &Path, git_dirs: &[PathBuf]) -> Vec<Listed> {
+    let (dir, workspace, named) = (
+        dir.to_path_buf(),
+        workspace.to_path_buf(),
+        git_dirs.to_vec(),
+    );
+    let read = tokio::task::spawn_blocking(move || {
+        let reach = shell_risk::git_config::repositories_under(&workspace);
+        if !reach.complete {
+            tracing::warn!(
+                workspace = %workspace.display(),
+                "the workspace is too large to look for every repository in it: git commands get the overrides of those found"
+            );
+        }
+        let mut places: BTreeSet<PathBuf> = reach.git_dirs.into_iter().collect();
+        places.extend(named);
+        if let Some(found) = shell_risk::git_config::discover(&dir) {
+            if found.kind != shell_risk::git_config::Kind::FileOrLink {
+                places.insert(found.entry());
+            }
+        }
+        places
+            .iter()
+            .flat_map(|git_dir| shell_risk::git_config::every_variable(git_dir))
+            .map(|variable| Listed {
+                scope: Scope::Repository,
+                key: variable.key(),
+                variable,
+            })
+            .collect::<Vec<_>>()
+    });
+    read.await.unwrap_or_else(|e| {
+        tracing::error!(%e, "looking for the workspace's repositories failed");
+        Vec::new()
+    })
 }
 
 /// The configuration git reads for the repository `git_dir` (or, with `None`, the one

@@ -262,9 +262,15 @@ impl Tool for RunCommand {
         // a program or a file for it (see `git_config::Hardening`).
         let reader = crate::program::git_sandbox(&self.launcher, workspace.root());
         let read_only = variant == Variant::ReadOnly;
-        Hardening::prepare(&dir, &judged.repositories, read_only, &reader)
-            .await
-            .apply(&mut shell);
+        Hardening::prepare(
+            &dir,
+            workspace.root(),
+            &judged.repositories,
+            read_only,
+            &reader,
+        )
+        .await
+        .apply(&mut shell);
         match process::run(
             shell,
             &sandbox,
