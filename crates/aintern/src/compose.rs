@@ -21,10 +21,29 @@ pub fn sandbox_settings(config: &AgentConfig) -> sandbox::SandboxSettings {
         writable: s.writable_paths.iter().map(Into::into).collect(),
         deny_read: s.deny_read.iter().map(Into::into).collect(),
         pass_env: s.pass_env.clone(),
-        secret_env: config.backend.api_key_env.iter().cloned().collect(),
+        secret_env: secret_variables(config),
         fallback: s.fallback,
         home: None,
     }
+}
+
+/// Every environment variable the configuration names as a secret: the model server's
+/// API key (`backend.api_key_env`) and each MCP server's bearer token
+/// (`mcp_servers.NAME.bearer_token_env`, enabled or not). They are for aintern's own
+/// requests: no command, formatter or MCP server process gets them, whatever their
+/// names or `sandbox.pass_env` say.
+#[cfg(feature = "tools")]
+fn secret_variables(config: &AgentConfig) -> Vec<String> {
+    let mut names: Vec<String> = config.backend.api_key_env.iter().cloned().collect();
+    names.extend(
+        config
+            .mcp_servers
+            .values()
+            .filter_map(|server| server.bearer_token_env.clone()),
+    );
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// The tools a project's context adds: `load_skill` when it has skills.

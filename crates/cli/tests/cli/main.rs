@@ -20,6 +20,7 @@ mod parse;
 mod permissions;
 mod project;
 mod run;
+mod secrets;
 mod security;
 mod server;
 mod sessions;
