@@ -16,6 +16,7 @@ mod convert;
 mod files;
 mod modes;
 mod turn;
+mod wire;
 
 use crate::session::{Session, SessionArgs};
 use agent_client_protocol::schema::ProtocolVersion;
@@ -29,7 +30,7 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{
     on_receive_notification, on_receive_request, Agent as AgentRole, Client, Error as AcpError,
-    ErrorCode, Stdio,
+    ErrorCode,
 };
 use core_models::{AgentService as _, McpServerConfig};
 use modes::Mode;
@@ -378,7 +379,7 @@ pub(crate) async fn run(args: AcpArgs) -> Result<(), String> {
             },
             on_receive_notification!(),
         )
-        .connect_to(Stdio::new())
+        .connect_to(wire::stdio())
         .await
         .map_err(|e| format!("the ACP connection failed: {e}"))
 }

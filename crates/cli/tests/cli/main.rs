@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod acp;
+mod acp_bounds;
 mod catalog;
 mod chat;
 mod configuration;
