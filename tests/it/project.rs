@@ -92,6 +92,36 @@ fn without_a_repository_only_the_workspace_speaks() {
 }
 
 #[test]
+fn an_enclosing_repository_of_another_user_does_not_speak() {
+    let dir = tempfile::tempdir().unwrap();
+    let above = dir.path().canonicalize().unwrap();
+    let workspace = above.join("ws");
+    std::fs::create_dir_all(above.join(".git")).unwrap();
+    write(&above.join("AGENTS.md"), "THEIRS");
+    write(&workspace.join("AGENTS.md"), "OWN");
+    // Only root can give a folder to another user: elsewhere there is nothing to set up.
+    let ours = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(&above).unwrap());
+    if std::os::unix::fs::chown(&above, Some(65534), None).is_err() {
+        eprintln!("skipped: cannot give a folder to another user here");
+        return;
+    }
+    let found = Instructions::discover(&workspace, None);
+    assert_eq!(found.sources, vec![workspace.join("AGENTS.md")]);
+    assert!(
+        found.notes.iter().any(|n| n.contains("another user")),
+        "{:?}",
+        found.notes
+    );
+    // Once it is the user's own, it speaks.
+    std::os::unix::fs::chown(&above, Some(ours), None).unwrap();
+    let found = Instructions::discover(&workspace, None);
+    assert_eq!(
+        found.sources,
+        vec![above.join("AGENTS.md"), workspace.join("AGENTS.md")]
+    );
+}
+
+#[test]
 fn the_cap_cuts_once_and_says_so() {
     let t = tree();
     write(

@@ -37,7 +37,19 @@ impl Instructions {
         if let Some(dir) = user_dir {
             found.add(dir, Path::new(INSTRUCTIONS_FILE));
         }
-        let root = repository_root(workspace).unwrap_or(workspace);
+        let root = match repository_root(workspace) {
+            // Git itself refuses a repository that belongs to another user (its
+            // `safe.directory` check): its instructions are not the user's project's.
+            Some(root) if root != workspace && !owned_by_us(root) => {
+                found.notes.push(format!(
+                    "AGENTS.md files of {} left out: that repository belongs to another user",
+                    root.display()
+                ));
+                workspace
+            }
+            Some(root) => root,
+            None => workspace,
+        };
         let mut folder = PathBuf::new();
         found.add(root, &folder.join(INSTRUCTIONS_FILE));
         if let Ok(below) = workspace.strip_prefix(root) {
@@ -100,6 +112,13 @@ impl Instructions {
         }
         Some(out)
     }
+}
+
+/// Whether `dir` belongs to the user aintern runs as (one that cannot be looked at does
+/// not).
+fn owned_by_us(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(dir).is_ok_and(|m| m.uid() == nix::unistd::geteuid().as_raw())
 }
 
 /// The root of the git repository enclosing `workspace` (the nearest folder, the
