@@ -24,6 +24,11 @@ pub fn sandbox_settings(config: &AgentConfig) -> sandbox::SandboxSettings {
         secret_env: secret_variables(config),
         fallback: s.fallback,
         home: None,
+        limits: sandbox::ProcessLimits {
+            processes: (s.max_processes > 0).then_some(s.max_processes),
+            file_bytes: (s.max_file_size_mb > 0)
+                .then(|| s.max_file_size_mb.saturating_mul(1024 * 1024)),
+        },
     }
 }
 

@@ -2,6 +2,7 @@
 //! [`Launcher`].
 
 use crate::error::Error;
+use crate::policy::ProcessLimits;
 use crate::policy::SandboxPolicy;
 use crate::prepare::Sandbox;
 use crate::support::Support;
@@ -31,6 +32,8 @@ pub struct SandboxSettings {
     pub fallback: SandboxFallback,
     /// The home folder whose secrets are protected; `None`: `HOME`.
     pub home: Option<PathBuf>,
+    /// The resource limits of every sandboxed command.
+    pub limits: ProcessLimits,
 }
 
 /// What one command asks for.
@@ -126,6 +129,7 @@ impl Launcher {
             .with_deny_read(&self.settings.deny_read)
             .with_pass_env(self.settings.pass_env.iter().cloned())
             .with_secret_env(self.settings.secret_env.iter().cloned())
+            .with_limits(self.settings.limits)
     }
 
     /// The paths no tool may read or write over `workspace`, whatever the mode: the secret

@@ -73,7 +73,10 @@ pub use env::{is_secret_value, is_secret_variable};
 pub use error::Error;
 pub use job::{end_all, live_groups, Job};
 pub use launcher::{Admission, Launcher, SandboxSettings, Variant};
-pub use policy::{default_secret_paths, SandboxPolicy};
+pub use policy::{
+    default_secret_paths, ProcessLimits, SandboxPolicy, DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_PROCESSES,
+};
 pub use prepare::Sandbox;
 pub use protect::hide_this_process;
 pub use support::Support;

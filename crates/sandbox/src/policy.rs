@@ -137,10 +137,49 @@ pub(crate) fn resolved(paths: Vec<PathBuf>) -> Vec<PathBuf> {
     out
 }
 
+/// The default of [`ProcessLimits::processes`].
+pub const DEFAULT_MAX_PROCESSES: u64 = 4096;
+/// The default of [`ProcessLimits::file_bytes`]: 2 GiB.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 2 * 1024 * 1024 * 1024;
+
+/// Bounds the kernel holds a sandboxed command and everything it starts to: resource
+/// limits, which need no privilege and which the command cannot raise again. They apply
+/// where the sandbox is enforced (not to full access).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessLimits {
+    /// Most processes the user may have for the command to start another one
+    /// (`RLIMIT_NPROC`: the kernel counts every process of the user, the command's and
+    /// the others); `None`: no bound.
+    pub processes: Option<u64>,
+    /// The largest file the command may write, in bytes (`RLIMIT_FSIZE`: a write past it
+    /// fails and the writer gets `SIGXFSZ`); `None`: no bound.
+    pub file_bytes: Option<u64>,
+}
+
+impl Default for ProcessLimits {
+    fn default() -> Self {
+        ProcessLimits {
+            processes: Some(DEFAULT_MAX_PROCESSES),
+            file_bytes: Some(DEFAULT_MAX_FILE_BYTES),
+        }
+    }
+}
+
+impl ProcessLimits {
+    /// No bound at all.
+    pub fn none() -> Self {
+        ProcessLimits {
+            processes: None,
+            file_bytes: None,
+        }
+    }
+}
+
 /// What a command may do: the mode, the workspace, the network, and the extra folders it
 /// may write (caches) or must not read (secrets).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxPolicy {
+    limits: ProcessLimits,
     mode: SandboxMode,
     workspace: PathBuf,
     network: bool,
@@ -156,6 +195,7 @@ impl SandboxPolicy {
     /// `HOME`.
     pub fn new(mode: SandboxMode, workspace: impl Into<PathBuf>) -> Self {
         SandboxPolicy {
+            limits: ProcessLimits::default(),
             mode,
             workspace: workspace.into(),
             network: false,
@@ -195,6 +235,17 @@ impl SandboxPolicy {
     {
         self.deny_read = paths.into_iter().map(|p| self.expand(p.as_ref())).collect();
         self
+    }
+
+    /// The resource limits of the command and what it starts.
+    pub fn with_limits(mut self, limits: ProcessLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The resource limits of the command and what it starts.
+    pub fn limits(&self) -> ProcessLimits {
+        self.limits
     }
 
     /// Environment variables passed even though they look like secrets.

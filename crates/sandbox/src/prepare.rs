@@ -135,6 +135,7 @@ impl Sandbox {
         };
         Ok(ChildSetup {
             parent: rustix::process::getpid(),
+            limits: policy.limits(),
             ruleset: Some(ruleset),
             filters,
         })
@@ -162,6 +163,7 @@ impl Sandbox {
                 temp: None,
                 setup: Arc::new(ChildSetup {
                     parent: rustix::process::getpid(),
+                    limits: crate::policy::ProcessLimits::none(),
                     #[cfg(target_os = "linux")]
                     ruleset: None,
                     #[cfg(target_os = "linux")]

@@ -6,7 +6,8 @@
 //! allocation (another thread may have held the allocator's lock at the fork), no locks,
 //! no I/O through buffers. Everything it uses is prepared in the parent: the Landlock
 //! ruleset (a file descriptor), the seccomp program (an array the kernel copies), the
-//! parent's pid. It makes raw system calls only: `setsid`, `prctl` (parent-death signal,
+//! parent's pid. It makes raw system calls only: `setsid`, `prlimit64` (the resource
+//! limits), `prctl` (parent-death signal,
 //! capability sets, no-new-privileges), `getppid`, `fcntl` (duplicating the ruleset
 //! descriptor), `landlock_restrict_self`, `seccomp`, `close`.
 //! Errors are returned as raw OS errors (no allocation); std then reports them as the
@@ -21,6 +22,8 @@ use std::process::Command;
 pub(crate) struct ChildSetup {
     /// The process that spawns the command: the child dies with it.
     pub(crate) parent: rustix::process::Pid,
+    /// The resource limits to set.
+    pub(crate) limits: crate::policy::ProcessLimits,
     /// The Landlock ruleset to enter.
     #[cfg(target_os = "linux")]
     pub(crate) ruleset: Option<landlock::RulesetCreated>,
@@ -39,6 +42,8 @@ impl ChildSetup {
     /// `setsid`).
     fn enter(&self) -> io::Result<()> {
         rustix::process::setsid().map_err(os_error)?;
+        lower_limit(rustix::process::Resource::Nproc, self.limits.processes)?;
+        lower_limit(rustix::process::Resource::Fsize, self.limits.file_bytes)?;
         #[cfg(target_os = "linux")]
         {
             rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
@@ -66,6 +71,24 @@ impl ChildSetup {
         }
         Ok(())
     }
+}
+
+/// Lower `resource`'s soft and hard limits to `value` (never raise them: a lower hard
+/// limit this process already has is kept).
+fn lower_limit(resource: rustix::process::Resource, value: Option<u64>) -> io::Result<()> {
+    let Some(value) = value else {
+        return Ok(());
+    };
+    let now = rustix::process::getrlimit(resource);
+    let value = now.maximum.map_or(value, |hard| hard.min(value));
+    rustix::process::setrlimit(
+        resource,
+        rustix::process::Rlimit {
+            current: Some(value),
+            maximum: Some(value),
+        },
+    )
+    .map_err(os_error)
 }
 
 /// Empty the capability bounding set and the ambient set, so that the program `exec`

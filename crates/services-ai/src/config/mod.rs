@@ -265,6 +265,11 @@ pub struct SandboxConfig {
     /// What to do when the kernel cannot sandbox: `ask` (default: every command is put to
     /// a person), `deny` (commands are refused) or `unsandboxed` (they run as rated).
     pub fallback: SandboxFallback,
+    /// Most processes the user may have for a sandboxed command to start another (the
+    /// kernel counts all of the user's processes); 0: no bound. Default 4096.
+    pub max_processes: u64,
+    /// The largest file a sandboxed command may write, in MiB; 0: no bound. Default 2048.
+    pub max_file_size_mb: u64,
 }
 
 impl Default for SandboxConfig {
@@ -276,6 +281,8 @@ impl Default for SandboxConfig {
             deny_read: Vec::new(),
             pass_env: Vec::new(),
             fallback: SandboxFallback::Ask,
+            max_processes: 4096,
+            max_file_size_mb: 2048,
         }
     }
 }
