@@ -141,15 +141,17 @@ impl LlamaConfig {
     }
 }
 
-/// Check that an answer can be held to `schema` in-process: llama.cpp's converter must
-/// write a grammar for it (the grammar that holds an answer to an
-/// [`core_models::ReplyConstraint::JsonSchema`]). For a front-end that wants to refuse an
-/// unusable output schema before any model loads. A build without llama.cpp has nothing
-/// to check.
+/// Check that an answer can be held to `schema` in-process: no count in it may be above
+/// what a grammar holds ([`tool_grammar::check_counts`], the check the answer grammar
+/// applies), and llama.cpp's converter must write a grammar for it (the grammar that holds
+/// an answer to an [`core_models::ReplyConstraint::JsonSchema`]). For a front-end that
+/// wants to refuse an unusable output schema before any model loads. A build without
+/// llama.cpp checks the counts alone.
 ///
 /// # Errors
-/// [`Error::Grammar`] with the converter's reason.
+/// [`Error::Grammar`] with the count that is too large, or the converter's reason.
 pub fn check_answer_schema(schema: &serde_json::Value) -> Result<(), Error> {
+    tool_grammar::check_counts(schema).map_err(|e| Error::Grammar(e.to_string()))?;
     #[cfg(feature = "llama-cpp")]
     {
         use tool_grammar::SchemaConverter as _;

@@ -22,13 +22,16 @@ pub(crate) const MAX_ITEMS: u64 = 16;
 /// The grammar of a reply to `request` whose answer matches `schema`.
 ///
 /// # Errors
-/// [`Error::Schema`] when `schema` (or an offered tool's) cannot be converted.
+/// [`Error::Schema`] when `schema` sets a count above [`super::MAX_COUNT`], or when it
+/// (or an offered tool's) cannot be converted.
 pub(super) fn answer_grammar(
     request: &LlmRequest,
     target: &GrammarTarget,
     schemas: &dyn SchemaConverter,
     schema: &Value,
 ) -> Result<ToolGrammar, Error> {
+    super::check_counts(schema)
+        .map_err(|e| Error::Schema(format!("the output schema cannot be held: {e}")))?;
     let mut g = Gbnf::new(schemas);
     let json = g.import_schema_of(&bounded(schema), "the output schema")?;
     let answer = format!("{}{SPACE} {json} {SPACE}", answer_opening(target.format));
@@ -70,6 +73,7 @@ fn bound(schema: &mut Value, depth: usize) {
                 .is_some_and(|ts| ts.iter().any(|t| t == "array"))
     }) || object.contains_key("items")
         || object.contains_key("prefixItems");
+    super::counts::lower_maximums(object);
     if is_array && !object.contains_key("maxItems") {
         let min = object.get("minItems").and_then(Value::as_u64).unwrap_or(0);
         object.insert("maxItems".into(), MAX_ITEMS.max(min).into());
@@ -266,6 +270,21 @@ mod tests {
         request.constraint = Some(ReplyConstraint::JsonSchema(json!({"type": "no such type"})));
         match tool_grammar(&request, &target(F::Hermes), &SubsetConverter) {
             Err(Error::Schema(message)) => assert!(message.contains("output schema"), "{message}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_absurd_count_is_refused_before_any_grammar_is_written() {
+        let mut request = request(ToolChoice::None, false);
+        request.constraint = Some(ReplyConstraint::JsonSchema(
+            json!({"type": "array", "items": {"type": "integer"}, "minItems": 1_000_000_000_u64}),
+        ));
+        match tool_grammar(&request, &target(F::Hermes), &SubsetConverter) {
+            Err(Error::Schema(message)) => assert!(
+                message.contains("output schema") && message.contains("minItems is 1000000000"),
+                "{message}"
+            ),
             other => panic!("{other:?}"),
         }
     }

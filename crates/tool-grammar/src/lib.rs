@@ -15,10 +15,12 @@
 //! `syntax` knows each format's call syntax; `gbnf` writes the grammar text.
 
 mod answer;
+mod counts;
 mod gbnf;
 mod schema;
 mod syntax;
 
+pub use counts::{check_counts, MAX_COUNT};
 pub use schema::SubsetConverter;
 
 use core_models::{LlmRequest, ReplyConstraint, ToolChoice};

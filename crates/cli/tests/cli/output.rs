@@ -2,8 +2,9 @@
 //! in-process (held by llama.cpp's grammar) and through llama-server (sent as
 //! `response_format`), eight requests over a workspace file with eight kinds of schema
 //! all end with an `output` valid against their schema, and the question that names the
-//! file still reads it first. A schema that cannot be used is refused before any model
-//! loads; `run` prints the answer's JSON alone on stdout.
+//! file still reads it first. A schema that cannot be used — one with a count too large
+//! for a grammar among them — is refused before any model loads; `run` prints the
+//! answer's JSON alone on stdout.
 //!
 //! The suite is `examples/output-schema/suite.jsonl` (see the README there): its wording
 //! is no template for anything in the agent.
@@ -231,4 +232,79 @@ fn a_schema_that_cannot_be_used_is_refused_before_any_model_loads() {
             );
         }
     }
+}
+
+#[test]
+fn an_absurd_count_is_refused_before_any_model_loads() {
+    let (ws, schemas) = setup();
+    let big = 1_000_000_000_u64;
+    let cases = [
+        (
+            json!({"type": "array", "items": {"type": "integer"}, "minItems": big}),
+            "minItems is 1000000000 at the top",
+        ),
+        (
+            json!({"type": "object", "properties": {"tags": {"type": "array", "minItems": big}}}),
+            "minItems is 1000000000 at /properties/tags",
+        ),
+        (
+            json!({"type": "object", "properties": {"name": {"type": "string", "minLength": big}}}),
+            "minLength is 1000000000 at /properties/name",
+        ),
+        (
+            json!({"$defs": {"s": {"type": "string", "minLength": big}}, "$ref": "#/$defs/s"}),
+            "minLength is 1000000000 at /$defs/s",
+        ),
+        (
+            json!({"type": "object", "minProperties": big}),
+            "minProperties is 1000000000",
+        ),
+        (
+            // (A larger count is no regular expression the validator builds.)
+            json!({"type": "string", "pattern": "^a{3000}$"}),
+            "the pattern's repetition {3000} is 3000",
+        ),
+    ];
+    for (i, (schema, said)) in cases.iter().enumerate() {
+        let file = schema_file(&schemas, i, schema);
+        for command in ["run", "exec"] {
+            // A model that does not exist: loading it would say so.
+            let out = held(
+                &ws,
+                command,
+                "llama:/nonexistent/model.gguf",
+                &file,
+                &[],
+                "How many?",
+            );
+            assert!(!out.status.success(), "{command} {schema}");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains("the output schema cannot be used")
+                    && stderr.contains(said)
+                    && stderr.contains("a grammar holds counts of at most"),
+                "{command} {schema}: {stderr}"
+            );
+            assert!(
+                !stderr.contains("nonexistent") && !stderr.contains("does not exist"),
+                "refused before the model: {stderr}"
+            );
+        }
+    }
+    // A large maximum is lowered, not refused: the command gets as far as the model.
+    let lowered = json!({"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}, "maxItems": big}, "name": {"type": "string", "maxLength": big}}});
+    let file = schema_file(&schemas, cases.len(), &lowered);
+    let out = held(
+        &ws,
+        "exec",
+        "llama:/nonexistent/model.gguf",
+        &file,
+        &[],
+        "How many?",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("does not exist") && !stderr.contains("output schema"),
+        "a large maximum was refused: {stderr}"
+    );
 }
