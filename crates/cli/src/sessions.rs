@@ -5,8 +5,11 @@
 //! results included), per request's usage, and per decision remembered "for this
 //! session". Each record is one line written whole with one write, so a process killed at
 //! any moment leaves a file that reads up to its last complete record (a cut last line is
-//! skipped). Files and folder are private to the user (0600 / 0700), and the folder is
-//! one of the sandbox's secret locations: commands cannot read past conversations.
+//! skipped). Files and folder are private to the user (0600 / 0700; a folder others may
+//! enter is made private, one of another user's is refused), only regular files are read
+//! or written (never through a symbolic link, never waiting on a FIFO: `files.rs`), and
+//! the folder is one of the sandbox's secret locations: commands cannot read past
+//! conversations.
 
 use chrono::{DateTime, Utc};
 use core_models::{ApprovalDecision, ChatMessage, ToolCallRequest};
@@ -16,6 +19,7 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use uuid::Uuid;
 
+mod files;
 mod read;
 mod replay;
 
@@ -146,6 +150,22 @@ pub(crate) enum StoreError {
     /// The file holds no session header.
     #[error("{} is not a session file", .0.display())]
     NotASession(PathBuf),
+    /// The session file is not a regular file (a symbolic link, a FIFO, …).
+    #[error("session file {} is {kind}, not a regular file: it is not read or written", path.display())]
+    NotAFile {
+        /// The file.
+        path: PathBuf,
+        /// What it is, in words (`a symbolic link`).
+        kind: &'static str,
+    },
+    /// The sessions folder cannot be trusted.
+    #[error("sessions folder {}: {why}; it is not used", path.display())]
+    Refused {
+        /// The folder.
+        path: PathBuf,
+        /// What is wrong, in words.
+        why: String,
+    },
     /// The file's header does not describe it.
     #[error("session file {}: {why}; it is not read", path.display())]
     Invalid {
@@ -170,11 +190,17 @@ pub(crate) struct Store {
 }
 
 impl Store {
-    /// The user's sessions folder.
+    /// The user's sessions folder, checked (`files::secure_dir`): one that exists must be
+    /// the user's, and is made private if others may enter it.
     pub(crate) fn user() -> Result<Self, StoreError> {
-        sessions_dir()
-            .map(|dir| Store { dir })
-            .ok_or(StoreError::NoHome)
+        let dir = sessions_dir().ok_or(StoreError::NoHome)?;
+        files::secure_dir(&dir)?;
+        Ok(Store { dir })
+    }
+
+    /// The folder.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
     }
 
     fn path(&self, id: Uuid) -> PathBuf {
@@ -188,13 +214,16 @@ impl Store {
             .mode(0o700)
             .create(&self.dir)
             .map_err(io(&self.dir))?;
+        // There already, it could have been opened to others since it was checked.
+        files::secure_dir(&self.dir)?;
         let path = self.path(header.id);
-        let file = std::fs::OpenOptions::new()
-            .create_new(true)
-            .append(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(io(&path))?;
+        let file = files::open(
+            &path,
+            std::fs::OpenOptions::new()
+                .create_new(true)
+                .append(true)
+                .mode(0o600),
+        )?;
         let mut writer = Writer { file, path };
         writer.append(&Record::Session(header.clone()))?;
         Ok(writer)
@@ -203,14 +232,12 @@ impl Store {
     /// Append to the session file of `id`.
     pub(crate) fn open(&self, id: Uuid) -> Result<Writer, StoreError> {
         let path = self.path(id);
-        let file = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .map_err(io(&path))?;
+        let file = files::open(&path, std::fs::OpenOptions::new().append(true))?;
         Ok(Writer { file, path })
     }
 
-    /// Every session, newest first (files that are not sessions are left out).
+    /// Every session, newest first (files that are not sessions are left out, and so is
+    /// anything that is not a regular file, unopened).
     pub(crate) fn list(&self) -> Result<Vec<Saved>, StoreError> {
         let entries = match std::fs::read_dir(&self.dir) {
             Ok(entries) => entries,
@@ -219,6 +246,8 @@ impl Store {
         };
         let mut sessions: Vec<Saved> = entries
             .filter_map(Result::ok)
+            // The entry's own type: a link is not followed.
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
             .map(|e| e.path())
             .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
             .filter_map(|p| {
@@ -236,7 +265,8 @@ impl Store {
         let id = id.trim();
         if let Ok(exact) = Uuid::parse_str(id) {
             let path = self.path(exact);
-            if path.is_file() {
+            // Anything there is read or refused in words (`read` opens regular files only).
+            if std::fs::symlink_metadata(&path).is_ok() {
                 return read(&path);
             }
             return Err(StoreError::NotFound(id.to_string()));

@@ -80,11 +80,14 @@ pub(crate) fn run(action: SessionsAction) -> Result<(), String> {
             for id in ids {
                 let found = match store.find(&id) {
                     Ok(saved) => saved.header.id,
-                    // A file that does not read as a session (edited, or not one) can
-                    // still be removed by its whole id.
-                    Err(e @ (StoreError::Invalid { .. } | StoreError::NotASession(_))) => {
-                        uuid::Uuid::parse_str(id.trim()).map_err(|_| e.to_string())?
-                    }
+                    // A file that does not read as a session (edited, not one, or not a
+                    // regular file: a link goes, never what it leads to) can still be
+                    // removed by its whole id.
+                    Err(
+                        e @ (StoreError::Invalid { .. }
+                        | StoreError::NotASession(_)
+                        | StoreError::NotAFile { .. }),
+                    ) => uuid::Uuid::parse_str(id.trim()).map_err(|_| e.to_string())?,
                     Err(e) => return Err(e.to_string()),
                 };
                 forgotten += store.remove(found).map_err(|e| e.to_string())?;

@@ -68,10 +68,12 @@ impl Session {
         if let Some(note) = sandbox_note(&launcher) {
             terminal.note(&note);
         }
-        // A saved session's model state is kept beside it.
+        // A saved session's model state is kept beside it (in the folder once checked: of
+        // this user's, private).
         let state_dir = (!args.no_save)
-            .then(crate::sessions::sessions_dir)
-            .flatten();
+            .then(|| crate::sessions::Store::user().ok())
+            .flatten()
+            .map(|store| store.dir().to_path_buf());
         let keeping = backend::Keeping::new(&config.backend, state_dir);
         // The model loads while the MCP servers start.
         let servers =

@@ -3,7 +3,8 @@
 //! a cap, at most so many remembered decisions are kept, and the header must be the
 //! file's first record and describe this file (its id is the file's name, its workspace
 //! an absolute path). What is skipped is said in the session's notes; nothing in a file
-//! makes reading fail but a file that is not this session at all.
+//! makes reading fail but a file that is not this session at all (or not a regular file:
+//! a link or a FIFO is refused unread).
 
 use super::{io, Header, Record, Saved, StoreError};
 use chrono::{DateTime, Utc};
@@ -104,7 +105,7 @@ struct Gathered {
 
 /// Read a session file up to its last complete record, within `limits`.
 pub(crate) fn read_with(path: &Path, limits: &Limits) -> Result<Saved, StoreError> {
-    let file = std::fs::File::open(path).map_err(io(path))?;
+    let file = super::files::open(path, std::fs::OpenOptions::new().read(true))?;
     let metadata = file.metadata().map_err(io(path))?;
     let mut reader = std::io::BufReader::new(file.take(limits.file));
     let mut line = Vec::new();

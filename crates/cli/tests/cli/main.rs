@@ -25,6 +25,7 @@ mod secrets;
 mod security;
 mod server;
 mod sessions;
+mod sessions_files;
 mod steering;
 mod template;
 
