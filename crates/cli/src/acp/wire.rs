@@ -144,28 +144,31 @@ fn too_long(seen: &Scanner, cap: usize) -> TooLong {
         .as_deref()
         .and_then(|raw| serde_json::from_slice::<Value>(raw).ok())
         .filter(|id| id.is_string() || id.is_number());
+    let error = |id: Value, code: i32, message: String| {
+        json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
+    };
     match (id, seen.has_method) {
         (Some(id), true) => {
             tracing::warn!(
                 bytes = seen.bytes,
                 "a request from the client was too long to read"
             );
-            TooLong::Answer(
-                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600,
-                    "message": format!("the request is larger than {mib} MiB and was not read")}})
-                .to_string(),
-            )
+            TooLong::Answer(error(
+                id,
+                -32600,
+                format!("the request is larger than {mib} MiB and was not read"),
+            ))
         }
         (Some(id), false) => {
             tracing::warn!(
                 bytes = seen.bytes,
                 "an answer from the client was too long to read"
             );
-            TooLong::Deliver(
-                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603,
-                    "message": format!("the client's answer is larger than {mib} MiB and was not read")}})
-                .to_string(),
-            )
+            TooLong::Deliver(error(
+                id,
+                -32603,
+                format!("the client's answer is larger than {mib} MiB and was not read"),
+            ))
         }
         (None, _) => {
             tracing::warn!(

@@ -17,7 +17,7 @@
 //! workspace's). Nothing here runs a program or writes.
 
 use super::parse::{variables, Variable};
-use super::repository::{is_git_dir, read_capped};
+use super::repository::{common_dir, is_git_dir, linked, read_capped};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -32,8 +32,6 @@ pub(crate) const REPOSITORIES_CAP: usize = 256;
 pub(crate) const INCLUDED_CAP: usize = 64;
 /// Longest configuration file read.
 pub(crate) const CONFIG_CAP: u64 = 1024 * 1024;
-/// Longest `.git` file or `commondir` read.
-const SMALL_FILE_CAP: u64 = 4096;
 
 /// The repositories found inside a folder.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -97,21 +95,13 @@ pub fn repositories_under(root: &Path) -> Reach {
     }
 }
 
-/// The git directory a `.git` entry in `top` leads to: itself (a folder), the folder a
-/// link leads to, or the one a `gitdir: PATH` file names (relative to `top`).
+/// The git directory a `.git` entry in `top` leads to: itself (a folder), or where a
+/// link or a `gitdir: PATH` file leads (see `repository::linked`).
 fn dot_git_target(dot_git: &Path, top: &Path, kind: std::fs::FileType) -> Option<PathBuf> {
     if kind.is_dir() {
         return Some(dot_git.to_path_buf());
     }
-    let meta = std::fs::metadata(dot_git).ok()?;
-    if meta.is_dir() {
-        return std::fs::canonicalize(dot_git).ok();
-    }
-    let text = read_capped(dot_git, SMALL_FILE_CAP)?;
-    let named = text
-        .strip_prefix("gitdir: ")?
-        .trim_end_matches(['\n', '\r']);
-    (!named.is_empty()).then(|| top.join(named))
+    linked(dot_git, top).ok()
 }
 
 /// Every variable the repository `git_dir` sets — in `config` of its common directory,
@@ -119,7 +109,10 @@ fn dot_git_target(dot_git: &Path, top: &Path, kind: std::fs::FileType) -> Option
 /// order git would read them. A file that cannot be read or does not parse adds
 /// nothing (git refuses a file it cannot parse, and then runs no command at all).
 pub fn every_variable(git_dir: &Path) -> Vec<Variable> {
-    let common = common_dir(git_dir).unwrap_or_else(|| git_dir.to_path_buf());
+    let common = common_dir(git_dir)
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| git_dir.to_path_buf());
     let mut out = Vec::new();
     let mut read: BTreeSet<PathBuf> = BTreeSet::new();
     let mut budget = INCLUDED_CAP;
@@ -179,13 +172,6 @@ fn include_path(path: &str, including: &Path) -> Option<PathBuf> {
         return Some(path.to_path_buf());
     }
     Some(including.parent()?.join(path))
-}
-
-/// The common directory `git_dir`'s `commondir` file names, if any.
-fn common_dir(git_dir: &Path) -> Option<PathBuf> {
-    let text = read_capped(&git_dir.join("commondir"), SMALL_FILE_CAP)?;
-    let named = text.trim_end_matches(['\n', '\r']);
-    (!named.is_empty()).then(|| git_dir.join(named))
 }
 
 #[cfg(test)]

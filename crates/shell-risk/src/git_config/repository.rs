@@ -118,7 +118,7 @@ pub fn confined(found: &Discovered, within: &Path) -> Result<GitDirs, String> {
 
 /// Where a `.git` file or link leads: the folder it links to, or the one a `.git` file
 /// (`gitdir: PATH`, PATH relative to `top`) names.
-fn linked(dot_git: &Path, top: &Path) -> Result<PathBuf, String> {
+pub(crate) fn linked(dot_git: &Path, top: &Path) -> Result<PathBuf, String> {
     let target = std::fs::metadata(dot_git)
         .map_err(|_| "its .git is a link that leads nowhere".to_string())?;
     if target.is_dir() {
@@ -260,7 +260,7 @@ pub(crate) fn is_git_dir(dir: &Path) -> bool {
 }
 
 /// The common directory `dir`'s `commondir` file names (relative to `dir`), if any.
-fn common_dir(dir: &Path) -> Result<Option<PathBuf>, String> {
+pub(crate) fn common_dir(dir: &Path) -> Result<Option<PathBuf>, String> {
     let file = dir.join("commondir");
     match std::fs::metadata(&file) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
