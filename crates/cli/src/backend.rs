@@ -197,6 +197,9 @@ pub(crate) struct Keeping {
     pub(crate) state_dir: Option<PathBuf>,
     /// `[backend] session_state_limit_mb`, in bytes.
     pub(crate) state_cap_bytes: u64,
+    /// Where prompts' fixed prefixes are kept (the sessions folder, with `[backend]
+    /// prefix_cache`).
+    pub(crate) prefix_dir: Option<PathBuf>,
     /// `[backend] prompt_cache_mb`, in bytes.
     pub(crate) prompt_cache_bytes: u64,
     /// `[backend] speculative`.
@@ -204,10 +207,16 @@ pub(crate) struct Keeping {
 }
 
 impl Keeping {
-    /// What `config` says, saving states in `state_dir`.
-    pub(crate) fn new(config: &BackendConfig, state_dir: Option<PathBuf>) -> Self {
+    /// What `config` says, saving sessions' states in `state_dir` (when they are saved)
+    /// and prefixes in `states`, the sessions folder (when there is one).
+    pub(crate) fn new(
+        config: &BackendConfig,
+        state_dir: Option<PathBuf>,
+        states: Option<PathBuf>,
+    ) -> Self {
         Keeping {
             state_dir,
+            prefix_dir: states.filter(|_| config.prefix_cache),
             state_cap_bytes: config.session_state_limit_mb.saturating_mul(1 << 20),
             prompt_cache_bytes: config.prompt_cache_mb.saturating_mul(1 << 20),
             speculative: config.speculative,
@@ -339,6 +348,7 @@ async fn load_llama(
         threads: sizes.threads.unwrap_or(defaults.threads),
         state_dir: keeping.state_dir,
         state_cap_bytes: keeping.state_cap_bytes,
+        prefix_dir: keeping.prefix_dir,
         prompt_cache_bytes: keeping.prompt_cache_bytes,
         speculative: keeping.speculative,
         ..defaults

@@ -43,8 +43,9 @@ pub(crate) struct LoadArgs {
     /// outgrows it is compacted.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(256..))]
     pub(crate) context_size: Option<u32>,
-    /// CPU threads for reading prompts and generating (llama models; default, or 0: every
-    /// core). Fewer leave cores to other work; more than the cores slow it down.
+    /// CPU threads for reading prompts and generating (llama models; default, or 0: one
+    /// per physical core). Fewer leave cores to other work; more than the cores slow it
+    /// down.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=1024))]
     pub(crate) threads: Option<u32>,
 }

@@ -1,4 +1,5 @@
-//! `aintern sessions list|show|rm`: the saved sessions.
+//! `aintern sessions list|show|rm|prefixes`: the saved sessions, and the prompt prefixes
+//! kept beside them.
 
 use crate::sessions::{Store, StoreError};
 use crate::terminal::shown;
@@ -28,6 +29,16 @@ pub(crate) enum SessionsAction {
         /// The sessions' ids (or enough of each to name it alone).
         #[arg(required = true)]
         ids: Vec<String>,
+    },
+    /// Show the prompt prefixes kept beside the sessions (the model's state after the
+    /// system prompt and the tools, restored by new processes), or remove them.
+    Prefixes {
+        /// Remove them all (sessions and their states stay).
+        #[arg(long)]
+        clear: bool,
+        /// Print {prefixes, bytes} as JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -73,6 +84,32 @@ pub(crate) fn run(action: SessionsAction) -> Result<(), String> {
                 serde_json::to_string_pretty(&saved.messages).map_err(|e| e.to_string())?
             } else {
                 transcript(&saved)
+            }
+        }
+        SessionsAction::Prefixes { clear, json } => {
+            let found = llm_llama::prefix_states(store.dir()).map_err(|e| e.to_string())?;
+            let removed = if clear {
+                llm_llama::remove_prefix_states(store.dir()).map_err(|e| e.to_string())?
+            } else {
+                0
+            };
+            let mb = found.bytes as f64 / 1e6;
+            match (json, clear) {
+                (true, _) => serde_json::json!({
+                    "prefixes": found.prefixes,
+                    "bytes": found.bytes,
+                    "removed": removed,
+                })
+                .to_string(),
+                (false, true) => format!(
+                    "removed {removed} kept prompt prefix{} ({mb:.1} MB)",
+                    if removed == 1 { "" } else { "es" }
+                ),
+                (false, false) => format!(
+                    "{} kept prompt prefix{}, {mb:.1} MB",
+                    found.prefixes,
+                    if found.prefixes == 1 { "" } else { "es" }
+                ),
             }
         }
         SessionsAction::Rm { ids } => {

@@ -30,6 +30,8 @@
 //! * `cuda`, `vulkan`, `metal` — GPU offload through llama.cpp (imply `llama-cpp`).
 
 pub mod catalog;
+#[cfg(feature = "llama-cpp")]
+mod cores;
 mod error;
 #[cfg(feature = "llama-cpp")]
 mod grammar;
@@ -57,7 +59,7 @@ mod state;
 mod worker;
 
 pub use error::Error;
-pub use state::remove_session_state;
+pub use state::{prefix_states, remove_prefix_states, remove_session_state, PrefixStates};
 pub use template::{ChatTemplate, TemplateCapabilities};
 
 use async_trait::async_trait;
@@ -78,7 +80,8 @@ pub struct LlamaConfig {
     /// 0): 1 GiB unless set. Qwen2.5-Coder-1.5B (28 KiB a token in 16 bits) gets its whole
     /// 32,768-token training context; a Llama-3-8B-shaped model (128 KiB a token) 8,192.
     pub kv_budget_bytes: u64,
-    /// Threads for generation and prompt processing (0: every core).
+    /// Threads for generation and prompt processing (0: one per physical core the
+    /// process may use).
     pub threads: u32,
     /// Tokens decoded per batch when reading a prompt.
     pub batch_size: u32,
@@ -94,8 +97,16 @@ pub struct LlamaConfig {
     /// private to the user: a state holds the conversation.
     pub state_dir: Option<PathBuf>,
     /// Most bytes the saved states may take in `state_dir` (the least recently saved go
-    /// first).
+    /// first), and the kept prefixes in `prefix_dir`; when both are one folder, its
+    /// sessions' states and prefixes share the cap.
     pub state_cap_bytes: u64,
+    /// Where prompts' fixed prefixes are kept (`None`: nowhere): the state of a prompt's
+    /// start before anything of the conversation's own — the system message with the
+    /// tools — is saved once, and a new process whose prompt starts with the same tokens
+    /// restores it instead of evaluating it (see `state/prefix.rs`). A prefix holds no
+    /// conversation, but it holds the system prompt (the project's instructions too): the
+    /// folder must be private to the user.
+    pub prefix_dir: Option<PathBuf>,
     /// Draft tokens by prompt lookup and verify them in one batch: sooner when the reply
     /// copies from the conversation. Every token kept is the one the model chose at its
     /// place. Drafting keeps the KV cache in 8 bits ([`LlamaConfig::kv_cache_q8`]): with
@@ -120,8 +131,8 @@ pub struct LlamaConfig {
 
 impl LlamaConfig {
     /// Defaults for `model_path`: the model's training context within a 1 GiB KV cache,
-    /// every core, batches of 512, CPU only, no saved states (a 2 GiB cap once a folder is
-    /// set), 1 GiB of prompt states in memory, no drafting.
+    /// every core, batches of 512, CPU only, no saved states or prefixes (a 2 GiB cap once
+    /// a folder is set), 1 GiB of prompt states in memory, no drafting.
     pub fn new(model_path: impl Into<PathBuf>) -> Self {
         LlamaConfig {
             model_path: model_path.into(),
@@ -133,6 +144,7 @@ impl LlamaConfig {
             chat_template: None,
             state_dir: None,
             state_cap_bytes: 2 << 30,
+            prefix_dir: None,
             speculative: false,
             kv_cache_q8: false,
             prompt_cache_bytes: 1 << 30,

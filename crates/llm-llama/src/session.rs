@@ -5,6 +5,7 @@ use crate::sampler::ReplySampler;
 use crate::slots::Slots;
 use crate::speculate::Drafter;
 use crate::stash::SeqStash;
+use crate::state::{Restored, StateStore, PREFIX_MIN_TOKENS};
 use crate::text::{Stop, StopMatcher, Utf8Decoder};
 use crate::worker::Templates;
 use crate::Error;
@@ -29,10 +30,22 @@ pub(crate) struct Session<'m, 'c> {
     slots: &'c mut Slots<LlamaToken>,
     /// States of prompts the sequence held before, in memory (`None`: none kept).
     stash: Option<&'c mut SeqStash>,
+    /// Where prompts' fixed prefixes are kept on disk (`None`: nowhere).
+    store: Option<&'c StateStore>,
     batch: usize,
     /// Whether replies may be drafted by prompt lookup (see [`crate::speculate`]).
     speculative: bool,
     out: &'c UnboundedSender<Result<LlmChunk, core_models::Error>>,
+}
+
+/// What a job keeps besides the context: prompts' states in memory, and the prefixes
+/// kept on disk.
+#[derive(Default)]
+pub(crate) struct Kept<'c> {
+    /// States of prompts the sequence held before (`None`: none kept).
+    pub(crate) stash: Option<&'c mut SeqStash>,
+    /// Where prompts' fixed prefixes are kept (`None`: nowhere).
+    pub(crate) prefixes: Option<&'c StateStore>,
 }
 
 /// Which outputs of a decode get logits.
@@ -56,6 +69,14 @@ struct Reply {
     /// Tokens written for the model (the end of its reasoning, see `ReasoningBudget`).
     forced: VecDeque<LlamaToken>,
     /// When the request began (the time to the first token counts from it).
+    started: Instant,
+}
+
+/// A prompt being read: its tokens, how many the cache held already, and when the
+/// request began.
+struct Reading<'a> {
+    tokens: &'a [LlamaToken],
+    cached: usize,
     started: Instant,
 }
 
@@ -83,7 +104,7 @@ impl<'m, 'c> Session<'m, 'c> {
         model: &'m LlamaModel,
         ctx: &'c mut LlamaContext<'m>,
         slots: &'c mut Slots<LlamaToken>,
-        stash: Option<&'c mut SeqStash>,
+        kept: Kept<'c>,
         batch: usize,
         speculative: bool,
         out: &'c UnboundedSender<Result<LlmChunk, core_models::Error>>,
@@ -92,7 +113,8 @@ impl<'m, 'c> Session<'m, 'c> {
             model,
             ctx,
             slots,
-            stash,
+            stash: kept.stash,
+            store: kept.prefixes,
             batch,
             speculative,
             out,
@@ -204,7 +226,8 @@ impl<'m, 'c> Session<'m, 'c> {
             .model
             .vocab()
             .tokenize(prompt.as_bytes(), !has_bos, true);
-        let (seq, prompt_usage) = self.evaluate_prompt(request, &tokens, started)?;
+        let prefix = templates.fixed_prefix(self.model, request, &tokens, !has_bos);
+        let (seq, prompt_usage) = self.evaluate_prompt(request, &tokens, prefix, started)?;
         if self.cancelled() {
             return Ok(());
         }
@@ -297,13 +320,14 @@ impl<'m, 'c> Session<'m, 'c> {
     }
 
     /// Evaluate the prompt's `tokens` into the sequence that already holds most of them
-    /// (or a state of the same start stashed in memory), only what it does not hold (at
-    /// least the last token, whose logits start the generation). Returns the sequence and
-    /// the prompt's usage.
+    /// (or a state of the same start stashed in memory, or its fixed `prefix` kept on
+    /// disk), only what it does not hold (at least the last token, whose logits start the
+    /// generation). Returns the sequence and the prompt's usage.
     fn evaluate_prompt(
         &mut self,
         request: &LlmRequest,
         tokens: &[LlamaToken],
+        prefix: usize,
         started: Instant,
     ) -> Result<(usize, LlmUsage), Error> {
         let window = self.ctx.n_ctx() as usize;
@@ -325,6 +349,33 @@ impl<'m, 'c> Session<'m, 'c> {
             common = crate::stash::swap_in(self.ctx, self.slots, stash, seq, tokens, common);
             stash.set_owner(seq, request.sent_for().cloned());
         }
+        // A prefix worth keeping, and not all of the prompt (its last token is evaluated).
+        let prefix = (prefix >= PREFIX_MIN_TOKENS && prefix < tokens.len()).then_some(prefix);
+        let mut restored = false;
+        if let (Some(prefix), Some(store)) = (prefix, self.store) {
+            if common < prefix {
+                let found = store.restore_prefix(
+                    self.ctx,
+                    self.slots,
+                    self.stash.as_deref_mut(),
+                    seq,
+                    &tokens[..prefix],
+                );
+                match found {
+                    Restored::Loaded { .. } => {
+                        tracing::debug!(tokens = prefix, "the prompt's prefix restored");
+                        common = prefix;
+                        restored = true;
+                    }
+                    Restored::Nothing => {}
+                    Restored::Skipped(why) => {
+                        tracing::info!(%why, "a kept prompt prefix was not used: it is evaluated again");
+                    }
+                }
+                // A state llama.cpp would not load leaves the sequence empty.
+                common = common.min(self.slots.tokens(seq).len());
+            }
+        }
         let mut common = common.min(tokens.len() - 1);
         if common < self.slots.tokens(seq).len() && !self.trim(seq, common) {
             self.reset_cache();
@@ -338,7 +389,26 @@ impl<'m, 'c> Session<'m, 'c> {
             seq,
             "prompt"
         );
-        self.decode_prompt(seq, tokens, common, started)?;
+        let reading = Reading {
+            tokens,
+            cached: common,
+            started,
+        };
+        // The prefix in batches of its own: the rest is then read the same way whether
+        // the prefix was evaluated or restored.
+        let mut done = common;
+        if let Some(prefix) = prefix.filter(|&p| common < p) {
+            self.decode_prompt(seq, &reading, done, prefix)?;
+            done = prefix;
+            if let Some(store) = self.store.filter(|_| !restored && !self.cancelled()) {
+                match store.save_prefix(self.ctx, self.slots, seq, &tokens[..prefix]) {
+                    Ok(true) => tracing::debug!(tokens = prefix, "the prompt's prefix kept"),
+                    Ok(false) => {}
+                    Err(e) => tracing::warn!(error = %e, "the prompt's prefix was not kept"),
+                }
+            }
+        }
+        self.decode_prompt(seq, &reading, done, tokens.len())?;
         let prompt_time = started.elapsed();
         let usage = LlmUsage::default()
             .with_prompt_tokens(tokens.len() as u64)
@@ -349,34 +419,37 @@ impl<'m, 'c> Session<'m, 'c> {
         Ok((seq, usage))
     }
 
-    /// Decode the prompt's `tokens` from `common` on (what the sequence holds before is
-    /// reused), a batch at a time, reporting how far it has read after each
+    /// Decode the prompt's tokens `from..to` (what the sequence holds before is reused),
+    /// a batch at a time, reporting how far it has read after each
     /// ([`LlmChunk::Progress`]).
     fn decode_prompt(
         &mut self,
         seq: usize,
-        tokens: &[LlamaToken],
-        common: usize,
-        started: Instant,
+        reading: &Reading<'_>,
+        from: usize,
+        to: usize,
     ) -> Result<(), Error> {
         let report = |session: &Self, done: usize| {
             let progress = core_models::PromptProgress {
                 done: done as u64,
-                total: tokens.len() as u64,
-                cached: common as u64,
-                elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                total: reading.tokens.len() as u64,
+                cached: reading.cached as u64,
+                elapsed_ms: u64::try_from(reading.started.elapsed().as_millis())
+                    .unwrap_or(u64::MAX),
             };
             let _ = session.out.send(Ok(LlmChunk::Progress(progress)));
         };
-        report(self, common);
+        if from == reading.cached {
+            report(self, from);
+        }
         let size = self.batch.max(1);
-        let mut done = common;
-        while done < tokens.len() {
+        let mut done = from;
+        while done < to {
             if self.cancelled() {
                 return Ok(());
             }
-            let end = (done + size).min(tokens.len());
-            self.decode(seq, &tokens[done..end], done, Logits::Last)?;
+            let end = (done + size).min(to);
+            self.decode(seq, &reading.tokens[done..end], done, Logits::Last)?;
             done = end;
             report(self, done);
         }

@@ -57,9 +57,7 @@ pub(crate) fn run(
         }
     };
     let threads = if config.threads == 0 {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
+        crate::cores::default_threads()
     } else {
         config.threads as usize
     };
@@ -151,13 +149,19 @@ pub(crate) fn run(
     if ready.send(Ok(info)).is_err() {
         return;
     }
-    let store = state_store(&config, &model, source.as_deref(), ctx.n_ctx());
+    let store = |dir: &Option<std::path::PathBuf>| {
+        state_store(&config, dir.clone(), &model, source.as_deref(), ctx.n_ctx())
+    };
+    let stores = Stores {
+        sessions: store(&config.state_dir),
+        prefixes: store(&config.prefix_dir),
+    };
     serve(
         &jobs,
         &model,
         &mut ctx,
         &templates,
-        store,
+        stores,
         &config,
         batch as usize,
     );
@@ -175,13 +179,19 @@ fn kv_bytes_per_token(model: &LlamaModel, kind: KvCacheType) -> u64 {
     }
 }
 
+/// Where sessions' states and prompts' prefixes are kept, when they are.
+struct Stores {
+    sessions: Option<StateStore>,
+    prefixes: Option<StateStore>,
+}
+
 /// The jobs, one at a time, until the sender goes.
 fn serve<'m>(
     jobs: &mpsc::Receiver<Job>,
     model: &'m LlamaModel,
     ctx: &mut llama_cpp_2::context::LlamaContext<'m>,
     templates: &Templates<'_>,
-    mut store: Option<StateStore>,
+    mut stores: Stores,
     config: &LlamaConfig,
     batch: usize,
 ) {
@@ -208,7 +218,8 @@ fn serve<'m>(
             } => {
                 // Not streamed: nobody cancels it, so the sender never closes.
                 let (out, _keep) = tokio::sync::mpsc::unbounded_channel();
-                let mut session = Session::new(model, ctx, &mut slots, None, batch, false, &out);
+                let kept = crate::session::Kept::default();
+                let mut session = Session::new(model, ctx, &mut slots, kept, batch, false, &out);
                 let _ = reply.send(session.throughput(prompt_tokens, gen_tokens));
             }
             Job::Clear { reply } => {
@@ -218,14 +229,14 @@ fn serve<'m>(
                 let _ = reply.send(());
             }
             Job::Keep { session, reply } => {
-                let kept = match &store {
+                let kept = match &stores.sessions {
                     Some(store) => store.save(ctx, &mut slots, &mut stash, &session),
                     None => Ok(false),
                 };
                 let _ = reply.send(kept);
             }
             Job::Generate { request, out } => {
-                if let (Some(store), Some(key)) = (store.as_mut(), request.sent_for()) {
+                if let (Some(store), Some(key)) = (stores.sessions.as_mut(), request.sent_for()) {
                     if store.first_sight(key) {
                         restore(store, ctx, &mut slots, &mut stash, key);
                     }
@@ -234,7 +245,10 @@ fn serve<'m>(
                     model,
                     ctx,
                     &mut slots,
-                    Some(&mut stash),
+                    crate::session::Kept {
+                        stash: Some(&mut stash),
+                        prefixes: stores.prefixes.as_ref(),
+                    },
                     batch,
                     config.speculative,
                     &out,
@@ -247,36 +261,38 @@ fn serve<'m>(
     }
 }
 
-/// Where sessions' states are saved, when they are (a folder and a cap are set, and the
+/// Where states are saved in `dir`, when they are (a folder and a cap are set, and the
 /// model file can be identified).
 fn state_store(
     config: &LlamaConfig,
+    dir: Option<std::path::PathBuf>,
     model: &LlamaModel,
     source: Option<&str>,
     n_ctx: u32,
 ) -> Option<StateStore> {
-    config
-        .state_dir
-        .clone()
-        .filter(|_| config.state_cap_bytes > 0)
-        .and_then(|dir| {
-            let identity = Identity::of(
-                &config.model_path,
-                model.n_vocab(),
-                source,
-                n_ctx,
-                SEQUENCES,
-                config.gpu_layers,
-                &format!("{:?}", kv_type(config)),
-            );
-            match identity {
-                Ok(identity) => Some(StateStore::new(dir, config.state_cap_bytes, identity)),
-                Err(e) => {
-                    tracing::warn!(error = %e, "sessions' states will not be saved");
-                    None
-                }
+    dir.filter(|_| config.state_cap_bytes > 0).and_then(|dir| {
+        let identity = Identity::of(
+            &config.model_path,
+            model.n_vocab(),
+            source,
+            n_ctx,
+            SEQUENCES,
+            config.gpu_layers,
+            &format!("{:?}", kv_type(config)),
+        );
+        match identity {
+            Ok(identity) => Some(StateStore::new(
+                dir,
+                config.state_cap_bytes,
+                identity,
+                config.batch_size.clamp(1, n_ctx.max(1)) as usize,
+            )),
+            Err(e) => {
+                tracing::warn!(error = %e, "no state will be saved");
+                None
             }
-        })
+        }
+    })
 }
 
 /// What was loaded, for [`crate::LlamaLlm::info`].
@@ -373,6 +389,50 @@ impl Templates<'_> {
         self.jinja
             .map(|t| t.grammar_target(prompt))
             .unwrap_or_else(GrammarTarget::fence)
+    }
+
+    /// How many of the prompt's first `tokens` (`request` rendered, with `add_bos`) are
+    /// its fixed prefix: what comes before anything of the conversation's own — the
+    /// system message with the tools, as the template renders them, up to where the next
+    /// message begins, whatever that is. Found by rendering the first message with a
+    /// stand-in user message after it, and with a stand-in system message and user
+    /// message after it: the tokens the prompt shares with both. 0 when the request does
+    /// not begin with a system message or a stand-in cannot be rendered.
+    pub(crate) fn fixed_prefix(
+        &self,
+        model: &LlamaModel,
+        request: &LlmRequest,
+        tokens: &[LlamaToken],
+        add_bos: bool,
+    ) -> usize {
+        let Some(first) = request
+            .messages
+            .first()
+            .filter(|m| m.role == core_models::MessageRole::System)
+        else {
+            return 0;
+        };
+        // A character no prompt starts a message with.
+        let stand_in = "\u{1}";
+        let variants = [
+            vec![first.clone(), core_models::ChatMessage::user(stand_in)],
+            vec![
+                first.clone(),
+                core_models::ChatMessage::system(stand_in),
+                core_models::ChatMessage::user(stand_in),
+            ],
+        ];
+        let mut shared = tokens.len();
+        for messages in variants {
+            let mut variant = LlmRequest::new(messages);
+            variant.tools.clone_from(&request.tools);
+            let Ok((prompt, _)) = self.render(model, &variant) else {
+                return 0;
+            };
+            let variant = model.vocab().tokenize(prompt.as_bytes(), add_bos, true);
+            shared = shared.min(crate::slots::common_prefix(&variant, tokens));
+        }
+        shared
     }
 
     /// The chat as a prompt: the model's Jinja template, else llama.cpp's built-in

@@ -19,6 +19,8 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+#[path = "model_parts/prefix.rs"]
+mod prefix;
 #[path = "model_parts/stash.rs"]
 mod stash;
 #[path = "model_parts/warm.rs"]

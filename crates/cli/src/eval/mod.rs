@@ -82,7 +82,7 @@ pub(crate) async fn run(args: EvalArgs) -> Result<(), String> {
         concurrency = 1;
     }
     let opened = tokio::select! {
-        opened = backend::open(choice, &args.load, backend::Keeping::new(&config.backend, None), &mut terminal) => opened?,
+        opened = backend::open(choice, &args.load, backend::Keeping::new(&config.backend, None, crate::sessions::Store::user().ok().map(|s| s.dir().to_path_buf())), &mut terminal) => opened?,
         () = interrupts.next() => return Err("interrupted".into()),
     };
     let bench = Bench {

@@ -70,11 +70,11 @@ impl Session {
         }
         // A saved session's model state is kept beside it (in the folder once checked: of
         // this user's, private).
-        let state_dir = (!args.no_save)
-            .then(|| crate::sessions::Store::user().ok())
-            .flatten()
+        let states = crate::sessions::Store::user()
+            .ok()
             .map(|store| store.dir().to_path_buf());
-        let keeping = backend::Keeping::new(&config.backend, state_dir);
+        let state_dir = states.clone().filter(|_| !args.no_save);
+        let keeping = backend::Keeping::new(&config.backend, state_dir, states);
         // The model loads while the MCP servers start.
         let servers =
             mcp::McpServers::start(&config.mcp_servers, Arc::clone(&launcher), &workspace);

@@ -395,7 +395,8 @@ fn each_exec_last_resumes_from_the_sessions_saved_state() {
         let mode = std::fs::metadata(file).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "{}", file.display());
     }
-    // Damaged: the request still completes, evaluating the prompt in full.
+    // Damaged (the session's state and the prompt's kept prefix): the request still
+    // completes, evaluating the prompt in full.
     for file in files
         .iter()
         .filter(|f| !f.to_string_lossy().ends_with(".json"))
@@ -409,6 +410,14 @@ fn each_exec_last_resumes_from_the_sessions_saved_state() {
     let listed: Value = serde_json::from_slice(&sessions.stdout).unwrap();
     let id = listed[0]["id"].as_str().unwrap().to_string();
     let out = super::aintern_in(ws.home.path(), &["sessions", "rm", &id], b"");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A prompt prefix kept for new processes (when the prompt has one) stays until it is
+    // cleared.
+    let out = super::aintern_in(ws.home.path(), &["sessions", "prefixes", "--clear"], b"");
     assert!(
         out.status.success(),
         "{}",

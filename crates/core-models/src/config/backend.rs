@@ -79,6 +79,11 @@ pub struct BackendConfig {
     /// kept in memory and put back when a prompt that starts the same way comes, and a
     /// session's are saved with it.
     pub prompt_cache_mb: u64,
+    /// `llama`: keep the state of each prompt's fixed start (the system prompt with the
+    /// tools) on disk, beside the sessions' states and under the same limit, so that a new
+    /// process whose prompt starts the same way does not evaluate it again. Nothing of a
+    /// conversation is in it; `--no-save` leaves it on.
+    pub prefix_cache: bool,
     /// `llama`: draft tokens from the conversation (prompt lookup) and verify them in one
     /// batch: sooner when a reply copies from the context. Drafting keeps the KV cache in
     /// 8 bits, where a greedy reply is plain decoding's token for token; off by default,
@@ -123,6 +128,7 @@ impl Default for BackendConfig {
             max_retries: 3,
             session_state_limit_mb: 2048,
             prompt_cache_mb: 1024,
+            prefix_cache: true,
             speculative: false,
             prompt_cache_key: true,
             affinity_header: None,
@@ -153,6 +159,7 @@ impl fmt::Debug for BackendConfig {
             .field("max_retries", &self.max_retries)
             .field("session_state_limit_mb", &self.session_state_limit_mb)
             .field("prompt_cache_mb", &self.prompt_cache_mb)
+            .field("prefix_cache", &self.prefix_cache)
             .field("speculative", &self.speculative)
             .field("prompt_cache_key", &self.prompt_cache_key)
             .field("affinity_header", &self.affinity_header)
@@ -278,6 +285,7 @@ setters!(BackendConfig {
     with_max_retries => max_retries: u32,
     with_session_state_limit_mb => session_state_limit_mb: u64,
     with_prompt_cache_mb => prompt_cache_mb: u64,
+    with_prefix_cache => prefix_cache: bool,
     with_speculative => speculative: bool,
     with_prompt_cache_key => prompt_cache_key: bool,
     with_affinity_header => affinity_header: Option<String>,

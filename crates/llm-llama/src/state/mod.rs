@@ -269,6 +269,8 @@ pub(crate) struct StateStore {
     dir: PathBuf,
     cap: u64,
     identity: Identity,
+    /// Tokens a prompt is read in per batch (part of a prefix's key).
+    batch: usize,
     /// Sessions whose state was looked for already in this process: the context holds
     /// what it restored (or evaluated) since.
     tried: std::collections::HashSet<SessionKey>,
@@ -286,12 +288,14 @@ pub(crate) enum Restored {
 }
 
 impl StateStore {
-    /// States in `dir` (created private when missing), at most `cap` bytes of them.
-    pub(crate) fn new(dir: PathBuf, cap: u64, identity: Identity) -> Self {
+    /// States in `dir` (created private when missing), at most `cap` bytes of them, of
+    /// prompts read `batch` tokens at a time.
+    pub(crate) fn new(dir: PathBuf, cap: u64, identity: Identity, batch: usize) -> Self {
         StateStore {
             dir,
             cap,
             identity,
+            batch,
             tried: std::collections::HashSet::new(),
         }
     }
@@ -356,6 +360,24 @@ impl StateStore {
             return Err(format!("sequence file {index} is damaged (checksum)"));
         }
         Ok(())
+    }
+
+    /// Write `key`'s manifest, listing `entries` (their files written already): to a
+    /// temporary file first, renamed into place once whole.
+    fn write_manifest(&self, key: &SessionKey, entries: Vec<Entry>) -> std::io::Result<()> {
+        let manifest = Manifest {
+            format: FORMAT,
+            identity: self.identity.clone(),
+            entries,
+        };
+        let temporary = self.dir.join(format!("{key}.kv.json.tmp"));
+        let text = serde_json::to_vec(&manifest).map_err(std::io::Error::other)?;
+        {
+            use std::io::Write;
+            let mut file = create_private(&temporary)?;
+            file.write_all(&text).and_then(|()| file.sync_all())?;
+        }
+        std::fs::rename(&temporary, manifest_path(&self.dir, key))
     }
 
     /// Remove the least recently saved sessions' states until all take at most the cap,
@@ -595,29 +617,14 @@ mod llama {
             if entries.is_empty() {
                 return Ok(false);
             }
-            let manifest = Manifest {
-                format: FORMAT,
-                identity: self.identity.clone(),
-                entries,
-            };
-            let path = manifest_path(&self.dir, key);
-            let temporary = self.dir.join(format!("{key}.kv.json.tmp"));
-            let text = serde_json::to_vec(&manifest).map_err(|e| failed("the manifest", &e))?;
-            {
-                use std::io::Write;
-                let mut file =
-                    create_private(&temporary).map_err(|e| failed("the manifest", &e))?;
-                file.write_all(&text)
-                    .and_then(|()| file.sync_all())
-                    .map_err(|e| failed("the manifest", &e))?;
-            }
-            std::fs::rename(&temporary, &path).map_err(|e| failed("the manifest", &e))?;
+            self.write_manifest(key, entries)
+                .map_err(|e| failed("the manifest", &e))?;
             self.enforce_cap();
             Ok(true)
         }
 
         /// Write what sequence `seq` holds (`tokens`) as `key`'s sequence file `index`.
-        fn write_entry(
+        pub(super) fn write_entry(
             &self,
             ctx: &LlamaContext<'_>,
             seq: usize,
@@ -647,7 +654,7 @@ mod llama {
     }
 
     /// Forget what sequence `seq` holds, in the context and the bookkeeping.
-    fn clear(ctx: &mut LlamaContext<'_>, slots: &mut Slots<LlamaToken>, seq: usize) {
+    pub(super) fn clear(ctx: &mut LlamaContext<'_>, slots: &mut Slots<LlamaToken>, seq: usize) {
         if slots.tokens(seq).is_empty() {
             return;
         }
@@ -676,6 +683,10 @@ fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+mod prefix;
+pub(crate) use prefix::PREFIX_MIN_TOKENS;
+pub use prefix::{prefix_states, remove_prefix_states, PrefixStates};
 
 #[cfg(test)]
 mod tests;

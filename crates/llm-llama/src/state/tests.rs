@@ -50,7 +50,7 @@ fn only_a_sessions_own_files_are_its_state() {
 }
 
 /// An identity for tests of the files alone.
-fn identity() -> Identity {
+pub(super) fn identity() -> Identity {
     Identity {
         build: String::new(),
         model_path: String::new(),
@@ -87,7 +87,7 @@ fn the_cap_removes_the_least_recently_saved_states_whole() {
     // A manifest whose name is no session key is none of ours, and not counted.
     std::fs::write(dir.path().join("a b.kv.json"), vec![b'{'; 5000]).unwrap();
     // 3000 bytes held, 2500 allowed: the oldest session goes, with its data file.
-    StateStore::new(dir.path().into(), 2500, identity).enforce_cap();
+    StateStore::new(dir.path().into(), 2500, identity, 512).enforce_cap();
     assert!(!manifest_path(dir.path(), &keys[0]).exists());
     assert!(!entry_path(dir.path(), &keys[0], 0).exists());
     assert!(manifest_path(dir.path(), &keys[1]).exists());
@@ -135,7 +135,7 @@ fn files_of_saves_that_never_finished_are_removed_once_old() {
         write(dir.path().join("notes.txt"), Some(old)),
         write(dir.path().join("a b.kv0"), Some(old)),
     ];
-    StateStore::new(dir.path().into(), u64::MAX, identity).enforce_cap();
+    StateStore::new(dir.path().into(), u64::MAX, identity, 512).enforce_cap();
     assert!(kept.iter().all(|p| p.exists()));
     assert!(left.iter().all(|p| !p.exists()), "{left:?}");
     assert!(writing.exists());
