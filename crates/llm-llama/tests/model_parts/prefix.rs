@@ -105,8 +105,7 @@ async fn a_new_process_restores_the_prefix_another_saved_and_answers_as_a_cold_s
     assert_eq!(prefix_files(dir.path()), (Vec::new(), Vec::new()));
 }
 
-/// A way to spoil a kept prefix (its sequence file is given).
-type Damage = fn(&std::path::Path);
+use super::warm::{cut_short, flip_a_byte, Damage};
 
 #[tokio::test]
 async fn a_damaged_or_foreign_prefix_is_ignored_then_kept_again() {
@@ -115,16 +114,8 @@ async fn a_damaged_or_foreign_prefix_is_ignored_then_kept_again() {
     let plain = LlamaLlm::load(config(path.clone())).unwrap();
     let (expected, _) = generate(&plain, question.clone()).await;
     let damages: [(&str, Damage); 4] = [
-        ("a flipped byte", |file| {
-            let mut bytes = std::fs::read(file).unwrap();
-            let middle = bytes.len() / 2;
-            bytes[middle] ^= 0x5a;
-            std::fs::write(file, bytes).unwrap();
-        }),
-        ("a cut file", |file| {
-            let bytes = std::fs::read(file).unwrap();
-            std::fs::write(file, &bytes[..bytes.len() / 3]).unwrap();
-        }),
+        ("a flipped byte", flip_a_byte),
+        ("a cut file", cut_short),
         ("a damaged manifest", |file| {
             std::fs::write(file.with_extension("kv.json"), b"{\"format\": 1,").unwrap();
         }),

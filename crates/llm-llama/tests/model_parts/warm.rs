@@ -92,7 +92,21 @@ async fn a_new_process_resumes_from_the_saved_state_and_answers_as_before() {
 }
 
 /// A way to spoil a saved sequence file (or its manifest, beside it).
-type Damage = fn(&std::path::Path);
+pub(super) type Damage = fn(&std::path::Path);
+
+/// A byte in the middle of `file` changed.
+pub(super) fn flip_a_byte(file: &std::path::Path) {
+    let mut bytes = std::fs::read(file).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x5a;
+    std::fs::write(file, bytes).unwrap();
+}
+
+/// `file` cut to a third, as a write killed midway leaves it.
+pub(super) fn cut_short(file: &std::path::Path) {
+    let bytes = std::fs::read(file).unwrap();
+    std::fs::write(file, &bytes[..bytes.len() / 3]).unwrap();
+}
 
 #[tokio::test]
 async fn a_damaged_or_foreign_state_is_ignored_and_the_prompt_evaluated_in_full() {
@@ -101,16 +115,8 @@ async fn a_damaged_or_foreign_state_is_ignored_and_the_prompt_evaluated_in_full(
     let cold = LlamaLlm::load(config(path.clone())).unwrap();
     let mut expected = None;
     let damages: [(&str, Damage); 5] = [
-        ("a flipped byte", |file| {
-            let mut bytes = std::fs::read(file).unwrap();
-            let middle = bytes.len() / 2;
-            bytes[middle] ^= 0x5a;
-            std::fs::write(file, bytes).unwrap();
-        }),
-        ("a cut file", |file| {
-            let bytes = std::fs::read(file).unwrap();
-            std::fs::write(file, &bytes[..bytes.len() / 3]).unwrap();
-        }),
+        ("a flipped byte", flip_a_byte),
+        ("a cut file", cut_short),
         ("garbage", |file| {
             std::fs::write(file, vec![0xffu8; 4096]).unwrap()
         }),
