@@ -20,13 +20,16 @@ fn backend(server: &LlamaServer) -> String {
 }
 
 /// What a run did, as comparable across backends: every event's type but the text
-/// pieces, and each call with its result.
+/// pieces, and each call with its result. A run of prompt-progress reports counts as
+/// one: how finely a backend reports reading a prompt is its own (in process, a kept
+/// prefix is read in batches of its own), not a difference in what the run did.
 fn outline(events: &[AgentEvent]) -> (Vec<&'static str>, Vec<String>) {
-    let kinds = events
+    let mut kinds: Vec<&'static str> = events
         .iter()
         .filter(|e| !matches!(e, AgentEvent::TextGeneration(_)))
         .map(AgentEvent::event_type)
         .collect();
+    kinds.dedup_by(|a, b| *a == "prompt_progress" && *b == "prompt_progress");
     let mut calls = Vec::new();
     for e in events {
         match e {
