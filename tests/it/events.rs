@@ -490,6 +490,7 @@ fn event_kind_links_structs_and_variants() {
             "repetition_detected",
             "messages_carried",
             "prompt_progress",
+            "plan_updated",
         ]
     );
     let carried = MessagesCarriedEvent::create(id, vec!["a".into(), "b".into()], 2);

@@ -110,6 +110,16 @@ fn all_events() -> Vec<AgentEvent> {
             1,
         )
         .into(),
+        PlanUpdatedEvent::create(
+            id,
+            vec![PlanStep {
+                step: "Read the notes".into(),
+                status: PlanStatus::InProgress,
+            }],
+            Some("started".into()),
+            2,
+        )
+        .into(),
     ]
 }
 

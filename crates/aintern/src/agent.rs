@@ -57,6 +57,11 @@ pub struct AgentBuilder {
     project: Option<Option<PathBuf>>,
     #[cfg(feature = "tools")]
     editor: Option<Arc<dyn tools::EditorFiles>>,
+    /// Where the workspace's checkpoints are kept (AIntern's data folder).
+    #[cfg(feature = "tools")]
+    checkpoints: Option<(PathBuf, tools::checkpoint::Limits)>,
+    /// Offer `update_plan` among the built-in tools.
+    plan_tool: bool,
 }
 
 impl std::fmt::Debug for AgentBuilder {
@@ -92,7 +97,31 @@ impl AgentBuilder {
             project: None,
             #[cfg(feature = "tools")]
             editor: None,
+            #[cfg(feature = "tools")]
+            checkpoints: None,
+            plan_tool: false,
         }
+    }
+
+    /// Offer the model `update_plan` among the built-in tools (feature `tools`; off by
+    /// default): it keeps a list of the task's steps, and each change reaches the events
+    /// as `plan_updated`.
+    pub fn plan_tool(mut self, offered: bool) -> Self {
+        self.plan_tool = offered;
+        self
+    }
+
+    /// Record the workspace before each request's first change, and after it, in a
+    /// checkpoint store under `data_dir` (feature `tools`; see [`tools::checkpoint`]):
+    /// [`Agent::checkpoints`] then lists and restores them.
+    #[cfg(feature = "tools")]
+    pub fn checkpoints(
+        mut self,
+        data_dir: impl Into<PathBuf>,
+        limits: tools::checkpoint::Limits,
+    ) -> Self {
+        self.checkpoints = Some((data_dir.into(), limits));
+        self
     }
 
     /// Read and write files through an editor (feature `tools`): the built-in file tools
@@ -245,6 +274,14 @@ impl AgentBuilder {
         if let Some(mode) = self.sandbox {
             config.sandbox.mode = mode;
         }
+        // The checkpoints hold copies of this and other workspaces: no command reads them.
+        #[cfg(feature = "tools")]
+        if let Some((dir, _)) = &self.checkpoints {
+            let store = dir.join("checkpoints");
+            if store.is_absolute() {
+                config.sandbox.deny_read.push(store.display().to_string());
+            }
+        }
         config.validate()?;
         let inference = self.inference.unwrap_or_else(|| {
             if small {
@@ -259,7 +296,8 @@ impl AgentBuilder {
             .project
             .map(|user_dir| tools::ProjectContext::discover(&workspace, user_dir.as_deref()));
         #[cfg(feature = "tools")]
-        let mut engine = compose::Wiring::new(&config, self.launcher, self.editor);
+        let mut engine = compose::Wiring::new(&config, self.launcher, self.editor)
+            .with_checkpoints(self.checkpoints.clone());
         #[cfg(not(feature = "tools"))]
         let mut engine = compose::Wiring::new(&config);
         if self.builtin_tools {
@@ -269,6 +307,10 @@ impl AgentBuilder {
             #[cfg(feature = "tools")]
             for tool in compose::project_tools(project.as_ref()) {
                 own.register(tool);
+            }
+            #[cfg(feature = "tools")]
+            if self.plan_tool {
+                own.register(Arc::new(tools::UpdatePlan::new()));
             }
         }
         for tool in self.tools {
@@ -307,6 +349,8 @@ impl AgentBuilder {
             approval: self.approval,
             sandbox: (config.sandbox.mode, config.sandbox.network),
             conversation: Mutex::new(Conversation::fresh()),
+            #[cfg(feature = "tools")]
+            checkpoints: self.checkpoints,
         })
     }
 }
@@ -358,6 +402,8 @@ pub struct Agent {
     approval: ApprovalPolicy,
     sandbox: (SandboxMode, bool),
     conversation: Mutex<Conversation>,
+    #[cfg(feature = "tools")]
+    checkpoints: Option<(PathBuf, tools::checkpoint::Limits)>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -388,6 +434,23 @@ impl Agent {
     /// ```
     pub fn builder() -> AgentBuilder {
         AgentBuilder::new()
+    }
+
+    /// The workspace's checkpoint store, when the agent records checkpoints (see
+    /// [`AgentBuilder::checkpoints`]): list them, plan a restore, apply it.
+    ///
+    /// # Errors
+    /// [`Error::Checkpoint`] when the store cannot be opened.
+    #[cfg(feature = "tools")]
+    pub fn checkpoints(&self) -> Option<Result<tools::checkpoint::Checkpoints>> {
+        let (dir, limits) = self.checkpoints.as_ref()?;
+        let open = tools::Workspace::new(&self.workspace)
+            .map_err(|e| Error::Checkpoint(e.to_string()))
+            .and_then(|ws| {
+                tools::checkpoint::Checkpoints::open(dir, &ws, limits.clone())
+                    .map_err(|e| Error::Checkpoint(e.to_string()))
+            });
+        Some(open)
     }
 
     /// Start a request: its events arrive on the returned [`Run`], the last being

@@ -71,6 +71,9 @@ pub(crate) struct Wiring {
     /// The editor the file tools read and write through, when there is one.
     #[cfg(feature = "tools")]
     editor: Option<Arc<dyn tools::EditorFiles>>,
+    /// Where checkpoints are recorded, when they are.
+    #[cfg(feature = "tools")]
+    checkpoints: Option<(std::path::PathBuf, tools::checkpoint::Limits)>,
 }
 
 impl Wiring {
@@ -91,7 +94,18 @@ impl Wiring {
                 .map(|(n, f)| (n.clone(), f.clone()))
                 .collect(),
             editor,
+            checkpoints: None,
         }
+    }
+
+    /// Record checkpoints under this data folder, with these limits.
+    #[cfg(feature = "tools")]
+    pub(crate) fn with_checkpoints(
+        mut self,
+        checkpoints: Option<(std::path::PathBuf, tools::checkpoint::Limits)>,
+    ) -> Self {
+        self.checkpoints = checkpoints;
+        self
     }
 
     #[cfg(not(feature = "tools"))]
@@ -127,6 +141,11 @@ impl Wiring {
             let mut builder = builder.git_inspector(Arc::new(tools::GitCommandInspector::new(
                 Arc::clone(&self.launcher),
             )));
+            if let Some((dir, limits)) = self.checkpoints {
+                builder = builder.checkpointer(Arc::new(
+                    tools::checkpoint::StoreCheckpointer::new(dir, limits),
+                ));
+            }
             for (name, f) in self.formatters {
                 builder = builder.formatter(Arc::new(
                     tools::CommandFormatter::new(name, f.extensions, f.command)

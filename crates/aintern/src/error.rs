@@ -24,6 +24,9 @@ pub enum Error {
         /// Why not.
         reason: String,
     },
+    /// The workspace's checkpoint store could not be opened or read.
+    #[error("checkpoints: {0}")]
+    Checkpoint(String),
     /// Two tools share an id.
     #[error("two tools have the id '{0}': each tool needs its own")]
     DuplicateTool(String),

@@ -82,7 +82,11 @@ pub(crate) async fn chat(args: ChatArgs) -> Result<(), String> {
         let message = match line.strip_prefix("//") {
             Some(rest) => format!("/{rest}"),
             None if line.starts_with('/') => {
-                match command(&line, &mut session, &mut terminal).await {
+                let mut asking = Asking {
+                    input: &mut input,
+                    interrupts: &mut interrupts,
+                };
+                match command(&line, &mut session, &mut terminal, &mut asking).await {
                     Flow::Continue => continue,
                     Flow::Exit => {
                         session.close().await;
@@ -140,8 +144,30 @@ async fn prompt(
     }
 }
 
+/// Where a slash command asks the person a question.
+struct Asking<'a> {
+    input: &'a mut Input,
+    interrupts: &'a mut Interrupts,
+}
+
+impl Asking<'_> {
+    /// Ask `question`; only a typed yes is a yes.
+    async fn yes(&mut self, question: &str, terminal: &mut Terminal) -> bool {
+        terminal.note(&format!("{question} [y/N]"));
+        match prompt(self.input, terminal, self.interrupts, "").await {
+            Prompted::Line(line) => matches!(line.trim(), "y" | "Y" | "yes" | "Yes"),
+            Prompted::Interrupted | Prompted::Ended => false,
+        }
+    }
+}
+
 /// Carry out a slash command.
-async fn command(line: &str, session: &mut Session, terminal: &mut Terminal) -> Flow {
+async fn command(
+    line: &str,
+    session: &mut Session,
+    terminal: &mut Terminal,
+    asking: &mut Asking<'_>,
+) -> Flow {
     let (name, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
     let rest = rest.trim();
     match name {
@@ -188,6 +214,20 @@ async fn command(line: &str, session: &mut Session, terminal: &mut Terminal) -> 
                 terminal.line(&shown(&output, true));
             }
             None => terminal.note("no tool has run yet"),
+        },
+        "/undo" => rewind(None, session, terminal, asking).await,
+        "/rewind" if rest.is_empty() => match session.checkpoints().and_then(|store| {
+            crate::undo::requests(&store, Some(&session.id().to_string()))
+        }) {
+            Ok(requests) => terminal.line(&crate::undo::list_text(&requests).replace(
+                "aintern undo --to N restores",
+                "/rewind N restores the workspace",
+            )),
+            Err(e) => terminal.note(&e),
+        },
+        "/rewind" => match rest.parse::<u64>() {
+            Ok(n) => rewind(Some(n), session, terminal, asking).await,
+            Err(_) => terminal.note("/rewind lists this session's requests; /rewind N restores to before request N"),
         },
         "/files" => {
             let changed = terminal.changed_in_session.clone();
@@ -262,4 +302,38 @@ fn approve(mode: &str, session: &mut Session, terminal: &mut Terminal) {
     };
     session.approve = chosen;
     terminal.note(&format!("approvals from now on: {mode}"));
+}
+
+/// `/undo` (the session's last request) and `/rewind N`: show what restoring the workspace
+/// would change, ask, restore, and tell the model with the next request.
+async fn rewind(
+    to: Option<u64>,
+    session: &mut Session,
+    terminal: &mut Terminal,
+    asking: &mut Asking<'_>,
+) {
+    use crate::undo;
+    let id = session.id().to_string();
+    let planned = session
+        .checkpoints()
+        .and_then(|store| undo::prepare(store, Some(&id), to));
+    let (store, choice, plan) = match planned {
+        Ok(p) => p,
+        Err(e) => return terminal.note(&e),
+    };
+    terminal.line(undo::plan_text(&choice, &plan).trim_end());
+    if plan.steps.is_empty() || !asking.yes("restore?", terminal).await {
+        return terminal.note("nothing restored");
+    }
+    let token = core_models::CancellationToken::new();
+    match store.apply(&plan, false, Some(&id), &token) {
+        Ok(done) => {
+            terminal.note(&undo::restored_text(&done).replace(
+                &format!("aintern undo --to {}", done.before_restore),
+                &format!("/rewind {}", done.before_restore),
+            ));
+            session.undone(&undo::note_for_model(&choice, &done));
+        }
+        Err(e) => terminal.note(&e.to_string()),
+    }
 }

@@ -344,7 +344,7 @@ impl KeyDecoder {
 }
 
 /// The slash commands of the chat, for completion and `/help`.
-pub(crate) const COMMANDS: [(&str, &str); 11] = [
+pub(crate) const COMMANDS: [(&str, &str); 13] = [
     ("/help", "this list"),
     ("/exit", "leave (also Ctrl-D, or Ctrl-C twice)"),
     (
@@ -362,6 +362,14 @@ pub(crate) const COMMANDS: [(&str, &str); 11] = [
     ),
     ("/output", "the last tool's whole output"),
     ("/files", "the files changed since the chat began"),
+    (
+        "/undo",
+        "restore the workspace to before the last request (asks first)",
+    ),
+    (
+        "/rewind",
+        "this session's requests and what each changed; /rewind N: restore to before N",
+    ),
 ];
 
 /// Completion of slash commands, and multi-line input: a line ending in `\` goes on.

@@ -76,4 +76,9 @@ pub(crate) struct PolicyArgs {
     /// Request timeout in seconds (at least 5); lowers the tool timeout when shorter.
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(5..))]
     pub(crate) timeout: Option<u64>,
+    /// Offer the model `update_plan`: a list of the task's steps, each pending, in
+    /// progress or done, that the person follows (drawn at the terminal, `plan_updated`
+    /// in the JSON events, `plan` updates over ACP). Off by default.
+    #[arg(long)]
+    pub(crate) plan: bool,
 }

@@ -3,13 +3,14 @@
 //! Commands: `run` and `exec` (one request to the agent), `chat` (a conversation), `acp`
 //! (an Agent Client Protocol agent for editors),
 //! `permissions` (the saved "always" decisions), `config` (the effective configuration),
-//! `sessions` (the saved conversations), `models` (what a backend offers), `parse` (the tool-call parser over stdin),
+//! `sessions` (the saved conversations), `undo` (the workspace as before a request), `models` (what a backend offers), `parse` (the tool-call parser over stdin),
 //! `template` (chat templates) and `bench llm` (the inference layer's speed).
 
 mod acp;
 mod approve;
 mod backend;
 mod bench;
+mod bench_checkpoint;
 mod bench_openai;
 mod bench_resume;
 mod bench_speculative;
@@ -33,6 +34,7 @@ mod signals;
 mod state_view;
 mod template;
 mod terminal;
+mod undo;
 
 use clap::{Parser, Subcommand};
 use std::io::Write;
@@ -81,6 +83,10 @@ enum Command {
         #[command(subcommand)]
         action: mcp_cmd::McpAction,
     },
+    /// Undo what the agent changed: restore the workspace to how it was before a request
+    /// (the last one by default; --list shows them), from the checkpoints recorded before
+    /// each request's first change.
+    Undo(undo::UndoArgs),
     /// The saved sessions: list, show or delete them (resume one with --resume).
     Sessions {
         #[command(subcommand)]
@@ -141,6 +147,9 @@ enum BenchWhat {
     /// The inference layer: prompt processing and generation throughput (comparable with
     /// raw llama.cpp's pp and tg) and the KV-cache reuse of a growing conversation.
     Llm(bench::BenchLlmArgs),
+    /// What a checkpoint costs a request: a generated workspace (10,000 files by default,
+    /// --git for a repository), the first checkpoint, one per request, a restore's plan.
+    Checkpoint(bench_checkpoint::BenchCheckpointArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -225,6 +234,10 @@ fn run(cli: Cli) -> Result<(), String> {
             drop(out);
             sessions_cmd::run(action)
         }
+        Command::Undo(args) => {
+            drop(out);
+            undo::run(args)
+        }
         Command::Mcp { action } => {
             drop(out);
             let runtime = runtime(2)?;
@@ -255,6 +268,12 @@ fn run(cli: Cli) -> Result<(), String> {
         } => {
             drop(out);
             runtime(1)?.block_on(bench::run(args))
+        }
+        Command::Bench {
+            what: BenchWhat::Checkpoint(args),
+        } => {
+            drop(out);
+            bench_checkpoint::run(args)
         }
         Command::Parse {
             tools,

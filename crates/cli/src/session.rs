@@ -279,8 +279,30 @@ impl Session {
         tools.join("\n")
     }
 
+    /// The workspace's checkpoint store (the agent records checkpoints when the user's
+    /// data folder is known).
+    pub(crate) fn checkpoints(&self) -> Result<aintern::tools::checkpoint::Checkpoints, String> {
+        match self.agent.checkpoints() {
+            Some(store) => store.map_err(|e| e.to_string()),
+            None => {
+                Err("checkpoints are not recorded (the user's data folder is not known)".into())
+            }
+        }
+    }
+
+    /// The person undid requests: the session keeps `note` and tells the model with the
+    /// next request.
+    pub(crate) fn undone(&self, note: &str) {
+        self.saved.undone(note);
+    }
+
     /// A request for `message`, continuing the session's conversation.
     pub(crate) fn request(&self, message: String) -> AgentRequest {
+        // What the person undid since the last request is told before the new one.
+        let message = match self.saved.take_note() {
+            Some(note) => format!("{note}\n\n{message}"),
+            None => message,
+        };
         let mut request = self.agent.request(message);
         request.conversation_id = self.saved.id;
         request.history = self.saved.history();

@@ -22,6 +22,9 @@ use uuid::Uuid;
 mod files;
 mod read;
 mod replay;
+mod undone;
+
+pub(crate) use undone::{bounded_note, record_undone};
 
 pub(crate) use read::read;
 
@@ -54,6 +57,9 @@ pub(crate) enum Record {
         at: DateTime<Utc>,
         messages: Vec<ChatMessage>,
     },
+    /// The person undid requests of the session (`aintern undo`, `/undo`): what was
+    /// undone, told to the model with the next request.
+    Undone { at: DateTime<Utc>, note: String },
     /// A decision remembered for the rest of the session.
     Remembered {
         at: DateTime<Utc>,
@@ -88,6 +94,8 @@ pub(crate) struct Saved {
     asked: usize,
     /// The first request asked.
     first_request: String,
+    /// What was undone since the last request, still to be told to the model.
+    pub(crate) pending_note: Option<String>,
     /// What reading the file skipped, in words (records too long or unreadable, decisions
     /// beyond the limit, the part of the file beyond its limit).
     pub(crate) notes: Vec<String>,
@@ -359,6 +367,8 @@ pub(crate) struct Persisted {
     history: std::sync::Mutex<Vec<ChatMessage>>,
     writer: std::sync::Mutex<Option<Writer>>,
     announced: std::sync::atomic::AtomicBool,
+    /// What was undone since the last request, for the model (see [`Record::Undone`]).
+    pending_note: std::sync::Mutex<Option<String>>,
 }
 
 /// How a session is started: resumed from `saved`, or new with `header`'s details.
@@ -397,6 +407,7 @@ impl Persisted {
                 None
             }
         };
+        let pending_note = start.saved.as_ref().and_then(|s| s.pending_note.clone());
         let (resumed, history) = match start.saved {
             Some(saved) => {
                 notes.extend(saved.notes.iter().cloned());
@@ -426,7 +437,36 @@ impl Persisted {
             history: std::sync::Mutex::new(history),
             writer: std::sync::Mutex::new(writer),
             announced: std::sync::atomic::AtomicBool::new(false),
+            pending_note: std::sync::Mutex::new(pending_note),
         }
+    }
+
+    /// The person undid requests: `note` says what, saved at once and told to the model
+    /// with the next request.
+    pub(crate) fn undone(&self, note: &str) {
+        let note = bounded_note(note);
+        let mut pending = self.pending_note.lock().unwrap_or_else(|e| e.into_inner());
+        *pending = Some(match pending.take() {
+            Some(earlier) => bounded_note(&format!("{earlier}\n{note}")),
+            None => note.clone(),
+        });
+        let mut writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(writer) = writer.as_mut() {
+            if let Err(e) = writer.append(&Record::Undone {
+                at: Utc::now(),
+                note,
+            }) {
+                tracing::warn!(error = %e, "the undo was not saved with the session");
+            }
+        }
+    }
+
+    /// What was undone since the last request, taken to be told (once).
+    pub(crate) fn take_note(&self) -> Option<String> {
+        self.pending_note
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
     }
 
     /// The conversation so far.

@@ -30,6 +30,9 @@ pub(crate) struct Terminal {
     live: bool,
     at_line_start: bool,
     thinking: bool,
+    /// Lines of the plan drawn last, when nothing was written after it (it is then
+    /// redrawn in place).
+    plan_lines: usize,
     /// The agent's state while a request is active.
     status: Option<AgentState>,
     status_shown: bool,
@@ -61,6 +64,7 @@ impl Terminal {
             live: !json && tty && std::io::stderr().is_terminal(),
             at_line_start: true,
             thinking: false,
+            plan_lines: 0,
             status: None,
             status_shown: false,
             frame: 0,
@@ -122,6 +126,7 @@ impl Terminal {
         if text.is_empty() {
             return;
         }
+        self.plan_lines = 0;
         self.clear_status();
         if self.to_stderr {
             let mut err = std::io::stderr().lock();
@@ -218,6 +223,37 @@ impl Terminal {
         self.clear_status();
     }
 
+    /// Draw the plan as a compact list; at a terminal, over the plan drawn last when
+    /// nothing came after it.
+    fn plan(&mut self, plan: &core_models::PlanUpdatedEvent) {
+        use core_models::PlanStatus;
+        let mut text = String::from("plan:\n");
+        for s in &plan.steps {
+            let (mark, style) = match s.status {
+                PlanStatus::Done => ("✔", Style::new().dimmed()),
+                PlanStatus::InProgress => ("▸", Style::new().bold()),
+                PlanStatus::Pending => ("○", Style::new()),
+            };
+            let line = format!("  {mark} {}", shown(&s.step, false));
+            text.push_str(&self.paint(style, &line));
+            text.push('\n');
+        }
+        let redraw = self.live && self.plan_lines > 0 && self.at_line_start;
+        if redraw {
+            self.clear_status();
+            let mut out: Box<dyn Write> = if self.to_stderr {
+                Box::new(std::io::stderr().lock())
+            } else {
+                Box::new(std::io::stdout().lock())
+            };
+            let _ = write!(out, "\x1b[{}A\x1b[J", self.plan_lines);
+            let _ = out.flush();
+        }
+        let start = if self.at_line_start { "" } else { "\n" };
+        self.write(&format!("{start}{text}"));
+        self.plan_lines = plan.steps.len() + 1;
+    }
+
     /// Show one event.
     pub(crate) fn event(&mut self, event: &AgentEvent) {
         if self.json {
@@ -253,6 +289,11 @@ impl Terminal {
                 };
                 self.write(&text);
             }
+            // The plan tool's call and result show as the plan itself.
+            AgentEvent::ToolCallRequest(c) if c.request.tool_id == core_models::PLAN_TOOL_ID => {}
+            AgentEvent::ToolResult(r)
+                if r.tool_id == core_models::PLAN_TOOL_ID && r.result.success => {}
+            AgentEvent::PlanUpdated(p) => self.plan(p),
             AgentEvent::ToolCallRequest(c) => {
                 let text = format!(
                     "{} {} ({})",

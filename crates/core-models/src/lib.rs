@@ -11,7 +11,7 @@
 //! * events — [`AgentEvent`], one closed enum serialized with a `"type"` tag;
 //! * the models of requests, tools, tool calls, permissions and the LLM port;
 //! * the ports — [`Tool`], [`ToolRegistry`], [`ToolExecutionService`], [`LlmService`],
-//!   [`PermissionManager`], [`PermissionStore`], [`AgentService`], [`GitInspector`] and
+//!   [`PermissionManager`], [`PermissionStore`], [`AgentService`], [`GitInspector`], [`Checkpointer`] and
 //!   [`Formatter`].
 //!
 //! ## Why a separate crate
@@ -80,10 +80,10 @@ pub use events::{
     AgentCompleteEvent, AgentErrorCategory, AgentErrorEvent, AgentEvent, AgentIterationEvent,
     ApprovalAnswer, ApprovalReceiver, ApprovalRequestEvent, ApprovalResponder, AutoformatEvent,
     CompletionReason, ContextCompactedEvent, ErrorSource, EventHeader, EventKind, GitCommit,
-    GitCommitsDetectedEvent, MachineTransition, MessagesCarriedEvent, PromptProgressEvent,
-    RepetitionDetectedEvent, SessionStartedEvent, StateChangedEvent, TextGenerationEvent,
-    ToolCallRequestEvent, ToolExecutionEvent, ToolExecutionStatus, ToolResultEvent,
-    ToolUsageSummary, TransitionRecord,
+    GitCommitsDetectedEvent, MachineTransition, MessagesCarriedEvent, PlanStatus, PlanStep,
+    PlanUpdatedEvent, PromptProgressEvent, RepetitionDetectedEvent, SessionStartedEvent,
+    StateChangedEvent, TextGenerationEvent, ToolCallRequestEvent, ToolExecutionEvent,
+    ToolExecutionStatus, ToolResultEvent, ToolUsageSummary, TransitionRecord, PLAN_TOOL_ID,
 };
 pub use llm::{
     LlmChunk, LlmRequest, LlmStream, LlmToolCall, LlmUsage, ModelDetails, PromptProgress,
@@ -94,8 +94,9 @@ pub use permission::{
     ToolPermissionSettings,
 };
 pub use ports::{
-    AgentService, ChatFormat, EventStream, Formatter, GitInspector, LlmService, PermissionChange,
-    PermissionManager, PermissionMap, PermissionStore, Tool, ToolExecutionService, ToolRegistry,
+    AgentService, ChatFormat, CheckpointMoment, Checkpointer, EventStream, Formatter, GitInspector,
+    LlmService, PermissionChange, PermissionManager, PermissionMap, PermissionStore, Tool,
+    ToolExecutionService, ToolRegistry,
 };
 pub use request::{
     AgentRequest, ChatMessage, FileContext, InferenceOptions, MessageRole, MessageToolCall,

@@ -341,6 +341,33 @@ pub trait GitInspector: Send + Sync {
     async fn commits_since(&self, workspace: &Path, since: &str) -> Result<Vec<GitCommit>, Error>;
 }
 
+/// When in a request the workspace is recorded (see [`Checkpointer`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckpointMoment {
+    /// Before the request's first call that may change anything.
+    BeforeChange,
+    /// At the end of a request that recorded a [`CheckpointMoment::BeforeChange`]: the
+    /// state the agent left (a later difference from it is someone else's change).
+    AfterRequest,
+}
+
+/// Records the workspace before the agent changes it, so a person can undo a request.
+/// The agent calls it at most twice a request: before the first call that is not known to
+/// be read-only, and at the end of a request that did.
+#[async_trait]
+pub trait Checkpointer: Send + Sync {
+    /// Record `workspace` as it is now, for the request of `conversation` whose words
+    /// (shortened) are `label`; the checkpoint's number.
+    async fn record(
+        &self,
+        workspace: &Path,
+        moment: CheckpointMoment,
+        conversation: uuid::Uuid,
+        label: &str,
+    ) -> Result<u64, Error>;
+}
+
 /// Formats files after a tool changed them (seed 004's autoformatters).
 #[async_trait]
 pub trait Formatter: Send + Sync {

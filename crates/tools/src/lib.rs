@@ -27,10 +27,14 @@
 //! Every program the git ports and the formatters start goes through one function
 //! (`git::run`).
 //!
+//! * [`checkpoint`] — the workspace recorded before the agent changes it, and restored on
+//!   request (a store of AIntern's own, outside the workspace).
+//!
 //! These live apart from `services-ai`, which knows tools only through the
 //! [`core_models::Tool`] trait.
 
 mod atomic;
+pub mod checkpoint;
 mod choices;
 mod edit_file;
 mod editor;
@@ -50,6 +54,7 @@ mod run_command;
 mod search_files;
 mod special;
 mod text_file;
+mod update_plan;
 mod walk;
 mod workspace;
 mod write_file;
@@ -74,6 +79,7 @@ pub use search_files::{
     SEARCHES_AT_ONCE, SEARCH_DEFAULT_RESULTS, SEARCH_MAX_RESULTS,
 };
 pub use text_file::EDIT_FILE_CAP;
+pub use update_plan::{UpdatePlan, PLAN_MAX_STEPS};
 pub use workspace::Workspace;
 pub use write_file::WriteFile;
 

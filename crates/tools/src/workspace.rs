@@ -335,6 +335,36 @@ impl Workspace {
     /// missing folders are made, one at a time beneath the workspace, once the whole
     /// path has been checked.
     fn place(&self, path: &str, create: bool) -> Result<(PathBuf, OsString), Error> {
+        let (folder, name) = self.place_entry(path, create)?;
+        let file = folder.join(&name);
+        match self.dir.symlink_metadata(&file) {
+            // An existing symbolic link is written through, when it stays inside.
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let resolved = self.follow(path, &file)?;
+                self.refuse_protected(path, &self.root.join(&resolved), true)?;
+                match (resolved.parent(), resolved.file_name()) {
+                    (Some(dir), Some(name)) => Ok((dir.to_path_buf(), name.to_os_string())),
+                    _ => Err(Error::Path {
+                        path: path.into(),
+                        message: "is a folder".into(),
+                    }),
+                }
+            }
+            _ => Ok((folder, name)),
+        }
+    }
+
+    /// The folder handle and name of the entry `path` itself — a symbolic link there is
+    /// the link, not what it points to — its folders resolved and checked as for
+    /// [`Workspace::new_target`] (and made, with `create`).
+    pub(crate) fn entry_target(&self, path: &str, create: bool) -> Result<Target, Error> {
+        let (dir, name) = self.place_entry(path, create)?;
+        self.target(path, &dir, name)
+    }
+
+    /// Where the entry `path` is: its folder relative to the workspace (every symbolic
+    /// link on the way resolved and checked) and its name, the final component as it is.
+    fn place_entry(&self, path: &str, create: bool) -> Result<(PathBuf, OsString), Error> {
         let relative = self.lexical(path)?;
         let Some(Component::Normal(name)) = relative.components().next_back() else {
             return Err(Error::Path {
@@ -399,22 +429,7 @@ impl Workspace {
         if missing {
             self.make_folders(path, &folder, existing)?;
         }
-        let file = folder.join(name);
-        match self.dir.symlink_metadata(&file) {
-            // An existing symbolic link is written through, when it stays inside.
-            Ok(meta) if meta.file_type().is_symlink() => {
-                let resolved = self.follow(path, &file)?;
-                self.refuse_protected(path, &self.root.join(&resolved), true)?;
-                match (resolved.parent(), resolved.file_name()) {
-                    (Some(dir), Some(name)) => Ok((dir.to_path_buf(), name.to_os_string())),
-                    _ => Err(Error::Path {
-                        path: path.into(),
-                        message: "is a folder".into(),
-                    }),
-                }
-            }
-            _ => Ok((folder, name.to_os_string())),
-        }
+        Ok((folder, name.to_os_string()))
     }
 
     /// Make the folders of `folder` past its first `existing` components, each beneath

@@ -5,6 +5,7 @@
 //! the permission file shared by processes) are in `crates/cli/tests/cli/security.rs`.
 
 mod agent;
+mod checkpoint;
 mod files;
 mod git;
 mod git_commands;

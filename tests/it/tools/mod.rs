@@ -11,6 +11,7 @@ use tools::{
     SearchFiles, Workspace,
 };
 
+pub(crate) mod checkpoint;
 mod commands;
 pub(crate) mod git;
 

@@ -56,6 +56,25 @@ pub(crate) fn chunk(text: &str, thinking: bool) -> SessionUpdate {
     }
 }
 
+/// The agent's plan as a `plan` update: every step, with its status.
+pub(crate) fn plan(plan: &core_models::PlanUpdatedEvent) -> SessionUpdate {
+    use agent_client_protocol::v1::schema::{Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus};
+    use core_models::PlanStatus;
+    let entries = plan
+        .steps
+        .iter()
+        .map(|s| {
+            let status = match s.status {
+                PlanStatus::Pending => PlanEntryStatus::Pending,
+                PlanStatus::InProgress => PlanEntryStatus::InProgress,
+                PlanStatus::Done => PlanEntryStatus::Completed,
+            };
+            PlanEntry::new(s.step.clone(), PlanEntryPriority::Medium, status)
+        })
+        .collect();
+    SessionUpdate::Plan(Plan::new(entries))
+}
+
 /// The schema's kind of a call to `tool_id`.
 pub(crate) fn kind(tool_id: &str) -> ToolKind {
     match tool_id {

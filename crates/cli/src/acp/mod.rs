@@ -12,6 +12,7 @@
 //! `convert.rs` maps events to updates, `turn.rs` runs a prompt, `modes.rs` holds the
 //! session modes.
 
+mod commands;
 mod convert;
 mod files;
 mod modes;
@@ -286,15 +287,25 @@ pub(crate) async fn run(args: AcpArgs) -> Result<(), String> {
             async move |req: NewSessionRequest, r: Responder<NewSessionResponse>, cx: Conn| {
                 let server = Arc::clone(&new);
                 tokio::spawn(async move {
-                    let result = server.open(cx, req.cwd, req.mcp_servers, None).await;
-                    let result = match result {
+                    let result = server
+                        .open(cx.clone(), req.cwd, req.mcp_servers, None)
+                        .await;
+                    let (result, id) = match result {
                         Ok(acp) => {
                             let id = acp.session.lock().await.id().to_string();
-                            Ok(NewSessionResponse::new(id).modes(Mode::state(acp.mode())))
+                            (
+                                Ok(NewSessionResponse::new(id.clone())
+                                    .modes(Mode::state(acp.mode()))),
+                                Some(id),
+                            )
                         }
-                        Err(e) => Err(e),
+                        Err(e) => (Err(e), None),
                     };
                     let _ = r.respond_with_result(result);
+                    // The commands once the client knows the session.
+                    if let Some(id) = id {
+                        let _ = notify(&cx, SessionNotification::new(id, commands::available()));
+                    }
                 });
                 Ok(())
             },
@@ -306,7 +317,7 @@ pub(crate) async fn run(args: AcpArgs) -> Result<(), String> {
                 tokio::spawn(async move {
                     let id = req.session_id.to_string();
                     let result = match server
-                        .open(cx.clone(), req.cwd, req.mcp_servers, Some(id))
+                        .open(cx.clone(), req.cwd, req.mcp_servers, Some(id.clone()))
                         .await
                     {
                         Ok(acp) => {
@@ -319,7 +330,11 @@ pub(crate) async fn run(args: AcpArgs) -> Result<(), String> {
                         }
                         Err(e) => Err(e),
                     };
+                    let loaded = result.is_ok();
                     let _ = r.respond_with_result(result);
+                    if loaded {
+                        let _ = notify(&cx, SessionNotification::new(id, commands::available()));
+                    }
                 });
                 Ok(())
             },
@@ -333,10 +348,12 @@ pub(crate) async fn run(args: AcpArgs) -> Result<(), String> {
                 };
                 let text = convert::prompt_text(&req.prompt);
                 tokio::spawn(async move {
-                    let result = turn::run(cx, acp, text)
-                        .await
-                        .map(PromptResponse::new)
-                        .map_err(internal);
+                    let result = match commands::run(&cx, &acp, &text).await {
+                        Some(done) => done,
+                        None => turn::run(cx, acp, text).await,
+                    }
+                    .map(PromptResponse::new)
+                    .map_err(internal);
                     let _ = r.respond_with_result(result);
                 });
                 Ok(())

@@ -145,6 +145,10 @@ pub(crate) async fn run(
                     AgentEvent::TextGeneration(t) => {
                         hit_limit = t.usage.as_ref().is_some_and(|u| u.hit_token_limit);
                     }
+                    // The plan tool shows as the plan (a `plan` update), not as a call.
+                    AgentEvent::ToolCallRequest(r) if r.request.tool_id == core_models::PLAN_TOOL_ID => {}
+                    AgentEvent::ToolExecution(e) if e.tool_id == core_models::PLAN_TOOL_ID => {}
+                    AgentEvent::ToolResult(r) if r.tool_id == core_models::PLAN_TOOL_ID && r.result.success => {}
                     AgentEvent::ToolCallRequest(r) => {
                         let before = convert::before(&r.request, &workspace);
                         send(SessionUpdate::ToolCall(convert::tool_call(&r.request, &workspace, &before)));
@@ -186,6 +190,7 @@ pub(crate) async fn run(
                             }
                         }
                     }
+                    AgentEvent::PlanUpdated(p) => send(convert::plan(&p)),
                     AgentEvent::AgentError(e) if e.is_fatal => error = Some(e.error),
                     AgentEvent::AgentComplete(done) => {
                         usage = Some((done.prompt_tokens, done.completion_tokens, done.cached_prompt_tokens));

@@ -157,6 +157,7 @@ fn prepare(bench: &Bench, task: &Task) -> Result<Prepared, String> {
         .config(config)
         .launcher(launcher)
         .permissions(Arc::new(DefaultPermissionManager::in_memory()))
+        .plan_tool(bench.policy.plan)
         .build()
         .map_err(|e| e.to_string())?;
     let choice = bench

@@ -226,6 +226,10 @@ fn build_agent(
     if let Some(editor) = args.editor.clone() {
         builder = builder.editor_files(editor);
     }
+    builder = builder.plan_tool(args.policy.plan);
+    if let Some(data) = crate::undo::data_dir() {
+        builder = builder.checkpoints(data, aintern::tools::checkpoint::Limits::default());
+    }
     let agent = builder
         .shared_model(Arc::clone(parts.llm))
         .workspace(parts.workspace)

@@ -232,6 +232,8 @@ struct Reading {
     asked: usize,
     first_request: Option<String>,
     updated: DateTime<Utc>,
+    /// What was undone since the last user message.
+    pending_note: Option<String>,
 }
 
 impl Reading {
@@ -245,6 +247,7 @@ impl Reading {
             usage: (0, 0, 0),
             asked: 0,
             first_request: None,
+            pending_note: None,
         }
     }
 
@@ -252,9 +255,18 @@ impl Reading {
     fn add(&mut self, record: Record) {
         match record {
             Record::Session(_) => {}
+            Record::Undone { at, note } => {
+                self.updated = at;
+                self.pending_note = Some(match self.pending_note.take() {
+                    Some(earlier) => crate::sessions::bounded_note(&format!("{earlier}\n{note}")),
+                    None => crate::sessions::bounded_note(&note),
+                });
+            }
             Record::Message { at, message } => {
                 self.updated = at;
                 if message.role == MessageRole::User {
+                    // A request after an undo carried its note.
+                    self.pending_note = None;
                     self.asked += 1;
                     self.first_request
                         .get_or_insert_with(|| message.content.to_string());
@@ -297,6 +309,7 @@ impl Reading {
             usage: self.usage,
             asked: self.asked,
             first_request: self.first_request.unwrap_or_default(),
+            pending_note: self.pending_note,
             notes,
         }
     }

@@ -168,7 +168,7 @@ fn bad_input_is_answered_and_the_agent_keeps_serving() {
 
 /// The installed clients (scripts/fetch-acp-clients), or `None` when they are missing and
 /// not required.
-fn clients() -> Option<PathBuf> {
+pub(crate) fn clients() -> Option<PathBuf> {
     match std::env::var_os("AINTERN_ACP_CLIENTS") {
         Some(dir) => Some(PathBuf::from(dir)),
         None if std::env::var_os("AINTERN_REQUIRE_ACP_CLIENTS").is_some() => {
@@ -183,6 +183,17 @@ fn clients() -> Option<PathBuf> {
 
 /// Run the SDK client over `steps`; one result per step.
 fn drive(clients: &Path, ws: &Workspace, script: &str, steps: &Value) -> Vec<Value> {
+    drive_with(clients, ws, script, &[], steps)
+}
+
+/// [`drive`], with `extra` arguments for `aintern acp`.
+pub(crate) fn drive_with(
+    clients: &Path,
+    ws: &Workspace,
+    script: &str,
+    extra: &[&str],
+    steps: &Value,
+) -> Vec<Value> {
     let scenario = ws.home.path().join("scenario.json");
     std::fs::write(&scenario, steps.to_string()).unwrap();
     let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/acp/client.mjs");
@@ -193,6 +204,7 @@ fn drive(clients: &Path, ws: &Workspace, script: &str, steps: &Value) -> Vec<Val
         .arg("--")
         .arg(env!("CARGO_BIN_EXE_aintern"))
         .args(["acp", "--backend", script])
+        .args(extra)
         .env("XDG_CONFIG_HOME", ws.home.path())
         .env("XDG_DATA_HOME", ws.home.path().join("data"))
         .output()
@@ -212,7 +224,7 @@ fn drive(clients: &Path, ws: &Workspace, script: &str, steps: &Value) -> Vec<Val
     results
 }
 
-fn updates<'a>(step: &'a Value, kind: &str) -> Vec<&'a Value> {
+pub(crate) fn updates<'a>(step: &'a Value, kind: &str) -> Vec<&'a Value> {
     step["updates"]
         .as_array()
         .unwrap()

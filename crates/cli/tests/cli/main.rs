@@ -28,6 +28,7 @@ mod sessions;
 mod sessions_files;
 mod steering;
 mod template;
+mod undo;
 
 use core_models::AgentEvent;
 use serde_json::{json, Value};

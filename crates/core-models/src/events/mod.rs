@@ -8,6 +8,7 @@
 mod approval;
 mod completion;
 mod errors;
+mod plan;
 mod session;
 mod state_changed;
 mod text;
@@ -17,6 +18,7 @@ mod workspace;
 pub use approval::{ApprovalAnswer, ApprovalReceiver, ApprovalRequestEvent, ApprovalResponder};
 pub use completion::{AgentCompleteEvent, CompletionReason, ToolUsageSummary};
 pub use errors::{AgentErrorCategory, AgentErrorEvent, ErrorSource};
+pub use plan::{PlanStatus, PlanStep, PlanUpdatedEvent, PLAN_TOOL_ID};
 pub use session::{
     ContextCompactedEvent, MessagesCarriedEvent, RepetitionDetectedEvent, SessionStartedEvent,
 };
@@ -95,6 +97,8 @@ pub enum AgentEvent {
     MessagesCarried(MessagesCarriedEvent),
     /// How far the model has read the prompt (`"prompt_progress"`).
     PromptProgress(PromptProgressEvent),
+    /// The agent's plan changed (`"plan_updated"`): every step with its status.
+    PlanUpdated(PlanUpdatedEvent),
 }
 
 /// Implemented by each event struct: the link between it and its [`AgentEvent`] variant.
@@ -178,6 +182,7 @@ event_kinds! {
     RepetitionDetected(RepetitionDetectedEvent) = "repetition_detected",
     MessagesCarried(MessagesCarriedEvent) = "messages_carried",
     PromptProgress(PromptProgressEvent) = "prompt_progress",
+    PlanUpdated(PlanUpdatedEvent) = "plan_updated",
 }
 
 impl AgentEvent {

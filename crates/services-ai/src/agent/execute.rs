@@ -46,6 +46,7 @@ impl Run {
             Prepared::Settled { .. } => false,
         });
         let results = if in_order {
+            self.checkpoint_before().await;
             self.run_in_order(prepared).await
         } else {
             self.run_together(prepared).await
@@ -53,6 +54,7 @@ impl Run {
         let mut out = Vec::with_capacity(results.len());
         for (call, result, elapsed, ran) in results {
             if ran {
+                self.plan_updated(&call, &result);
                 self.tools_executed += 1;
                 self.usage
                     .entry(call.tool_id.clone())
@@ -64,6 +66,38 @@ impl Run {
             out.push((call, result));
         }
         out
+    }
+
+    /// A successful call of the plan tool: the plan it sent, as a `plan_updated` event.
+    fn plan_updated(&self, call: &ToolCallRequest, result: &ToolResult) {
+        #[derive(serde::Deserialize)]
+        struct Sent {
+            steps: Vec<core_models::PlanStep>,
+            #[serde(default)]
+            explanation: Option<String>,
+        }
+        if call.tool_id != core_models::PLAN_TOOL_ID || !result.success {
+            return;
+        }
+        // As the tool read it: at most 20 steps, each shortened (the tool validated it).
+        let short = |t: String| t.trim().chars().take(200).collect::<String>();
+        if let Ok(sent) = serde_json::from_value::<Sent>((*call.parameters).clone()) {
+            let steps = sent
+                .steps
+                .into_iter()
+                .take(20)
+                .map(|s| core_models::PlanStep {
+                    step: short(s.step),
+                    status: s.status,
+                })
+                .collect();
+            self.emit(core_models::PlanUpdatedEvent::create(
+                self.request.request_id,
+                steps,
+                sent.explanation.map(short),
+                self.iteration,
+            ));
+        }
     }
 
     /// A call settled without running: its result is reported.

@@ -12,6 +12,7 @@
 mod after_tools;
 mod answer;
 mod approval;
+mod checkpoint;
 mod choices;
 mod context;
 mod execute;
@@ -36,8 +37,8 @@ use crate::registry::DirectToolExecutor;
 use crate::state_machine::{AgentStateMachine, TurnStateMachine};
 use core_models::{
     AgentEvent, AgentRequest, AgentState, AgentStateChange, ApprovalAnswer, ApprovalDecision,
-    ApprovalResponder, ChatMessage, Error, EventStream, Formatter, GitInspector, LlmService,
-    PermissionManager, ToolExecutionService, ToolRegistry, TurnState,
+    ApprovalResponder, ChatMessage, Checkpointer, Error, EventStream, Formatter, GitInspector,
+    LlmService, PermissionManager, ToolExecutionService, ToolRegistry, TurnState,
 };
 use futures::stream::BoxStream;
 use std::collections::HashMap;
@@ -89,6 +90,7 @@ pub(crate) struct Ports {
     pub(crate) permissions: Arc<dyn PermissionManager>,
     pub(crate) git: Option<Arc<dyn GitInspector>>,
     pub(crate) formatters: Vec<Arc<dyn Formatter>>,
+    pub(crate) checkpointer: Option<Arc<dyn Checkpointer>>,
 }
 
 pub(crate) struct Shared {
@@ -126,6 +128,7 @@ pub struct AgentEngineBuilder {
     permissions: Arc<dyn PermissionManager>,
     git: Option<Arc<dyn GitInspector>>,
     formatters: Vec<Arc<dyn Formatter>>,
+    checkpointer: Option<Arc<dyn Checkpointer>>,
     config: AgentConfig,
     parser_options: ParserOptions,
 }
@@ -163,6 +166,13 @@ impl AgentEngineBuilder {
         self
     }
 
+    /// Record the workspace before each request's first change (and after the request),
+    /// so a person can undo it.
+    pub fn checkpointer(mut self, checkpointer: Arc<dyn Checkpointer>) -> Self {
+        self.checkpointer = Some(checkpointer);
+        self
+    }
+
     /// Use this configuration (not validated here: `ConfigLoader::load` validates).
     pub fn config(mut self, config: AgentConfig) -> Self {
         self.config = config;
@@ -186,6 +196,7 @@ impl AgentEngineBuilder {
                     permissions: self.permissions,
                     git: self.git,
                     formatters: self.formatters,
+                    checkpointer: self.checkpointer,
                 },
                 config: self.config,
                 parser_options: self.parser_options,
@@ -212,6 +223,7 @@ impl AgentEngine {
             permissions: Arc::new(DefaultPermissionManager::in_memory()),
             git: None,
             formatters: Vec::new(),
+            checkpointer: None,
             config: AgentConfig::default(),
             parser_options: ParserOptions::default(),
         }

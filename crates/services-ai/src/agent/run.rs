@@ -186,6 +186,8 @@ pub(crate) struct Run {
     pub(super) tried: Vec<(ToolCallRequest, ToolResult)>,
     /// The messages sent into the request that reached the model, in order.
     pub(super) received: Vec<String>,
+    /// The checkpoint recorded before the request's first change, once recorded.
+    pub(super) checkpoint: Option<u64>,
     /// The ids of the tools offered in this request: a call of any other tool is refused.
     pub(super) offered: HashSet<String>,
     /// The request's output schema, compiled.
@@ -252,6 +254,7 @@ impl Run {
             done: Vec::new(),
             tried: Vec::new(),
             received: Vec::new(),
+            checkpoint: None,
             offered: HashSet::new(),
             output_schema,
             output: None,
@@ -277,6 +280,7 @@ impl Run {
             Ok(outcome) => outcome,
             Err(panic) => Outcome::Panicked(panic_message(panic.as_ref())),
         };
+        self.checkpoint_after().await;
         if !matches!(outcome, Outcome::Panicked(_)) {
             self.keep_session().await;
         }
