@@ -491,8 +491,14 @@ fn event_kind_links_structs_and_variants() {
             "messages_carried",
             "prompt_progress",
             "plan_updated",
+            "policy_decision",
         ]
     );
+    let decided =
+        PolicyDecisionEvent::create(id, PolicySource::Hook, "guard", PolicyOutcome::Deny, 1)
+            .at(HookPoint::BeforeTool)
+            .because(Some("not on Fridays".into()));
+    assert_eq!(decided.summary(), "hook guard: deny (not on Fridays)");
     let carried = MessagesCarriedEvent::create(id, vec!["a".into(), "b".into()], 2);
     assert_eq!(
         carried.summary(),

@@ -120,6 +120,16 @@ fn all_events() -> Vec<AgentEvent> {
             2,
         )
         .into(),
+        PolicyDecisionEvent::create(
+            id,
+            PolicySource::Rule,
+            "no-push (rules/git.toml:1)",
+            PolicyOutcome::Forbid,
+            1,
+        )
+        .about(Uuid::new_v4(), "run_command")
+        .because(Some("CI publishes".into()))
+        .into(),
     ]
 }
 

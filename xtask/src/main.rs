@@ -21,6 +21,7 @@ const CRATES: &[(&str, &str)] = &[
     ("aintern-tool-calls", "tool_calls"),
     ("aintern-tools", "tools"),
     ("aintern-shell-risk", "shell_risk"),
+    ("aintern-policy", "policy"),
     ("aintern-llm-openai", "llm_openai"),
 ];
 

@@ -62,6 +62,16 @@ pub struct AgentBuilder {
     checkpoints: Option<(PathBuf, tools::checkpoint::Limits)>,
     /// Offer `update_plan` among the built-in tools.
     plan_tool: bool,
+    /// Rules an application registered.
+    #[cfg(feature = "tools")]
+    rules: policy::RuleSet,
+    /// Read the rule files: the user's from this folder, and the workspace's.
+    #[cfg(feature = "tools")]
+    rule_files: Option<Option<PathBuf>>,
+    /// Rules of the application's own kind (instead of the rule sets).
+    call_rules: Option<Arc<dyn core_models::CallRules>>,
+    /// Hooks an application registered, before those of the configuration.
+    hooks: Vec<Arc<dyn core_models::Hook>>,
 }
 
 impl std::fmt::Debug for AgentBuilder {
@@ -100,7 +110,49 @@ impl AgentBuilder {
             #[cfg(feature = "tools")]
             checkpoints: None,
             plan_tool: false,
+            #[cfg(feature = "tools")]
+            rules: policy::RuleSet::new(),
+            #[cfg(feature = "tools")]
+            rule_files: None,
+            call_rules: None,
+            hooks: Vec::new(),
         }
+    }
+
+    /// Decide calls with these rules too (feature `tools`; see [`policy`]): allow, ask or
+    /// forbid by command prefix or by tool and arguments. The strictest of the rules, the
+    /// hooks and the built-in judge's floor wins; a forbidding rule refuses a call whatever
+    /// the approval policy says.
+    #[cfg(feature = "tools")]
+    pub fn rules(mut self, rules: policy::RuleSet) -> Self {
+        self.rules.extend(rules);
+        self
+    }
+
+    /// Read the rule files when the agent is built (feature `tools`): every `*.toml` of
+    /// `user_dir` (the user's own, e.g. AIntern's `rules` folder), then the workspace's
+    /// `.aintern/rules/*.toml`, which may only ask or forbid. A rule whose example fails
+    /// makes [`AgentBuilder::build`] fail with [`Error::Rules`], naming the file and line.
+    #[cfg(feature = "tools")]
+    pub fn rule_files(mut self, user_dir: Option<PathBuf>) -> Self {
+        self.rule_files = Some(user_dir);
+        self
+    }
+
+    /// Decide calls with rules of your own kind instead of rule sets
+    /// ([`core_models::CallRules`]).
+    pub fn call_rules(mut self, rules: Arc<dyn core_models::CallRules>) -> Self {
+        self.call_rules = Some(rules);
+        self
+    }
+
+    /// Tell this in-process hook of its moment ([`core_models::Hook`]): before each call
+    /// (allow, deny, ask), after it (context for the model), when a request is submitted
+    /// and when it ends. Hooks run in the order registered, before the program hooks of
+    /// the configuration's `[hooks]`.
+    pub fn hook(mut self, hook: Arc<dyn core_models::Hook>) -> Self {
+        self.hooks.push(hook);
+        self
     }
 
     /// Offer the model `update_plan` among the built-in tools (feature `tools`; off by
@@ -327,11 +379,34 @@ impl AgentBuilder {
         let permissions = self
             .permissions
             .unwrap_or_else(|| Arc::new(DefaultPermissionManager::in_memory()));
+        let mut hooks = self.hooks;
+        #[cfg(feature = "tools")]
+        let rule_notes;
+        #[cfg(feature = "tools")]
+        let call_rules = {
+            let mut rules = self.rules;
+            if let Some(user_dir) = &self.rule_files {
+                rules.extend(policy::load(user_dir.as_deref(), Some(&workspace))?);
+            }
+            rule_notes = rules.warnings().to_vec();
+            hooks.extend(engine.program_hooks(&config.hooks, &workspace)?);
+            match self.call_rules {
+                Some(custom) => Some(custom),
+                None if rules.is_empty() => None,
+                None => Some(Arc::new(rules) as Arc<dyn core_models::CallRules>),
+            }
+        };
+        #[cfg(not(feature = "tools"))]
+        let call_rules = self.call_rules;
         let engine = engine.engine(
             Arc::clone(&model),
             Arc::clone(&tools),
             permissions,
             config.clone(),
+            compose::Policy {
+                rules: call_rules,
+                hooks,
+            },
         );
         #[cfg(feature = "tools")]
         let system_prompt = project.as_ref().and_then(tools::ProjectContext::prompt);
@@ -351,6 +426,8 @@ impl AgentBuilder {
             conversation: Mutex::new(Conversation::fresh()),
             #[cfg(feature = "tools")]
             checkpoints: self.checkpoints,
+            #[cfg(feature = "tools")]
+            rule_notes,
         })
     }
 }
@@ -404,6 +481,9 @@ pub struct Agent {
     conversation: Mutex<Conversation>,
     #[cfg(feature = "tools")]
     checkpoints: Option<(PathBuf, tools::checkpoint::Limits)>,
+    /// What the rule files held that is not in force, in words.
+    #[cfg(feature = "tools")]
+    rule_notes: Vec<String>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -526,6 +606,13 @@ impl Agent {
     #[cfg(feature = "tools")]
     pub fn project(&self) -> Option<&tools::ProjectContext> {
         self.project.as_ref()
+    }
+
+    /// What the rule files held that is not in force (a workspace's allowing rules), in
+    /// words, for the person to be told (feature `tools`).
+    #[cfg(feature = "tools")]
+    pub fn rule_notes(&self) -> &[String] {
+        &self.rule_notes
     }
 
     /// Cancel the running request, if any: its [`Run`] ends with `agent_complete`

@@ -63,6 +63,12 @@ pub(crate) fn project_tools(project: Option<&tools::ProjectContext>) -> Vec<Arc<
 }
 
 /// The sandbox launcher (feature `tools`) and the formatters of the configuration.
+/// The rules and hooks the engine applies.
+pub(crate) struct Policy {
+    pub(crate) rules: Option<Arc<dyn core_models::CallRules>>,
+    pub(crate) hooks: Vec<Arc<dyn core_models::Hook>>,
+}
+
 pub(crate) struct Wiring {
     #[cfg(feature = "tools")]
     launcher: Arc<sandbox::Launcher>,
@@ -123,14 +129,32 @@ impl Wiring {
 
     /// The engine over `model` and `tools`, with its git inspector and formatters (their
     /// commands under the sandbox).
+    /// The configuration's `[hooks]` as programs run in `workspace` under the commands'
+    /// sandbox.
+    #[cfg(feature = "tools")]
+    pub(crate) fn program_hooks(
+        &self,
+        hooks: &core_models::HooksConfig,
+        workspace: &std::path::Path,
+    ) -> Result<Vec<Arc<dyn core_models::Hook>>, policy::Error> {
+        policy::programs(hooks, Arc::clone(&self.launcher), workspace.to_path_buf())
+    }
+
     pub(crate) fn engine(
         self,
         model: Arc<dyn LlmService>,
         tools: Arc<dyn ToolRegistry>,
         permissions: Arc<dyn PermissionManager>,
         config: AgentConfig,
+        policy: Policy,
     ) -> AgentEngine {
-        let builder = AgentEngine::builder(model, tools).permissions(permissions);
+        let mut builder = AgentEngine::builder(model, tools).permissions(permissions);
+        if let Some(rules) = policy.rules {
+            builder = builder.rules(rules);
+        }
+        for hook in policy.hooks {
+            builder = builder.hook(hook);
+        }
         self.ports(builder).config(config).build()
     }
 

@@ -27,6 +27,10 @@ pub enum Error {
     /// The workspace's checkpoint store could not be opened or read.
     #[error("checkpoints: {0}")]
     Checkpoint(String),
+    /// A rule file could not be read, or a rule or its example is wrong (feature `tools`).
+    #[cfg(feature = "tools")]
+    #[error("rules: {0}")]
+    Rules(#[from] policy::Error),
     /// Two tools share an id.
     #[error("two tools have the id '{0}': each tool needs its own")]
     DuplicateTool(String),

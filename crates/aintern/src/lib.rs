@@ -107,6 +107,9 @@ pub use llm_llama as llama;
 /// The OpenAI-compatible backend (feature `openai`).
 #[cfg(feature = "openai")]
 pub use llm_openai as openai;
+/// Rules and hooks (feature `tools`): [`AgentBuilder::rules`], [`AgentBuilder::rule_files`].
+#[cfg(feature = "tools")]
+pub use policy;
 /// The kernel sandbox the built-in tools start commands under (feature `tools`).
 #[cfg(feature = "tools")]
 pub use sandbox;

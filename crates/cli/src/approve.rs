@@ -99,6 +99,10 @@ pub(crate) fn answer_by_mode(
     settings: &sandbox::SandboxSettings,
 ) {
     let result = match mode {
+        _ if a.asked_by_policy.is_some() => a.deny(Some(format!(
+            "a person must answer this call ({}); --approve does not answer for a person",
+            a.asked_by_policy.as_deref().map_or("", String::as_str)
+        ))),
         ApproveMode::All if escalates(a, settings) => a.deny(Some(
             "--approve all does not lift the sandbox; approve this call yourself".into(),
         )),

@@ -25,6 +25,7 @@ mod models;
 mod parse;
 mod permissions;
 mod render;
+mod rules_cmd;
 mod run;
 mod session;
 mod sessions;
@@ -87,6 +88,12 @@ enum Command {
     /// (the last one by default; --list shows them), from the checkpoints recorded before
     /// each request's first change.
     Undo(undo::UndoArgs),
+    /// Policy as code: check the rule files (yours and the workspace's), or explain how a
+    /// command line is decided (the commands seen, the judge's rating, the deciding rule).
+    Rules {
+        #[command(subcommand)]
+        action: rules_cmd::RulesAction,
+    },
     /// The saved sessions: list, show or delete them (resume one with --resume).
     Sessions {
         #[command(subcommand)]
@@ -237,6 +244,10 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Undo(args) => {
             drop(out);
             undo::run(args)
+        }
+        Command::Rules { action } => {
+            drop(out);
+            rules_cmd::run(action)
         }
         Command::Mcp { action } => {
             drop(out);

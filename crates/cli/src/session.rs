@@ -360,6 +360,9 @@ impl Session {
                 event = events.next() => {
                     let Some(event) = event else { break };
                     terminal.event(&event);
+                    if let AgentEvent::PolicyDecision(p) = &event {
+                        self.saved.policy(p);
+                    }
                     d.observe(&event);
                     if let AgentEvent::ApprovalRequest(a) = event {
                         match self.approve {

@@ -60,6 +60,8 @@ pub(crate) enum Record {
     /// The person undid requests of the session (`aintern undo`, `/undo`): what was
     /// undone, told to the model with the next request.
     Undone { at: DateTime<Utc>, note: String },
+    /// A rule or hook decided about a call, or a hook was told of the request.
+    Policy { at: DateTime<Utc>, decision: String },
     /// A decision remembered for the rest of the session.
     Remembered {
         at: DateTime<Utc>,
@@ -99,6 +101,8 @@ pub(crate) struct Saved {
     /// What reading the file skipped, in words (records too long or unreadable, decisions
     /// beyond the limit, the part of the file beyond its limit).
     pub(crate) notes: Vec<String>,
+    /// The decisions of rules and hooks, in words (the last so many).
+    pub(crate) policy: Vec<String>,
 }
 
 impl Saved {
@@ -545,6 +549,20 @@ impl Persisted {
             })?;
         }
         Ok(())
+    }
+
+    /// A decision of a rule or hook: saved with the session, in words.
+    pub(crate) fn policy(&self, decision: &core_models::PolicyDecisionEvent) {
+        let mut writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(writer) = writer.as_mut() {
+            let record = Record::Policy {
+                at: Utc::now(),
+                decision: bounded_note(&decision.summary()),
+            };
+            if let Err(e) = writer.append(&record) {
+                tracing::warn!(error = %e, "a decision of a rule or hook was not saved");
+            }
+        }
     }
 
     /// A decision on `request` remembered for the rest of the session: saved with it.

@@ -172,5 +172,11 @@ fn transcript(saved: &crate::sessions::Saved) -> String {
             ));
         }
     }
+    if !saved.policy.is_empty() {
+        out.push_str("\n— decisions of rules and hooks\n");
+        for d in &saved.policy {
+            out.push_str(&format!("{}\n", shown(d, false)));
+        }
+    }
     out.trim_end().to_string()
 }

@@ -13,6 +13,12 @@ pub(crate) fn config_dir() -> Option<PathBuf> {
     dirs::config_dir().map(|d| d.join("aintern"))
 }
 
+/// The user's own rule files (`rules/*.toml` in aintern's config folder), when there is a
+/// home; a workspace adds its `.aintern/rules`.
+pub(crate) fn rules_dir() -> Option<PathBuf> {
+    config_dir().map(|d| d.join("rules"))
+}
+
 /// The file that keeps "always" permission decisions.
 pub(crate) fn permissions_file() -> Result<PathBuf, String> {
     config_dir()
@@ -29,9 +35,10 @@ const WORKSPACE_FILE_CAP: u64 = 1024 * 1024;
 /// the notes to show.
 ///
 /// The workspace is not trusted (a repository can ship the file): what it says about the
-/// sandbox, the formatters (programs run without asking) and the backend (which server
-/// hears the conversation, with which API key) is ignored, however it is spelled — all
-/// three are taken from the configuration loaded without it.
+/// sandbox, the formatters (programs run without asking), the MCP servers, the hooks
+/// (programs told of every call) and the backend (which server hears the conversation,
+/// with which API key) is ignored, however it is spelled — all are taken from the
+/// configuration loaded without it.
 pub(crate) fn load_config(
     workspace: &Path,
     explicit: Option<&Path>,
@@ -75,6 +82,11 @@ pub(crate) fn load_config(
                     if config.mcp_servers != own.mcp_servers {
                         ignored.push("[mcp_servers]");
                         config.mcp_servers = own.mcp_servers;
+                    }
+                    // Each hook is a program told of every call.
+                    if config.hooks != own.hooks {
+                        ignored.push("[hooks]");
+                        config.hooks = own.hooks;
                     }
                     // Which server hears the conversation, with which key: the user's
                     // choice alone.

@@ -294,6 +294,12 @@ impl Terminal {
             AgentEvent::ToolResult(r)
                 if r.tool_id == core_models::PLAN_TOOL_ID && r.result.success => {}
             AgentEvent::PlanUpdated(p) => self.plan(p),
+            AgentEvent::PolicyDecision(p)
+                if !(p.outcome == core_models::PolicyOutcome::Noted && p.reason.is_none()) =>
+            {
+                let text = shown(&format!("({})", p.summary()), false).into_owned();
+                self.note(&text);
+            }
             AgentEvent::ToolCallRequest(c) => {
                 let text = format!(
                     "{} {} ({})",

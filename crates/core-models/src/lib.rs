@@ -63,6 +63,7 @@ mod error;
 mod events;
 mod llm;
 mod permission;
+mod policy;
 mod ports;
 mod request;
 mod sandbox;
@@ -72,8 +73,8 @@ mod tool;
 mod tool_call;
 
 pub use config::{
-    mcp_validation_errors, valid_server_name, BackendConfig, BackendKind, McpServerConfig,
-    ToolMode, ValidationError,
+    mcp_validation_errors, valid_server_name, BackendConfig, BackendKind, HookConfig, HooksConfig,
+    McpServerConfig, ToolMode, ValidationError,
 };
 pub use error::{BoxError, Error, Result};
 pub use events::{
@@ -81,9 +82,10 @@ pub use events::{
     ApprovalAnswer, ApprovalReceiver, ApprovalRequestEvent, ApprovalResponder, AutoformatEvent,
     CompletionReason, ContextCompactedEvent, ErrorSource, EventHeader, EventKind, GitCommit,
     GitCommitsDetectedEvent, MachineTransition, MessagesCarriedEvent, PlanStatus, PlanStep,
-    PlanUpdatedEvent, PromptProgressEvent, RepetitionDetectedEvent, SessionStartedEvent,
-    StateChangedEvent, TextGenerationEvent, ToolCallRequestEvent, ToolExecutionEvent,
-    ToolExecutionStatus, ToolResultEvent, ToolUsageSummary, TransitionRecord, PLAN_TOOL_ID,
+    PlanUpdatedEvent, PolicyDecisionEvent, PolicyOutcome, PolicySource, PromptProgressEvent,
+    RepetitionDetectedEvent, SessionStartedEvent, StateChangedEvent, TextGenerationEvent,
+    ToolCallRequestEvent, ToolExecutionEvent, ToolExecutionStatus, ToolResultEvent,
+    ToolUsageSummary, TransitionRecord, PLAN_TOOL_ID,
 };
 pub use llm::{
     LlmChunk, LlmRequest, LlmStream, LlmToolCall, LlmUsage, ModelDetails, PromptProgress,
@@ -92,6 +94,10 @@ pub use llm::{
 pub use permission::{
     collapse_whitespace, normalize_path, PermissionCheckResult, PermissionSubjects,
     ToolPermissionSettings,
+};
+pub use policy::{
+    CallRules, Hook, HookCall, HookDecision, HookEvent, HookPoint, HookReply, HookResult,
+    PolicyDecision, RuleVerdict,
 };
 pub use ports::{
     AgentService, ChatFormat, CheckpointMoment, Checkpointer, EventStream, Formatter, GitInspector,

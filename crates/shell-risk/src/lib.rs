@@ -146,6 +146,39 @@ pub struct Judgement {
     /// the workspace's own (their configuration read, see `git`): the command's git
     /// hardening covers them.
     pub repositories: Vec<std::path::PathBuf>,
+    /// Every simple command found anywhere in the line, in order, as command rules match
+    /// them (see [`SeenCommand`]).
+    pub commands: Vec<SeenCommand>,
+    /// Some part of the line runs commands that are not among [`Judgement::commands`] at
+    /// all (the line does not parse, a variable that changes what runs is set, a script is
+    /// not plain text…). When this is `false` and the subjects are still incomplete, the
+    /// opaque commands are the reason ([`SeenCommand::opaque`]).
+    pub hidden: bool,
+}
+
+/// One simple command of a line, as command rules match it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SeenCommand {
+    /// Its words after quote removal, the program first; `None` for a word the judge
+    /// cannot read (it expands something).
+    pub words: Vec<Option<String>>,
+    /// A guess at the command behind a wrapper whose options are not understood.
+    pub guess: bool,
+    /// It runs what the judge cannot see through its own program: an interpreter, `make`,
+    /// a package script, a shell reading a file, a program given by its path.
+    pub opaque: bool,
+}
+
+impl SeenCommand {
+    /// Each word as displayed: readable ones as they are, others as written.
+    pub fn display(&self) -> String {
+        self.words
+            .iter()
+            .map(|w| w.as_deref().unwrap_or("…"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
 }
 
 /// The risk of a shell command line, judged from the text alone (no folder, no
@@ -167,6 +200,8 @@ pub fn judge(command: &str, cwd: Option<&str>, workspace: Option<&Path>) -> Judg
                 .with_deny_only(deny_only)
                 .with_complete(false),
             repositories: Vec::new(),
+            commands: Vec::new(),
+            hidden: true,
         };
     }
     let mut findings = Vec::new();
@@ -177,10 +212,10 @@ pub fn judge(command: &str, cwd: Option<&str>, workspace: Option<&Path>) -> Judg
             Place::at_root(workspace)
         }
     };
-    let (commands, complete) = match syntax::analyse(command) {
+    let (commands, complete, hidden) = match syntax::analyse(command) {
         Ok(analysis) => {
             findings.extend(analysis.findings);
-            (analysis.commands, analysis.complete)
+            (analysis.commands, analysis.complete, analysis.hidden)
         }
         Err(why) => {
             findings.push(Finding::new(RiskLevel::Medium, why));
@@ -189,7 +224,7 @@ pub fn judge(command: &str, cwd: Option<&str>, workspace: Option<&Path>) -> Judg
                 .iter()
                 .map(|words| Cmd::unparsed(words))
                 .collect();
-            (commands, false)
+            (commands, false, true)
         }
     };
     if commands.is_empty() {
@@ -221,11 +256,22 @@ pub fn judge(command: &str, cwd: Option<&str>, workspace: Option<&Path>) -> Judg
         .filter(|(_, verdict)| verdict.is_none())
         .map(|(dir, _)| dir.clone())
         .collect();
+    let seen = commands
+        .iter()
+        .filter(|c| !c.words.is_empty())
+        .map(|c| SeenCommand {
+            words: c.words.iter().map(|w| w.literal.clone()).collect(),
+            guess: c.guess,
+            opaque: c.opaque,
+        })
+        .collect();
     Judgement {
         risk,
         reasons: reasons(findings),
         subjects,
         repositories,
+        commands: seen,
+        hidden,
     }
 }
 

@@ -57,6 +57,10 @@ pub(super) struct Cmd {
     /// A guess at the command behind a wrapper whose options are not understood: judged by
     /// the deny-list only.
     pub guess: bool,
+    /// It runs what the judge cannot see through its own program (an interpreter, `make`,
+    /// a package script, a shell reading a file, a program given by its path): the line's
+    /// subjects are incomplete because of this command, which is itself in view.
+    pub opaque: bool,
 }
 
 impl Cmd {
@@ -68,6 +72,7 @@ impl Cmd {
             redirects: Vec::new(),
             piped_into,
             guess: false,
+            opaque: false,
         }
     }
 
@@ -119,6 +124,9 @@ pub(super) struct Analysis {
     pub findings: Vec<Finding>,
     /// Every command was found (no part was left unparsed or opaque).
     pub complete: bool,
+    /// Some part of the line runs commands that are not among [`Analysis::commands`] at
+    /// all (unlike an opaque command, which is in view itself).
+    pub hidden: bool,
 }
 
 /// Parse `command` and walk it; `Err` (why) when it does not parse as a whole.
@@ -136,7 +144,12 @@ pub(super) fn analyse(command: &str) -> Result<Analysis, String> {
         guesses_left: MAX_GUESSES,
     };
     walker.program(&program);
-    Ok(walker.out)
+    let mut out = walker.out;
+    out.hidden = !out.complete;
+    if out.commands.iter().any(|c| c.opaque) {
+        out.complete = false;
+    }
+    Ok(out)
 }
 
 /// Parse one script within the limits; `Err` says why not.

@@ -22,7 +22,7 @@ use test_support::{MockTool, ScriptedLlm, ScriptedResponse};
 
 /// A hook of [`Tool`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Hook {
+enum ToolHook {
     Definition,
     IsAvailable,
     Validate,
@@ -37,17 +37,17 @@ enum Hook {
 /// Tool `boom`: panics in `hook` from its `after`-th call of that hook on (0: always).
 struct Panicky {
     definition: ToolDefinition,
-    hook: Hook,
+    hook: ToolHook,
     after: usize,
     calls: AtomicUsize,
     executions: AtomicUsize,
 }
 
 impl Panicky {
-    fn new(hook: Hook, after: usize) -> Arc<Self> {
+    fn new(hook: ToolHook, after: usize) -> Arc<Self> {
         // Rated high when the preview is what panics: only a call a person is asked about
         // is previewed.
-        let risk = if hook == Hook::Preview {
+        let risk = if hook == ToolHook::Preview {
             RiskLevel::High
         } else {
             RiskLevel::Safe
@@ -69,7 +69,7 @@ impl Panicky {
         })
     }
 
-    fn boom(&self, hook: Hook) {
+    fn boom(&self, hook: ToolHook) {
         if self.hook == hook && self.calls.fetch_add(1, Ordering::SeqCst) >= self.after {
             panic!("boom in {hook:?}");
         }
@@ -84,32 +84,32 @@ impl Panicky {
 // Written out as `async_trait` expands it (the test binary does not depend on it).
 impl Tool for Panicky {
     fn definition(&self) -> &ToolDefinition {
-        self.boom(Hook::Definition);
+        self.boom(ToolHook::Definition);
         &self.definition
     }
 
     fn is_available(&self, _context: &ToolAvailabilityContext) -> bool {
-        self.boom(Hook::IsAvailable);
+        self.boom(ToolHook::IsAvailable);
         true
     }
 
     fn validate(&self, _parameters: &Value) -> ToolValidationResult {
-        self.boom(Hook::Validate);
+        self.boom(ToolHook::Validate);
         ToolValidationResult::valid()
     }
 
     fn execution_summary(&self, _parameters: &Value) -> String {
-        self.boom(Hook::Summary);
+        self.boom(ToolHook::Summary);
         "Explode".to_string()
     }
 
     fn effective_risk_level(&self, _parameters: &Value) -> RiskLevel {
-        self.boom(Hook::Risk);
+        self.boom(ToolHook::Risk);
         self.definition.default_risk_level
     }
 
     fn assess(&self, parameters: &Value, workspace: Option<&Path>) -> CallAssessment {
-        self.boom(Hook::Assess);
+        self.boom(ToolHook::Assess);
         CallAssessment::new(
             self.effective_risk_level(parameters),
             PermissionSubjects::from_parameters(parameters, workspace),
@@ -117,7 +117,7 @@ impl Tool for Panicky {
     }
 
     fn preview_change(&self, _parameters: &Value, _workspace: Option<&Path>) -> Option<FileChange> {
-        self.boom(Hook::Preview);
+        self.boom(ToolHook::Preview);
         None
     }
 
@@ -126,7 +126,7 @@ impl Tool for Panicky {
         _workspace: Option<&Path>,
         _limit: usize,
     ) -> Option<ArgumentChoices> {
-        self.boom(Hook::ArgumentChoices);
+        self.boom(ToolHook::ArgumentChoices);
         None
     }
 
@@ -139,7 +139,7 @@ impl Tool for Panicky {
         Self: 'async_trait,
     {
         Box::pin(async move {
-            self.boom(Hook::Execute);
+            self.boom(ToolHook::Execute);
             self.executions.fetch_add(1, Ordering::SeqCst);
             ToolResult::success("exploded")
         })
@@ -205,7 +205,7 @@ fn hook_config() -> AgentConfig {
 
 #[tokio::test]
 async fn a_panic_in_any_tool_hook_fails_that_call_only() {
-    use Hook::*;
+    use ToolHook::*;
     for hook in [
         Definition,
         IsAvailable,
@@ -286,7 +286,7 @@ async fn a_panic_in_any_tool_hook_fails_that_call_only() {
 async fn a_panic_in_the_assessment_made_again_before_a_later_call_fails_that_call_only() {
     let writer = Arc::new(MockTool::new("writer").with_category(ToolCategory::Terminal));
     // Screening assesses first (fine); the re-check after `writer` ran panics.
-    let boom = Panicky::new(Hook::Assess, 1);
+    let boom = Panicky::new(ToolHook::Assess, 1);
     let good = Arc::new(MockTool::new("good"));
     let registry = Listed::of(vec![
         ("writer", writer.clone() as Arc<dyn Tool>),

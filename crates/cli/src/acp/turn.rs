@@ -191,6 +191,7 @@ pub(crate) async fn run(
                         }
                     }
                     AgentEvent::PlanUpdated(p) => send(convert::plan(&p)),
+                    AgentEvent::PolicyDecision(p) => session.policy(&p),
                     AgentEvent::AgentError(e) if e.is_fatal => error = Some(e.error),
                     AgentEvent::AgentComplete(done) => {
                         usage = Some((done.prompt_tokens, done.completion_tokens, done.cached_prompt_tokens));

@@ -158,6 +158,7 @@ fn prepare(bench: &Bench, task: &Task) -> Result<Prepared, String> {
         .launcher(launcher)
         .permissions(Arc::new(DefaultPermissionManager::in_memory()))
         .plan_tool(bench.policy.plan)
+        .rule_files(crate::settings::rules_dir())
         .build()
         .map_err(|e| e.to_string())?;
     let choice = bench
@@ -234,6 +235,13 @@ async fn drive(
                     .and_then(|i| outcome.calls.get_mut(*i))
                 {
                     call.succeeded = e.result.success;
+                }
+            }
+            // A call a rule or hook puts to a person: no person is there to answer it.
+            AgentEvent::ApprovalRequest(a) if a.asked_by_policy.is_some() => {
+                let why = "a rule or hook asks a person, and an evaluation has none";
+                if let Err(e) = a.deny(Some(why.into())) {
+                    tracing::debug!(task = %task.id, error = %e, "an approval could not be refused");
                 }
             }
             AgentEvent::ApprovalRequest(a) => {

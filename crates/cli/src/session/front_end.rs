@@ -50,6 +50,11 @@ impl Session {
         self.saved.remembered(request, decision);
     }
 
+    /// Keep a decision of a rule or hook with the saved session.
+    pub(crate) fn policy(&self, decision: &core_models::PolicyDecisionEvent) {
+        self.saved.policy(decision);
+    }
+
     /// The conversation so far, as saved.
     pub(crate) fn history(&self) -> Vec<core_models::ChatMessage> {
         self.saved.history()

@@ -238,8 +238,12 @@ fn build_agent(
         .tools_from(Arc::clone(parts.servers) as Arc<dyn ToolRegistry>)
         .permissions(Arc::clone(parts.permissions))
         .project_context(settings::config_dir())
+        .rule_files(settings::rules_dir())
         .build()
         .map_err(|e| e.to_string())?;
+    for note in agent.rule_notes() {
+        terminal.note(note);
+    }
     for note in agent
         .project()
         .map(aintern::tools::ProjectContext::notes)

@@ -234,7 +234,12 @@ struct Reading {
     updated: DateTime<Utc>,
     /// What was undone since the last user message.
     pending_note: Option<String>,
+    /// The decisions of rules and hooks, the last [`POLICY_KEPT`].
+    policy: std::collections::VecDeque<String>,
 }
+
+/// Decisions of rules and hooks kept when a session is read (the latest).
+const POLICY_KEPT: usize = 256;
 
 impl Reading {
     /// A session with `header` and nothing else yet.
@@ -248,6 +253,7 @@ impl Reading {
             asked: 0,
             first_request: None,
             pending_note: None,
+            policy: std::collections::VecDeque::new(),
         }
     }
 
@@ -296,6 +302,14 @@ impl Reading {
                 self.updated = at;
                 self.remembered.push((*request, decision));
             }
+            Record::Policy { at, decision } => {
+                self.updated = at;
+                if self.policy.len() == POLICY_KEPT {
+                    self.policy.pop_front();
+                }
+                self.policy
+                    .push_back(crate::sessions::bounded_note(&decision));
+            }
         }
     }
 
@@ -311,6 +325,7 @@ impl Reading {
             first_request: self.first_request.unwrap_or_default(),
             pending_note: self.pending_note,
             notes,
+            policy: self.policy.into(),
         }
     }
 }

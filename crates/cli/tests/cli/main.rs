@@ -19,6 +19,7 @@ mod model;
 mod output;
 mod parse;
 mod permissions;
+mod policy;
 mod project;
 mod run;
 mod secrets;

@@ -4,9 +4,11 @@
 //! them and loads the whole configuration.
 
 mod backend;
+mod hooks;
 mod mcp;
 
 pub use backend::{BackendConfig, BackendKind, ToolMode};
+pub use hooks::{HookConfig, HooksConfig};
 pub use mcp::{mcp_validation_errors, valid_server_name, McpServerConfig};
 
 use std::fmt;

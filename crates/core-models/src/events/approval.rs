@@ -128,6 +128,11 @@ pub struct ApprovalRequestEvent {
     /// Why the call is put to a person even though its risk alone would not need it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub must_ask: Option<String>,
+    /// The rule or hook that asks a person about this call (policy as code), in words.
+    /// Such a call is a person's to answer: a blanket answer (`--approve all`, an
+    /// unattended evaluation) refuses it instead of approving it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_by_policy: Option<Box<String>>,
     /// The change the call would make to a file (writes and edits): a diff against the
     /// file as it is now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -157,6 +162,7 @@ impl ApprovalRequestEvent {
             timeout,
             sandbox: None,
             must_ask: None,
+            asked_by_policy: None,
             change: None,
             responder,
         };
@@ -184,6 +190,12 @@ impl ApprovalRequestEvent {
     /// Say why a person is asked whatever the risk.
     pub fn with_must_ask(mut self, reason: Option<String>) -> Self {
         self.must_ask = reason;
+        self
+    }
+
+    /// Say which rule or hook asks a person about the call.
+    pub fn with_asked_by_policy(mut self, reason: Option<String>) -> Self {
+        self.asked_by_policy = reason.map(Box::new);
         self
     }
 

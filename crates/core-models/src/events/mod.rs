@@ -9,6 +9,7 @@ mod approval;
 mod completion;
 mod errors;
 mod plan;
+mod policy;
 mod session;
 mod state_changed;
 mod text;
@@ -19,6 +20,7 @@ pub use approval::{ApprovalAnswer, ApprovalReceiver, ApprovalRequestEvent, Appro
 pub use completion::{AgentCompleteEvent, CompletionReason, ToolUsageSummary};
 pub use errors::{AgentErrorCategory, AgentErrorEvent, ErrorSource};
 pub use plan::{PlanStatus, PlanStep, PlanUpdatedEvent, PLAN_TOOL_ID};
+pub use policy::{PolicyDecisionEvent, PolicyOutcome, PolicySource};
 pub use session::{
     ContextCompactedEvent, MessagesCarriedEvent, RepetitionDetectedEvent, SessionStartedEvent,
 };
@@ -99,6 +101,8 @@ pub enum AgentEvent {
     PromptProgress(PromptProgressEvent),
     /// The agent's plan changed (`"plan_updated"`): every step with its status.
     PlanUpdated(PlanUpdatedEvent),
+    /// A rule or a hook decided something.
+    PolicyDecision(PolicyDecisionEvent),
 }
 
 /// Implemented by each event struct: the link between it and its [`AgentEvent`] variant.
@@ -183,6 +187,7 @@ event_kinds! {
     MessagesCarried(MessagesCarriedEvent) = "messages_carried",
     PromptProgress(PromptProgressEvent) = "prompt_progress",
     PlanUpdated(PlanUpdatedEvent) = "plan_updated",
+    PolicyDecision(PolicyDecisionEvent) = "policy_decision",
 }
 
 impl AgentEvent {

@@ -93,7 +93,12 @@ impl ChatTemplate {
         };
         template.capabilities = template.probe();
         template.format = template.detect_format();
-        template.opener = template.find_opener();
+        // A harmony reply is several messages of its own (analysis, then a call or the
+        // final answer), each opened again with `<|start|>assistant`: there the opener
+        // does not end the turn (`<|call|>` and `<|return|>` do).
+        if template.profile.format != tool_calls::ToolCallFormat::Harmony {
+            template.opener = template.find_opener();
+        }
         Ok(template)
     }
 
@@ -101,7 +106,8 @@ impl ChatTemplate {
     /// has one (ChatML's `<|im_start|>`, Llama 3's `<|start_header_id|>`, Gemma's
     /// `<start_of_turn>`): a reply that writes it has ended its turn and begun another one
     /// of its own invention, so it is a stop. Found from the generation prompt: the text
-    /// before the assistant's role name, when it looks like a special token.
+    /// before the assistant's role name, when it looks like a special token. None for a
+    /// harmony template, whose replies open messages of their own.
     pub fn message_opener(&self) -> Option<&str> {
         self.opener.as_deref()
     }

@@ -270,4 +270,11 @@ fn the_message_opener_is_found_from_the_generation_prompt() {
     // A plain template whose turns open with words has none.
     let plain = "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}assistant: {% endif %}";
     assert_eq!(opener(plain), None);
+    // A harmony reply opens messages of its own (analysis, then the call): no stop there.
+    let harmony = "{% for m in messages %}<|start|>{{ m.role }}<|message|>{{ m.content }}<|end|>{% endfor %}{% if add_generation_prompt %}<|start|>assistant{% endif %}{# <|channel|>commentary to=functions.x <|constrain|>json<|message|>{}<|call|> #}";
+    assert_eq!(
+        tool_calls::detect_template(harmony).format,
+        tool_calls::ToolCallFormat::Harmony
+    );
+    assert_eq!(opener(harmony), None);
 }

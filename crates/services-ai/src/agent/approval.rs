@@ -20,6 +20,7 @@ impl Run {
         call: ToolCallRequest,
         tool: Arc<dyn Tool>,
         assessment: CallAssessment,
+        policy: Option<String>,
     ) -> Result<Prepared, Stopped> {
         let timeout = self.shared.config.approval_timeout();
         // The tool's code, before anyone is asked: a panic fails this call only.
@@ -48,7 +49,8 @@ impl Run {
             .with_details(approval_details(&call, definition, &assessment))
             .with_warnings(approval_warnings(&call, definition, &assessment))
             .with_sandbox(assessment.sandbox.clone())
-            .with_must_ask(assessment.must_ask.clone())
+            .with_must_ask(assessment.must_ask.clone().or_else(|| policy.clone()))
+            .with_asked_by_policy(policy)
             .with_change(change);
         lock(&self.handle.approvals).insert(call.id, event.responder.clone());
         self.emit(event);

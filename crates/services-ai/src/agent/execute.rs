@@ -247,6 +247,7 @@ impl Run {
                 }
             }
         }
+        self.after_tool_hooks(call, &mut result).await;
         let elapsed = started.elapsed();
         self.emit(ToolResultEvent::create(
             id,

@@ -21,6 +21,7 @@ mod generate;
 pub(crate) mod guard;
 mod inbox;
 mod iterate;
+mod policy;
 mod prepare;
 pub mod prompt;
 
@@ -37,8 +38,9 @@ use crate::registry::DirectToolExecutor;
 use crate::state_machine::{AgentStateMachine, TurnStateMachine};
 use core_models::{
     AgentEvent, AgentRequest, AgentState, AgentStateChange, ApprovalAnswer, ApprovalDecision,
-    ApprovalResponder, ChatMessage, Checkpointer, Error, EventStream, Formatter, GitInspector,
-    LlmService, PermissionManager, ToolExecutionService, ToolRegistry, TurnState,
+    ApprovalResponder, CallRules, ChatMessage, Checkpointer, Error, EventStream, Formatter,
+    GitInspector, Hook, LlmService, PermissionManager, ToolExecutionService, ToolRegistry,
+    TurnState,
 };
 use futures::stream::BoxStream;
 use std::collections::HashMap;
@@ -91,6 +93,8 @@ pub(crate) struct Ports {
     pub(crate) git: Option<Arc<dyn GitInspector>>,
     pub(crate) formatters: Vec<Arc<dyn Formatter>>,
     pub(crate) checkpointer: Option<Arc<dyn Checkpointer>>,
+    pub(crate) rules: Option<Arc<dyn CallRules>>,
+    pub(crate) hooks: Vec<Arc<dyn Hook>>,
 }
 
 pub(crate) struct Shared {
@@ -129,6 +133,8 @@ pub struct AgentEngineBuilder {
     git: Option<Arc<dyn GitInspector>>,
     formatters: Vec<Arc<dyn Formatter>>,
     checkpointer: Option<Arc<dyn Checkpointer>>,
+    rules: Option<Arc<dyn CallRules>>,
+    hooks: Vec<Arc<dyn Hook>>,
     config: AgentConfig,
     parser_options: ParserOptions,
 }
@@ -173,6 +179,20 @@ impl AgentEngineBuilder {
         self
     }
 
+    /// Decide calls with these rules as well (see `core_models::CallRules`): the strictest
+    /// of the rules, the hooks and the judge's floor wins.
+    pub fn rules(mut self, rules: Arc<dyn CallRules>) -> Self {
+        self.rules = Some(rules);
+        self
+    }
+
+    /// Tell this hook of its moment (see `core_models::Hook`); hooks of one moment run in
+    /// the order they are added.
+    pub fn hook(mut self, hook: Arc<dyn Hook>) -> Self {
+        self.hooks.push(hook);
+        self
+    }
+
     /// Use this configuration (not validated here: `ConfigLoader::load` validates).
     pub fn config(mut self, config: AgentConfig) -> Self {
         self.config = config;
@@ -197,6 +217,8 @@ impl AgentEngineBuilder {
                     git: self.git,
                     formatters: self.formatters,
                     checkpointer: self.checkpointer,
+                    rules: self.rules,
+                    hooks: self.hooks,
                 },
                 config: self.config,
                 parser_options: self.parser_options,
@@ -224,6 +246,8 @@ impl AgentEngine {
             git: None,
             formatters: Vec::new(),
             checkpointer: None,
+            rules: None,
+            hooks: Vec::new(),
             config: AgentConfig::default(),
             parser_options: ParserOptions::default(),
         }

@@ -3,16 +3,20 @@
 //! by call, the permission check and, when needed, a person's approval.
 //!
 //! Who decides, in order:
-//! 1. the permission manager's deny rules refuse (they always win), and so is a call that
-//!    cannot be checked against the tool's deny patterns (its subjects are incomplete or
-//!    empty): deny patterns fail closed;
+//! 1. a rule that forbids the call (`core_models::CallRules`) and the permission manager's
+//!    deny rules refuse (they always win, whoever approves), and so is a call that cannot
+//!    be checked against the tool's deny patterns (its subjects are incomplete or empty):
+//!    deny patterns fail closed; then the `before_tool` hooks, in order: one that denies,
+//!    fails or would change the call refuses it (see [`super::policy`]);
 //! 2. a critical call, or one the tool says a person must be asked about (`must_ask`: a
 //!    command without a sandbox, a request for the network or for full access), goes to a
 //!    person, whatever allowed it — remembered decisions included;
-//! 3. a decision the person asked to have remembered (the manager's `was_cached`) or a
+//! 3. the strictest of the rules' and the hooks' verdicts: ask goes to a person (whatever
+//!    was remembered, whatever the approval level), allow runs without asking;
+//! 4. a decision the person asked to have remembered (the manager's `was_cached`) or a
 //!    session permission in the request's [`ToolAvailabilityContext`] allows;
-//! 4. the manager's risk rule or the request's `max_auto_approval_risk_level` allows;
-//! 5. a person is asked.
+//! 5. the manager's risk rule or the request's `max_auto_approval_risk_level` allows;
+//! 6. a person is asked.
 //!
 //! A call that runs after an earlier call of its reply could have changed what it touches
 //! goes through these steps again first ([`super::recheck`]).
@@ -20,11 +24,13 @@
 //! [`ToolAvailabilityContext`]: core_models::ToolAvailabilityContext
 
 use super::guard::{failed_unexpectedly, guarded};
+use super::policy::HookVerdict;
 use super::run::{Prepared, Run, Stopped};
 use crate::permissions::patterns_allow;
 use core_models::{
     AgentErrorCategory, AgentErrorEvent, AgentStateTransition as T, CallAssessment,
-    PermissionCheckResult, RiskLevel, Tool, ToolCallRequest, ToolResult,
+    PermissionCheckResult, PolicyDecision, RiskLevel, RuleVerdict, Tool, ToolCallRequest,
+    ToolResult,
 };
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
@@ -280,7 +286,58 @@ impl Run {
             Ok(p) => p,
             Err(result) => return Ok(Prepared::Settled { call, result }),
         };
-        match self.route(&call, &permission, &assessment).await {
+        let rule = self.rule_verdict(&call);
+        if let Some(verdict) = &rule {
+            self.report_rule(&call, verdict);
+        }
+        let refused = rule
+            .as_ref()
+            .filter(|v| v.decision == PolicyDecision::Forbid)
+            .is_some()
+            || self.deny_reason(&call, &permission).await.is_some();
+        // Hooks are told only of calls the rules and settings have not refused already.
+        let hook = if refused {
+            HookVerdict::Nothing
+        } else {
+            self.before_tool_hooks(&call).await?
+        };
+        let mut assessment = assessment;
+        // Which rule or hook asks a person about the call, in words.
+        let mut policy_ask = None;
+        let route = match hook {
+            HookVerdict::Denied(why) => Route::Deny(why),
+            HookVerdict::Decided(decision, why) => {
+                if decision == PolicyDecision::Ask {
+                    policy_ask = Some(why);
+                }
+                self.route_with(
+                    &call,
+                    &permission,
+                    &assessment,
+                    rule.as_ref(),
+                    Some(decision),
+                )
+                .await
+            }
+            HookVerdict::Nothing => {
+                self.route_with(&call, &permission, &assessment, rule.as_ref(), None)
+                    .await
+            }
+        };
+        if let Some(v) = rule.as_ref().filter(|v| v.decision == PolicyDecision::Ask) {
+            policy_ask = Some(match policy_ask {
+                Some(hook) => format!("{}; {hook}", v.describe()),
+                None => v.describe(),
+            });
+        }
+        if matches!(route, Route::Ask) {
+            if let Some(why) = &policy_ask {
+                assessment.reasons.insert(0, why.clone());
+            }
+        } else {
+            policy_ask = None;
+        }
+        match route {
             Route::Deny(why) => {
                 self.count_denial();
                 let result =
@@ -298,7 +355,7 @@ impl Run {
                     self.agent(T::RequestApproval, Some(&call.tool_id));
                     *asked = true;
                 }
-                self.ask(call, tool, assessment).await
+                self.ask(call, tool, assessment, policy_ask).await
             }
         }
     }
@@ -335,18 +392,40 @@ impl Run {
         }
     }
 
-    /// Apply the order in the module's documentation.
+    /// Apply the order in the module's documentation, the rules' verdict taken again.
     pub(super) async fn route(
         &self,
         call: &ToolCallRequest,
         permission: &PermissionCheckResult,
         assessment: &CallAssessment,
     ) -> Route {
+        let rule = self.rule_verdict(call);
+        self.route_with(call, permission, assessment, rule.as_ref(), None)
+            .await
+    }
+
+    /// [`Run::route`] with the rules' verdict and the hooks' (allow or ask) given.
+    async fn route_with(
+        &self,
+        call: &ToolCallRequest,
+        permission: &PermissionCheckResult,
+        assessment: &CallAssessment,
+        rule: Option<&RuleVerdict>,
+        hook: Option<PolicyDecision>,
+    ) -> Route {
         if let Some(why) = self.deny_reason(call, permission).await {
             return Route::Deny(why);
         }
         if call.risk_level == RiskLevel::Critical || assessment.must_ask.is_some() {
             return Route::Ask;
+        }
+        // The strictest of the rules and the hooks: ask goes to a person whatever was
+        // remembered or the approval level says; allow runs without asking.
+        let policy = rule.map(|v| v.decision).max(hook);
+        match policy {
+            Some(PolicyDecision::Ask) => return Route::Ask,
+            Some(PolicyDecision::Allow) => return Route::Run { approved: false },
+            _ => {}
         }
         if permission.is_allowed && permission.was_cached {
             return Route::Run { approved: true };
@@ -361,12 +440,18 @@ impl Run {
     }
 
     /// Why the deny rules refuse the call (the first step of the order in the module's
-    /// documentation), when they do.
+    /// documentation), when they do: a forbidding rule, or the permission settings.
     pub(super) async fn deny_reason(
         &self,
         call: &ToolCallRequest,
         permission: &PermissionCheckResult,
     ) -> Option<String> {
+        if let Some(v) = self
+            .rule_verdict(call)
+            .filter(|v| v.decision == PolicyDecision::Forbid)
+        {
+            return Some(v.describe());
+        }
         if permission.is_denied() {
             let why = permission.denial_reason.clone();
             return Some(why.unwrap_or_else(|| "denied".into()));

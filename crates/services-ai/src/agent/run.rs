@@ -276,11 +276,13 @@ impl Run {
         let finished = CancellationToken::new();
         self.spawn_watchers(finished.clone());
         self.start();
+        self.request_submitted_hooks().await;
         let outcome = match AssertUnwindSafe(self.iterate()).catch_unwind().await {
             Ok(outcome) => outcome,
             Err(panic) => Outcome::Panicked(panic_message(panic.as_ref())),
         };
         self.checkpoint_after().await;
+        self.request_ended_hooks(&outcome).await;
         if !matches!(outcome, Outcome::Panicked(_)) {
             self.keep_session().await;
         }

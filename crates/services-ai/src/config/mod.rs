@@ -240,6 +240,10 @@ pub struct AgentConfig {
     /// Tool servers speaking the Model Context Protocol, by name (started by the
     /// application; their tools are offered as `NAME__tool`).
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// Programs told of each call and of each request's start and end (`[hooks]`, read by
+    /// the application: the `policy` crate runs them). Only the user's own configuration
+    /// may set them.
+    pub hooks: core_models::HooksConfig,
 }
 
 /// How commands the tools start are sandboxed (see the `sandbox` crate).
@@ -327,6 +331,7 @@ impl Default for AgentConfig {
             sandbox: SandboxConfig::default(),
             backend: BackendConfig::default(),
             mcp_servers: BTreeMap::new(),
+            hooks: core_models::HooksConfig::default(),
         }
     }
 }

@@ -34,14 +34,22 @@ impl Walker {
         self.out.complete = false;
     }
 
+    /// `cmd` runs what the judge cannot see through its own program, `why`: it is opaque
+    /// (the line's subjects are incomplete, see [`Cmd::opaque`]).
+    fn opaque(&mut self, cmd: &mut Cmd, why: impl Into<String>) {
+        self.find(RiskLevel::Medium, why);
+        cmd.opaque = true;
+    }
+
     /// Record a command and follow what it runs (`env X`, `sh -c S`, `find -exec X ;`).
-    pub(super) fn push(&mut self, cmd: Cmd, wrap_depth: usize) {
+    pub(super) fn push(&mut self, mut cmd: Cmd, wrap_depth: usize) {
         let follow = {
-            let texts: Vec<&str> = cmd.words.iter().map(WordInfo::text).collect();
+            let texts: Vec<String> = cmd.words.iter().map(|w| w.text().to_string()).collect();
+            let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
             let runs = what_runs::runs(&texts);
-            self.check_program(&cmd);
+            self.check_program(&mut cmd);
             if let Some(why) = &runs.unseen {
-                self.unseen(why.clone());
+                self.opaque(&mut cmd, why.clone());
             } else {
                 self.check_deciding_words(&cmd, &runs);
             }
@@ -62,15 +70,16 @@ impl Walker {
 
     /// A program given by a path outside the system's folders (`./build.sh`, `/tmp/x`)
     /// runs what the judge cannot see.
-    fn check_program(&mut self, cmd: &Cmd) {
-        let Some(path) = cmd.words.first().and_then(|w| w.literal.as_deref()) else {
+    fn check_program(&mut self, cmd: &mut Cmd) {
+        let Some(path) = cmd.words.first().and_then(|w| w.literal.clone()) else {
             return;
         };
-        if path.contains('/') && !is_system_program(path) {
-            self.unseen(format!(
+        if path.contains('/') && !is_system_program(&path) {
+            let why = format!(
                 "runs the program '{}' by its path: the judge cannot see what it runs",
-                shorten(path)
-            ));
+                shorten(&path)
+            );
+            self.opaque(cmd, why);
         }
     }
 
