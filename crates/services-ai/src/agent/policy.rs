@@ -67,8 +67,17 @@ impl Run {
                 self.iteration,
             )
             .about(call.id, call.tool_id.clone())
-            .because(Some(verdict.describe())),
+            .because(Self::rule_reason(verdict)),
         );
+    }
+
+    /// Why a rule decided, beside its name: what it matched and its justification.
+    fn rule_reason(verdict: &RuleVerdict) -> Option<String> {
+        match (&verdict.matched, &verdict.justification) {
+            (Some(m), Some(j)) => Some(format!("'{m}': {j}")),
+            (Some(m), None) => Some(format!("'{m}'")),
+            (None, j) => j.clone(),
+        }
     }
 
     fn hook_event(&self, point: HookPoint) -> HookEvent {
