@@ -147,7 +147,9 @@ pub(crate) fn list_text(requests: &[RequestRecord]) -> String {
         };
         out.push_str(&format!("      {files}\n"));
     }
-    out.push_str("(aintern undo --to N restores to before request N)");
+    out.push_str(
+        "(aintern undo --to N restores checkpoint N: before request N above, or the one a restore named to bring back what it undid)",
+    );
     out
 }
 
