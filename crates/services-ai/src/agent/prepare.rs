@@ -290,38 +290,33 @@ impl Run {
         if let Some(verdict) = &rule {
             self.report_rule(&call, verdict);
         }
-        let refused = rule
-            .as_ref()
-            .filter(|v| v.decision == PolicyDecision::Forbid)
-            .is_some()
-            || self.deny_reason(&call, &permission).await.is_some();
-        // Hooks are told only of calls the rules and settings have not refused already.
-        let hook = if refused {
-            HookVerdict::Nothing
-        } else {
-            self.before_tool_hooks(&call).await?
-        };
         let mut assessment = assessment;
         // Which rule or hook asks a person about the call, in words.
         let mut policy_ask = None;
-        let route = match hook {
-            HookVerdict::Denied(why) => Route::Deny(why),
-            HookVerdict::Decided(decision, why) => {
-                if decision == PolicyDecision::Ask {
-                    policy_ask = Some(why);
+        // Hooks are told only of calls the rules and settings have not refused already.
+        let route = match self
+            .deny_reason_given(&call, &permission, rule.as_ref())
+            .await
+        {
+            Some(why) => Route::Deny(why),
+            None => {
+                let hook = match self.before_tool_hooks(&call).await? {
+                    HookVerdict::Denied(why) => Err(why),
+                    HookVerdict::Decided(decision, why) => {
+                        if decision == PolicyDecision::Ask {
+                            policy_ask = Some(why);
+                        }
+                        Ok(Some(decision))
+                    }
+                    HookVerdict::Nothing => Ok(None),
+                };
+                match hook {
+                    Err(why) => Route::Deny(why),
+                    Ok(hook) => {
+                        self.route_allowed(&call, &permission, &assessment, rule.as_ref(), hook)
+                            .await
+                    }
                 }
-                self.route_with(
-                    &call,
-                    &permission,
-                    &assessment,
-                    rule.as_ref(),
-                    Some(decision),
-                )
-                .await
-            }
-            HookVerdict::Nothing => {
-                self.route_with(&call, &permission, &assessment, rule.as_ref(), None)
-                    .await
             }
         };
         if let Some(v) = rule.as_ref().filter(|v| v.decision == PolicyDecision::Ask) {
@@ -400,12 +395,28 @@ impl Run {
         assessment: &CallAssessment,
     ) -> Route {
         let rule = self.rule_verdict(call);
-        self.route_with(call, permission, assessment, rule.as_ref(), None)
+        self.route_with(call, permission, assessment, rule.as_ref())
             .await
     }
 
-    /// [`Run::route`] with the rules' verdict and the hooks' (allow or ask) given.
+    /// [`Run::route`] with the rules' verdict given.
     async fn route_with(
+        &self,
+        call: &ToolCallRequest,
+        permission: &PermissionCheckResult,
+        assessment: &CallAssessment,
+        rule: Option<&RuleVerdict>,
+    ) -> Route {
+        if let Some(why) = self.deny_reason_given(call, permission, rule).await {
+            return Route::Deny(why);
+        }
+        self.route_allowed(call, permission, assessment, rule, None)
+            .await
+    }
+
+    /// The order after the deny rules (step 2 on), with the rules' verdict and the hooks'
+    /// (allow or ask) given.
+    async fn route_allowed(
         &self,
         call: &ToolCallRequest,
         permission: &PermissionCheckResult,
@@ -413,9 +424,6 @@ impl Run {
         rule: Option<&RuleVerdict>,
         hook: Option<PolicyDecision>,
     ) -> Route {
-        if let Some(why) = self.deny_reason(call, permission).await {
-            return Route::Deny(why);
-        }
         if call.risk_level == RiskLevel::Critical || assessment.must_ask.is_some() {
             return Route::Ask;
         }
@@ -446,10 +454,19 @@ impl Run {
         call: &ToolCallRequest,
         permission: &PermissionCheckResult,
     ) -> Option<String> {
-        if let Some(v) = self
-            .rule_verdict(call)
-            .filter(|v| v.decision == PolicyDecision::Forbid)
-        {
+        let rule = self.rule_verdict(call);
+        self.deny_reason_given(call, permission, rule.as_ref())
+            .await
+    }
+
+    /// [`Run::deny_reason`] with the rules' verdict on the call given (judged once).
+    async fn deny_reason_given(
+        &self,
+        call: &ToolCallRequest,
+        permission: &PermissionCheckResult,
+        rule: Option<&RuleVerdict>,
+    ) -> Option<String> {
+        if let Some(v) = rule.filter(|v| v.decision == PolicyDecision::Forbid) {
             return Some(v.describe());
         }
         if permission.is_denied() {
