@@ -124,6 +124,8 @@ pub(crate) fn output_preview(r: &ToolResultEvent, full: bool) -> Vec<String> {
     let text = |key: &str| data.and_then(|d| d.get(key)).and_then(Value::as_str);
     let mut out = Vec::new();
     match r.tool_id.as_str() {
+        // A failed call found, read and listed nothing: its error says what went wrong.
+        "read_file" | "search_files" | "list_dir" if !r.result.success => {}
         "run_command" => {
             for (name, stream) in [("stdout", text("stdout")), ("stderr", text("stderr"))] {
                 let Some(stream) = stream.filter(|s| !s.trim().is_empty()) else {
@@ -134,11 +136,22 @@ pub(crate) fn output_preview(r: &ToolResultEvent, full: bool) -> Vec<String> {
                 out.extend(lines.into_iter().map(|l| format!("  {l}")));
             }
         }
-        "read_file" => {
-            if let Some(n) = number("lines").or(number("total_lines")) {
-                out.push(format!("read {n} line{}", if n == 1 { "" } else { "s" }));
+        "read_file" => match (number("start_line"), number("end_line")) {
+            // A range: the lines read, of the file's lines.
+            (Some(first), Some(last)) => {
+                let total = number("total_lines").unwrap_or(last);
+                out.push(if first == last {
+                    format!("read line {first} of {total}")
+                } else {
+                    format!("read lines {first}-{last} of {total}")
+                });
             }
-        }
+            _ => {
+                if let Some(n) = number("lines") {
+                    out.push(format!("read {n} line{}", if n == 1 { "" } else { "s" }));
+                }
+            }
+        },
         "search_files" => {
             let matches = number("matches").unwrap_or(0);
             let files = number("files").unwrap_or(0);
@@ -233,6 +246,25 @@ mod tests {
         assert_eq!(file_changed(&r), Some(("a.txt".into(), "created")));
         let r = result("edit_file", ToolResult::failed("no"));
         assert_eq!(file_changed(&r), None);
+    }
+
+    #[test]
+    fn a_range_of_lines_is_counted_as_the_lines_read() {
+        let range = |start: u64, end: u64| {
+            let data = json!({"path": "notes.txt", "start_line": start, "end_line": end,
+                              "total_lines": 4, "cut_lines": [], "truncated": false});
+            result("read_file", ToolResult::success_with_data("…", data))
+        };
+        assert_eq!(output_preview(&range(1, 1), false), ["read line 1 of 4"]);
+        assert_eq!(output_preview(&range(2, 4), false), ["read lines 2-4 of 4"]);
+    }
+
+    #[test]
+    fn a_failed_call_shows_no_count() {
+        for tool in ["search_files", "list_dir", "read_file"] {
+            let r = result(tool, ToolResult::failed("Validation failed: pattern …"));
+            assert!(output_preview(&r, false).is_empty(), "{tool}");
+        }
     }
 
     #[test]

@@ -122,13 +122,15 @@ impl Tool for ReadFile {
 
     fn execution_summary(&self, params: &Value) -> String {
         let path = params.get("path").and_then(Value::as_str).unwrap_or("?");
+        // As `read_lines` reads: without a start, from the first line to the end line.
         match (
             params.get("start_line").and_then(Value::as_u64),
             params.get("end_line").and_then(Value::as_u64),
         ) {
-            (Some(s), Some(e)) => format!("Read lines {s}-{e} of {path}"),
+            (s, Some(e)) if s.unwrap_or(1) == e => format!("Read line {e} of {path}"),
+            (s, Some(e)) => format!("Read lines {}-{e} of {path}", s.unwrap_or(1)),
             (Some(s), None) => format!("Read {path} from line {s}"),
-            _ => format!("Read {path}"),
+            (None, None) => format!("Read {path}"),
         }
     }
 
@@ -469,4 +471,69 @@ pub(crate) async fn read_through(
         ))
     };
     run.await.unwrap_or_else(|failed| failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `read_file` gives for `params` over a file of four lines.
+    fn read_four(params: &Value) -> (String, Value) {
+        let text = "one\ntwo\nthree\nfour\n";
+        let r = read_lines(
+            std::io::Cursor::new(text.as_bytes()),
+            text.len() as u64,
+            "notes.txt",
+            params,
+        );
+        assert!(r.success, "{:?}", r.error_message);
+        (r.content, r.data.unwrap_or_default())
+    }
+
+    #[test]
+    fn the_description_names_the_lines_the_call_reads() {
+        let tool = ReadFile::default();
+        for (params, summary, content) in [
+            (
+                json!({"path": "notes.txt"}),
+                "Read notes.txt",
+                "one\ntwo\nthree\nfour\n",
+            ),
+            (
+                json!({"path": "notes.txt", "start_line": 1, "end_line": 1}),
+                "Read line 1 of notes.txt",
+                "one\n",
+            ),
+            (
+                json!({"path": "notes.txt", "start_line": 2, "end_line": 3}),
+                "Read lines 2-3 of notes.txt",
+                "two\nthree\n",
+            ),
+            (
+                json!({"path": "notes.txt", "start_line": 3}),
+                "Read notes.txt from line 3",
+                "three\nfour\n",
+            ),
+            // Without a start, the call reads from the first line to its end line: not
+            // the whole file.
+            (
+                json!({"path": "notes.txt", "end_line": 2}),
+                "Read lines 1-2 of notes.txt",
+                "one\ntwo\n",
+            ),
+            (
+                json!({"path": "notes.txt", "end_line": 1}),
+                "Read line 1 of notes.txt",
+                "one\n",
+            ),
+        ] {
+            assert_eq!(tool.execution_summary(&params), summary, "{params}");
+            assert_eq!(read_four(&params).0, content, "{params}");
+        }
+        let (_, data) = read_four(&json!({"path": "notes.txt", "start_line": 1, "end_line": 1}));
+        assert_eq!(
+            (&data["start_line"], &data["end_line"], &data["total_lines"]),
+            (&json!(1), &json!(1), &json!(4))
+        );
+    }
 }

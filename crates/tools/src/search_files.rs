@@ -196,9 +196,50 @@ fn matcher(pattern: &str, case_insensitive: Option<bool>) -> Result<RegexMatcher
                 PATTERN_COMPILED_MAX_BYTES >> 20
             )
         } else {
-            format!("is not a valid regular expression: {why}")
+            format!(
+                "is not a valid regular expression: {}",
+                syntax_error(pattern, &why)
+            )
         }
     })
+}
+
+/// Why `pattern` is not a regular expression, in one line: the reason and the character
+/// where it is ("unclosed group at character 1 of \"(abc\""), with a word on escaping;
+/// else grep-regex's own text `why` (several lines) made one.
+fn syntax_error(pattern: &str, why: &str) -> String {
+    let found = regex_syntax::ParserBuilder::new()
+        .utf8(false)
+        .build()
+        .parse(pattern);
+    let (reason, offset) = match &found {
+        Err(regex_syntax::Error::Parse(e)) => (e.kind().to_string(), e.span().start.offset),
+        Err(regex_syntax::Error::Translate(e)) => (e.kind().to_string(), e.span().start.offset),
+        _ => {
+            let lines: Vec<&str> = why
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
+            return lines
+                .iter()
+                .rev()
+                .find_map(|l| l.strip_prefix("error: "))
+                .map_or_else(|| lines.join(" "), str::to_string);
+        }
+    };
+    let at = pattern
+        .get(..offset)
+        .map_or(1, |before| before.chars().count() + 1);
+    let of = if pattern.chars().count() <= 80 {
+        format!(" of {pattern:?}")
+    } else {
+        String::new()
+    };
+    format!(
+        "{reason} at character {at}{of} (a character such as ( or * is written \\( or \\* \
+         to search for it)"
+    )
 }
 
 fn search(workspace: &Workspace, params: &Value, token: &CancellationToken) -> ToolResult {
@@ -396,4 +437,40 @@ fn excerpt(line: &str, start: usize, end: usize) -> String {
         if from > 0 { "…" } else { "" },
         if more_after { "…" } else { "" }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_invalid_pattern_is_explained_in_one_line() {
+        let tool = SearchFiles::default();
+        for (pattern, says) in [
+            ("(abc", "unclosed group"),
+            ("foo)", "unopened group"),
+            ("*abc", "repetition operator missing expression"),
+            ("a{2,1}", "invalid repetition count range"),
+            ("[z-a]", "invalid character class range"),
+        ] {
+            let v = tool.validate(&json!({ "pattern": pattern }));
+            assert!(!v.is_valid, "{pattern}");
+            let error = &v.errors[0];
+            assert!(!error.contains('\n'), "{pattern}: {error:?}");
+            assert!(
+                error.starts_with("pattern is not a valid regular expression: "),
+                "{error}"
+            );
+            assert!(error.contains(says), "{pattern}: {error}");
+            assert!(error.contains("at character"), "{pattern}: {error}");
+        }
+        let v = tool.validate(&json!({ "pattern": "(abc" }));
+        assert_eq!(
+            v.errors,
+            [
+                "pattern is not a valid regular expression: unclosed group at character 1 \
+              of \"(abc\" (a character such as ( or * is written \\( or \\* to search for it)"
+            ]
+        );
+    }
 }
