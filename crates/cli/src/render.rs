@@ -4,7 +4,7 @@
 
 use crate::terminal::shown;
 use anstyle::{AnsiColor, Style};
-use core_models::{FileChange, ToolResultEvent};
+use core_models::{ApprovalRequestEvent, FileChange, RiskLevel, ToolResultEvent};
 use serde_json::Value;
 
 /// Lines of a diff shown at the approval prompt before "d shows the rest".
@@ -176,6 +176,106 @@ pub(crate) fn output_preview(r: &ToolResultEvent, full: bool) -> Vec<String> {
     out
 }
 
+/// `risk` in words ("medium risk"), coloured by how high it is when colour is on.
+pub(crate) fn risk(colour: bool, risk: RiskLevel) -> String {
+    let hue = match risk {
+        RiskLevel::Safe => AnsiColor::Green,
+        RiskLevel::Low | RiskLevel::Medium => AnsiColor::Yellow,
+        RiskLevel::High | RiskLevel::Critical => AnsiColor::Red,
+    };
+    paint(colour, fg(hue), &format!("{risk} risk"))
+}
+
+/// Longest note of how a grammar held the call shown at the prompt.
+const HELD_SHOWN: usize = 60;
+
+/// The approval prompt's text for `a`, one entry a line: the question (what the call
+/// does, its tool and its risk), the command, the event's details each once (the tool
+/// is in the question, the command on its own line, the parameters left out when the
+/// lines above show them all or a diff shows the change), why it is rated so, the diff,
+/// the warnings in one line, why a person is asked, and how a grammar held the call in
+/// a few words (the event holds the whole note).
+pub(crate) fn approval_prompt(a: &ApprovalRequestEvent, colour: bool) -> Vec<String> {
+    let high = a.risk_level >= RiskLevel::High;
+    let mut out = vec![format!(
+        "{} {} ({}, {}{})",
+        paint(colour, Style::new().bold(), "?"),
+        shown(&a.summary, false),
+        shown(&a.request.tool_id, false),
+        risk(colour, a.risk_level),
+        if high { ": review it carefully" } else { "" }
+    )];
+    let params = &a.request.parameters;
+    let command = params.get("command").and_then(Value::as_str);
+    if let Some(command) = command {
+        let line = format!("$ {}", shown(command, false));
+        out.push(format!("    {}", paint(colour, Style::new().bold(), &line)));
+    }
+    let rated = format!("Rated {}: ", a.risk_level);
+    for d in &a.details {
+        let skip = d.starts_with("Tool: ")
+            || (command.is_some() && d.starts_with("Command: "))
+            || (d.starts_with("Parameters: ") && (a.change.is_some() || main_only(params)));
+        if skip {
+            continue;
+        }
+        let line = match d.strip_prefix(&rated) {
+            Some(why) => format!("Why: {why}"),
+            None => d.clone(),
+        };
+        out.push(format!("    {}", shown(&line, false)));
+    }
+    let yellow = fg(AnsiColor::Yellow);
+    if let Some(change) = &a.change {
+        let headline = change_headline(change);
+        let headline = if change.exists {
+            paint(colour, yellow, &format!("⚠ {headline}"))
+        } else {
+            headline
+        };
+        out.push(format!("    {headline}"));
+        out.extend(diff_lines(change, colour, "    ", Some(DIFF_PREVIEW_LINES)));
+    }
+    // The rating is in the question already.
+    let warnings: Vec<String> = a
+        .warnings
+        .iter()
+        .filter(|w| !w.starts_with("This call is rated "))
+        .map(|w| shown(w, false).into_owned())
+        .collect();
+    if !warnings.is_empty() {
+        let line = format!("⚠ {}", warnings.join(" · "));
+        out.push(format!("    {}", paint(colour, yellow, &line)));
+    }
+    if let Some(why) = &a.must_ask {
+        out.push(format!("    Asked because: {}", shown(why, false)));
+    }
+    if let Some(held) = &a.request.held {
+        out.push(format!("    Held: {}", held_briefly(held)));
+    }
+    out
+}
+
+/// Whether every parameter is a main argument given as text: each has a line of the
+/// details of its own, and the parameters' JSON says nothing more.
+fn main_only(params: &Value) -> bool {
+    params.as_object().is_some_and(|o| {
+        o.iter()
+            .all(|(k, v)| v.is_string() && core_models::MAIN_ARGUMENT_KEYS.contains(&k.as_str()))
+    })
+}
+
+/// How a grammar held the call, in a few words: the note up to its first colon, at most
+/// [`HELD_SHOWN`] characters.
+fn held_briefly(held: &str) -> String {
+    let first = held.split(':').next().unwrap_or(held).trim();
+    let mut brief: String = first.chars().take(HELD_SHOWN).collect();
+    if first.chars().count() > HELD_SHOWN {
+        brief.push('…');
+    }
+    shown(&brief, false).into_owned()
+}
+
 /// What a successful call did to a file, for the summary of files changed: the path and
 /// "created" or "edited".
 pub(crate) fn file_changed(r: &ToolResultEvent) -> Option<(String, &'static str)> {
@@ -265,6 +365,42 @@ mod tests {
             let r = result(tool, ToolResult::failed("Validation failed: pattern …"));
             assert!(output_preview(&r, false).is_empty(), "{tool}");
         }
+    }
+
+    #[test]
+    fn the_approval_prompt_says_how_a_call_was_held_in_one_short_line() {
+        let mut call = ToolCallRequest::new("read_file", json!({"path": "notes.txt"}));
+        call.execution_summary = "Read notes.txt".into();
+        call.risk_level = RiskLevel::Medium;
+        call.held = Some(
+            "written under a grammar: the model chose read_file among 3 options (read_file, \
+             list_dir, answer), twice (a step that changes something is asked two ways), \
+             then wrote its arguments under read_file's schema, its path held to the \
+             workspace's existing names"
+                .into(),
+        );
+        let (a, _rx) = ApprovalRequestEvent::create(
+            uuid::Uuid::nil(),
+            call,
+            std::time::Duration::from_secs(60),
+            1,
+        );
+        let a = a.with_details(vec![
+            "Tool: Read File (read_file)".into(),
+            "Path: notes.txt".into(),
+            "Parameters: {\"path\":\"notes.txt\"}".into(),
+            "Rated medium: outside the usual".into(),
+        ]);
+        let lines = approval_prompt(&a, false);
+        assert_eq!(
+            lines,
+            [
+                "? Read notes.txt (read_file, medium risk)",
+                "    Path: notes.txt",
+                "    Why: outside the usual",
+                "    Held: written under a grammar",
+            ]
+        );
     }
 
     #[test]

@@ -101,15 +101,7 @@ impl Terminal {
     }
 
     fn risk(&self, risk: RiskLevel) -> String {
-        let colour = match risk {
-            RiskLevel::Safe => AnsiColor::Green,
-            RiskLevel::Low | RiskLevel::Medium => AnsiColor::Yellow,
-            RiskLevel::High | RiskLevel::Critical => AnsiColor::Red,
-        };
-        self.paint(
-            Style::new().fg_color(Some(colour.into())),
-            &format!("{risk} risk"),
-        )
+        render::risk(self.colour, risk)
     }
 
     fn clear_status(&mut self) {
@@ -461,49 +453,7 @@ impl Terminal {
     /// Ask a person about a call, with the event's details, warnings and the diff of the
     /// file it changes; `key` when the answer is a single key.
     pub(crate) fn ask(&mut self, a: &ApprovalRequestEvent, key: bool) {
-        let mut text = format!(
-            "{} {} ({})",
-            self.paint(Style::new().bold(), "?"),
-            shown(&a.summary, false),
-            self.risk(a.risk_level)
-        );
-        if let Some(command) = a.request.parameters.get("command").and_then(|c| c.as_str()) {
-            let command = self.paint(Style::new().bold(), &format!("$ {}", shown(command, false)));
-            text.push_str(&format!("\n    {command}"));
-        }
-        // With a diff to read, the call's parameters (the whole new content) are not
-        // shown again as JSON.
-        let details = a
-            .details
-            .iter()
-            .filter(|d| a.change.is_none() || !d.starts_with("Parameters: "));
-        for d in details {
-            text.push_str(&format!("\n    {}", shown(d, false)));
-        }
-        let yellow = Style::new().fg_color(Some(AnsiColor::Yellow.into()));
-        if let Some(change) = &a.change {
-            let headline = render::change_headline(change);
-            let headline = if change.exists {
-                self.paint(yellow, &format!("⚠ {headline}"))
-            } else {
-                headline
-            };
-            text.push_str(&format!("\n    {headline}"));
-            let max = Some(render::DIFF_PREVIEW_LINES);
-            for line in render::diff_lines(change, self.colour, "    ", max) {
-                text.push_str(&format!("\n{line}"));
-            }
-        }
-        for w in &a.warnings {
-            let w = self.paint(yellow, &format!("⚠ {}", shown(w, false)));
-            text.push_str(&format!("\n    {w}"));
-        }
-        if let Some(why) = &a.must_ask {
-            text.push_str(&format!("\n    Asked because: {}", shown(why, false)));
-        }
-        if let Some(held) = &a.request.held {
-            text.push_str(&format!("\n    Held: {}", shown(held, false)));
-        }
+        let text = render::approval_prompt(a, self.colour).join("\n");
         let start = if self.at_line_start { "" } else { "\n" };
         self.write(&format!("{start}{text}\n"));
         self.ask_again(a, key);

@@ -139,3 +139,49 @@ fn ctrl_c_in_chat_cancels_the_request_not_the_chat() {
     p.send_line("/exit").unwrap();
     p.expect(expectrl::Eof).unwrap();
 }
+
+#[test]
+fn the_approval_prompt_is_compact() {
+    let ws = Workspace::new();
+    let script = ws.script(&[
+        &call(
+            "run_command",
+            json!({"command": "python3 make.py > out.txt"}),
+        ),
+        "Not run.",
+    ]);
+    let mut command = bin(ws.home.path());
+    command.env("NO_COLOR", "1").args([
+        "run",
+        "--workspace",
+        ws.path(),
+        "--backend",
+        &script,
+        "build it",
+    ]);
+    let mut p = expectrl::Session::spawn(command).unwrap();
+    p.set_expect_timeout(Some(std::time::Duration::from_secs(20)));
+    let asked = p.expect("Approve? ").unwrap();
+    let prompt = String::from_utf8_lossy(asked.before()).into_owned();
+    p.send_line("n").unwrap();
+    p.expect("Not run.").unwrap();
+    let prompt = &prompt[prompt.find("? Run").expect("the question")..];
+    let lines: Vec<&str> = prompt.lines().filter(|l| !l.trim().is_empty()).collect();
+    // The question, the command, why it is rated so, the sandbox and the warnings.
+    assert!(lines.len() <= 5, "{} lines:\n{prompt}", lines.len());
+    // The rating once, in the question; why, on one line.
+    assert_eq!(prompt.matches("medium").count(), 1, "{prompt}");
+    assert!(prompt.contains("(run_command, medium risk)"), "{prompt}");
+    assert_eq!(prompt.matches("Why: ").count(), 1, "{prompt}");
+    assert_eq!(
+        prompt.matches("python3 make.py > out.txt").count(),
+        2,
+        "the summary and the command, once each: {prompt}"
+    );
+    assert!(prompt.contains("writes to a file"), "{prompt}");
+    assert!(prompt.contains("runs code"), "{prompt}");
+    assert!(
+        prompt.contains("This runs a command on your machine"),
+        "{prompt}"
+    );
+}

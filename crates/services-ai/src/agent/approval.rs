@@ -176,8 +176,15 @@ fn approval_details(
         }
     }
     details.push(format!("Parameters: {}", shown_json(&call.parameters)));
+    // The rating once, with each of its reasons once.
+    let mut reasons: Vec<&str> = Vec::new();
     for reason in &assessment.reasons {
-        details.push(format!("Rated {}: {reason}", call.risk_level));
+        if !reasons.contains(&reason.as_str()) {
+            reasons.push(reason);
+        }
+    }
+    if !reasons.is_empty() {
+        details.push(format!("Rated {}: {}", call.risk_level, reasons.join("; ")));
     }
     if let Some(sandbox) = &assessment.sandbox {
         details.push(format!("Sandbox: {}", sandbox.description));
@@ -329,6 +336,31 @@ mod tests {
             size = size * 7 % 1500 + 1;
         }
         excerpt.finish()
+    }
+
+    #[test]
+    fn the_rating_is_given_once_with_all_its_reasons() {
+        let call = ToolCallRequest::new("run_command", json!({"command": "python3 x.py > o"}));
+        let definition = ToolDefinition::new("run_command", "Run Command", "Run a command");
+        let assessment =
+            CallAssessment::new(RiskLevel::Medium, Default::default()).with_reasons(vec![
+                "writes to a file".into(),
+                "'python3' runs code".into(),
+                "writes to a file".into(),
+            ]);
+        let details = approval_details(&call, &definition, &assessment);
+        let rated: Vec<&String> = details.iter().filter(|d| d.starts_with("Rated")).collect();
+        assert_eq!(
+            rated,
+            ["Rated medium: writes to a file; 'python3' runs code"],
+            "{details:?}"
+        );
+        let none = CallAssessment::new(RiskLevel::Medium, Default::default());
+        let details = approval_details(&call, &definition, &none);
+        assert!(
+            !details.iter().any(|d| d.starts_with("Rated")),
+            "{details:?}"
+        );
     }
 
     #[test]
