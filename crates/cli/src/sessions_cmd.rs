@@ -143,8 +143,11 @@ pub(crate) fn run(action: SessionsAction) -> Result<(), String> {
     writeln!(out, "{text}").map_err(|e| e.to_string())
 }
 
-/// A session as text: its details, then each message.
+/// A session as text: its details, then each message; each call described by its tool as
+/// it was when it ran ("Read notes.txt"), a tool that is not built in by its name.
 fn transcript(saved: &crate::sessions::Saved) -> String {
+    let registry: services_ai::InMemoryToolRegistry = tools::builtin_tools().into_iter().collect();
+    let catalog = services_ai::ToolCatalog::Registry(std::sync::Arc::new(registry));
     let h = &saved.header;
     let (prompt, completion, cached) = saved.usage;
     let mut out = format!(
@@ -165,11 +168,17 @@ fn transcript(saved: &crate::sessions::Saved) -> String {
         };
         out.push_str(&format!("\n— {who}\n{}\n", shown(m.content.trim(), true)));
         for call in &m.tool_calls {
-            out.push_str(&format!(
-                "→ {} {}\n",
+            let (name, arguments) = (
                 shown(&call.name, false),
-                shown(&call.arguments.to_string(), false)
-            ));
+                shown(&call.arguments.to_string(), false).into_owned(),
+            );
+            if catalog.knows(&call.name) {
+                let request = catalog.request(&call.name, (*call.arguments).clone(), "");
+                let summary = shown(&request.execution_summary, false);
+                out.push_str(&format!("→ {summary} ({name} {arguments})\n"));
+            } else {
+                out.push_str(&format!("→ {name} {arguments}\n"));
+            }
         }
     }
     if !saved.policy.is_empty() {

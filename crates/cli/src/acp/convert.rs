@@ -120,21 +120,30 @@ pub(crate) fn beneath(workspace: &Path, path: &str) -> Option<PathBuf> {
     Some(out)
 }
 
-/// The `tool_call` update that announces `request`, with the change it would make to a
-/// file when that is known (`before`: the file's text before it runs), so that an editor
-/// sees what a write or an edit changes even when nobody is asked about it.
-pub(crate) fn tool_call(request: &ToolCallRequest, workspace: &Path, before: &Before) -> ToolCall {
+/// The `tool_call` update that announces `request`: what it does, its kind, its input
+/// and the file it names. The change it would make to a file is not in it: the engine may
+/// not run the call (a repeat of an earlier one, a call refused); an editor sees the
+/// change when a person is asked ([`asking`]), when the call starts ([`change_of`]) and
+/// with its result ([`finished`]).
+pub(crate) fn tool_call(request: &ToolCallRequest, workspace: &Path) -> ToolCall {
     let mut call = ToolCall::new(request.id.to_string(), title(request))
         .kind(kind(&request.tool_id))
         .status(ToolCallStatus::Pending)
         .raw_input((*request.parameters).clone());
     if let Some(path) = call_path(request, workspace) {
-        call = call.locations(vec![ToolCallLocation::new(path.clone())]);
-        if let Some(change) = change(request, path, before) {
-            call = call.content(vec![change]);
-        }
+        call = call.locations(vec![ToolCallLocation::new(path)]);
     }
     call
+}
+
+/// The change `request` would make to the file it names (`before`: the file's text
+/// before it runs), when that is known and changes something.
+pub(crate) fn change_of(
+    request: &ToolCallRequest,
+    workspace: &Path,
+    before: &Before,
+) -> Option<ToolCallContent> {
+    change(request, call_path(request, workspace)?, before)
 }
 
 /// The diff of the change `request` would make to the file at `path`: the whole file
@@ -181,11 +190,9 @@ pub(crate) fn asking(
     before: &Before,
     summary: &str,
 ) -> ToolCallUpdate {
-    let call = tool_call(request, workspace, &Before::Unknown);
+    let call = tool_call(request, workspace);
     let mut content = vec![ToolCallContent::from(summary.to_string())];
-    if let Some(path) = call_path(request, workspace) {
-        content.extend(change(request, path, before));
-    }
+    content.extend(change_of(request, workspace, before));
     ToolCallUpdate::new(
         call.tool_call_id.clone(),
         ToolCallUpdateFields::new()
@@ -334,8 +341,13 @@ pub(crate) fn finished(
 }
 
 /// The conversation `history` as the updates that replay it: user and agent messages,
-/// and each tool call with its result.
-pub(crate) fn replay(history: &[ChatMessage], workspace: &Path) -> Vec<SessionUpdate> {
+/// and each tool call with its result. Each call is described by its tool in `catalog`
+/// (titled as it was when it ran: "Read notes.txt"), by its name when the tool is gone.
+pub(crate) fn replay(
+    history: &[ChatMessage],
+    workspace: &Path,
+    catalog: &services_ai::ToolCatalog,
+) -> Vec<SessionUpdate> {
     let mut out = Vec::new();
     for message in history {
         match message.role {
@@ -349,9 +361,11 @@ pub(crate) fn replay(history: &[ChatMessage], workspace: &Path) -> Vec<SessionUp
                     out.push(chunk(&message.content, false));
                 }
                 for call in &message.tool_calls {
-                    let request =
-                        ToolCallRequest::new(call.name.clone(), (*call.arguments).clone());
-                    let mut announced = tool_call(&request, workspace, &Before::Unknown);
+                    let request = catalog.request(&call.name, (*call.arguments).clone(), "");
+                    let mut announced = tool_call(&request, workspace);
+                    if let Some(change) = change_of(&request, workspace, &Before::Unknown) {
+                        announced = announced.content(vec![change]);
+                    }
                     announced.tool_call_id = call.id.clone().into();
                     out.push(SessionUpdate::ToolCall(
                         announced.status(ToolCallStatus::Completed),

@@ -323,7 +323,11 @@ pub(crate) async fn run(args: AcpArgs) -> Result<(), String> {
                         Ok(acp) => {
                             let session = acp.session.lock().await;
                             let sid = session.id().to_string();
-                            for update in convert::replay(&session.history(), session.workspace()) {
+                            for update in convert::replay(
+                                &session.history(),
+                                session.workspace(),
+                                &session.catalog(),
+                            ) {
                                 let _ = notify(&cx, SessionNotification::new(sid.clone(), update));
                             }
                             Ok(LoadSessionResponse::new().modes(Mode::state(acp.mode())))

@@ -6,7 +6,8 @@ use super::convert::{self, Before};
 use super::{AcpSession, Conn};
 use agent_client_protocol::v1::schema::{
     PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
-    SessionNotification, SessionUpdate, StopReason,
+    SessionNotification, SessionUpdate, StopReason, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields,
 };
 use core_models::{
     AgentEvent, AgentService as _, ApprovalDecision, ApprovalRequestEvent, CompletionReason,
@@ -14,7 +15,7 @@ use core_models::{
 };
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -109,6 +110,7 @@ pub(crate) async fn run(
     let mut events = session.start_request(request)?;
     let mut asks = FuturesUnordered::new();
     let mut calls: HashMap<uuid::Uuid, (ToolCallRequest, Before)> = HashMap::new();
+    let mut started: HashSet<uuid::Uuid> = HashSet::new();
     let mut hit_limit = false;
     let mut reason = None;
     let mut usage = None;
@@ -151,20 +153,17 @@ pub(crate) async fn run(
                     AgentEvent::ToolResult(r) if r.tool_id == core_models::PLAN_TOOL_ID && r.result.success => {}
                     AgentEvent::ToolCallRequest(r) => {
                         let before = convert::before(&r.request, &workspace);
-                        send(SessionUpdate::ToolCall(convert::tool_call(&r.request, &workspace, &before)));
+                        send(SessionUpdate::ToolCall(convert::tool_call(&r.request, &workspace)));
                         calls.insert(r.request.id, (r.request, before));
                     }
                     AgentEvent::ToolExecution(e) if e.status == ToolExecutionStatus::Starting => {
-                        send(SessionUpdate::ToolCallUpdate(
-                            agent_client_protocol::v1::schema::ToolCallUpdate::new(
-                                e.call_id.to_string(),
-                                agent_client_protocol::v1::schema::ToolCallUpdateFields::new()
-                                    .status(agent_client_protocol::v1::schema::ToolCallStatus::InProgress),
-                            ),
-                        ));
+                        send(SessionUpdate::ToolCallUpdate(starting(&mut calls, e.call_id, &workspace)));
+                        started.insert(e.call_id);
                     }
                     AgentEvent::ToolResult(r) => {
-                        let known = calls.get(&r.call_id);
+                        // A call that never started (a repeat, a call refused) changed
+                        // nothing: its result comes without a diff.
+                        let known = calls.get(&r.call_id).filter(|_| started.contains(&r.call_id));
                         let before = known.map_or(Before::Unknown, |(_, b)| b.clone());
                         send(SessionUpdate::ToolCallUpdate(convert::finished(
                             known.map(|(c, _)| c),
@@ -225,6 +224,24 @@ pub(crate) async fn run(
         _ if hit_limit => StopReason::MaxTokens,
         _ => StopReason::EndTurn,
     })
+}
+
+/// The update that says the call `id` started, with the change it makes to its file (the
+/// file's text read again now: calls before it in the reply may have changed it; the
+/// result's diff is made from it).
+fn starting(
+    calls: &mut HashMap<uuid::Uuid, (ToolCallRequest, Before)>,
+    id: uuid::Uuid,
+    workspace: &std::path::Path,
+) -> ToolCallUpdate {
+    let mut fields = ToolCallUpdateFields::new().status(ToolCallStatus::InProgress);
+    if let Some((request, before)) = calls.get_mut(&id) {
+        *before = convert::before(request, workspace);
+        if let Some(change) = convert::change_of(request, workspace, before) {
+            fields = fields.content(vec![change]);
+        }
+    }
+    ToolCallUpdate::new(id.to_string(), fields)
 }
 
 /// Answer `a` as the client said; "always" is remembered for the session, as at the

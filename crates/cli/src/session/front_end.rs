@@ -22,6 +22,11 @@ impl Session {
             .map_err(|e| e.to_string())
     }
 
+    /// The session's tools as a catalog: what describes a call from its arguments.
+    pub(crate) fn catalog(&self) -> services_ai::ToolCatalog {
+        services_ai::ToolCatalog::Registry(std::sync::Arc::clone(&self.registry))
+    }
+
     /// Save what a request started with [`Session::start_request`] left, with its token
     /// counts (prompt, completion, cached).
     pub(crate) fn finish_request(&self, usage: Option<(u64, u64, u64)>) {

@@ -564,3 +564,183 @@ fn an_mcp_server_the_client_passes_runs_under_the_same_approvals() {
         .unwrap_or_else(|| panic!("{step}"));
     assert!(done.to_string().contains("hello from MCP"), "{done}");
 }
+
+// --- raw sessions: replay and diffs ---------------------------------------------------------
+
+impl Raw {
+    /// A new session over `ws` (after `initialize`), by request `id`: its id.
+    fn new_session(&mut self, ws: &Workspace, id: u64) -> String {
+        self.send(&initialize(id));
+        self.response(id);
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": id + 1, "method": "session/new",
+                    "params": {"cwd": ws.path(), "mcpServers": []}})
+            .to_string(),
+        );
+        self.response(id + 1)["result"]["sessionId"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    /// Every message up to the response to request `id`, which is left out; permission
+    /// requests are answered with "allow-once".
+    fn until_response(&mut self, id: u64) -> Vec<Value> {
+        let mut seen = Vec::new();
+        loop {
+            let message = self.next();
+            if message["id"] == json!(id) && message.get("method").is_none() {
+                return seen;
+            }
+            if message["method"] == json!("session/request_permission") {
+                let answer = json!({"jsonrpc": "2.0", "id": message["id"],
+                    "result": {"outcome": {"outcome": "selected", "optionId": "allow-once"}}});
+                self.send(&answer.to_string());
+            }
+            seen.push(message);
+        }
+    }
+
+    /// Prompt `session` with `text` as request `id`: the messages it brought.
+    fn prompt(&mut self, session: &str, id: u64, text: &str) -> Vec<Value> {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+                    "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}})
+            .to_string(),
+        );
+        self.until_response(id)
+    }
+}
+
+/// The session updates of `kind` among `messages`.
+fn updates_of<'a>(messages: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    messages
+        .iter()
+        .filter(|m| m["method"] == json!("session/update"))
+        .map(|m| &m["params"]["update"])
+        .filter(|u| u["sessionUpdate"] == json!(kind))
+        .collect()
+}
+
+#[test]
+fn a_loaded_session_titles_its_calls_as_they_were_titled_live() {
+    let ws = Workspace::new();
+    let script = ws.script(&[
+        &call("read_file", json!({"path": "notes.txt"})),
+        "The notes say to buy milk.",
+    ]);
+    let mut acp = Raw::start(&ws, &script);
+    let session = acp.new_session(&ws, 1);
+    let live = acp.prompt(&session, 3, "What do the notes say?");
+    let live = updates_of(&live, "tool_call");
+    assert_eq!(live.len(), 1, "{live:?}");
+    assert_eq!(live[0]["title"], json!("Read notes.txt"), "{}", live[0]);
+    drop(acp);
+
+    // Another agent process loads the session: the call is replayed, titled the same.
+    let mut acp = Raw::start(&ws, &ws.script(&[]));
+    acp.send(&initialize(1));
+    acp.response(1);
+    acp.send(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "session/load",
+                "params": {"sessionId": session, "cwd": ws.path(), "mcpServers": []}})
+        .to_string(),
+    );
+    let replayed = acp.until_response(2);
+    let calls = updates_of(&replayed, "tool_call");
+    assert_eq!(calls.len(), 1, "{replayed:?}");
+    assert_eq!(calls[0]["title"], json!("Read notes.txt"), "{}", calls[0]);
+    assert_eq!(calls[0]["kind"], json!("read"), "{}", calls[0]);
+}
+
+/// The diff content blocks among `messages` (tool calls, their updates, permission
+/// requests), each with its call's id.
+fn diffs(messages: &[Value]) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for m in messages {
+        let call = if m["method"] == json!("session/request_permission") {
+            &m["params"]["toolCall"]
+        } else {
+            &m["params"]["update"]
+        };
+        for c in call["content"].as_array().into_iter().flatten() {
+            if c["type"] == json!("diff") {
+                let id = call["toolCallId"].as_str().unwrap_or_default();
+                out.push((id.to_string(), c.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// The ids of the calls among `messages` that ran (went in progress).
+fn ran(messages: &[Value]) -> Vec<String> {
+    updates_of(messages, "tool_call_update")
+        .into_iter()
+        .filter(|u| u["status"] == json!("in_progress"))
+        .filter_map(|u| u["toolCallId"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn a_call_that_changes_nothing_sends_no_diff() {
+    let ws = Workspace::new();
+    let same = call(
+        "write_file",
+        json!({"path": "notes.txt", "content": "Buy milk. Call Bob.\n"}),
+    );
+    let edit = call(
+        "edit_file",
+        json!({"path": "notes.txt", "search": "milk", "replace": "bread"}),
+    );
+    let read = call("read_file", json!({"path": "notes.txt"}));
+    let write = call("write_file", json!({"path": "out.txt", "content": "new\n"}));
+    let script = ws.script(&[
+        &same,
+        "Unchanged.",
+        &edit,
+        &format!("{edit}{read}"),
+        "Edited once.",
+        &format!("{write}{write}"),
+        "Written once.",
+    ]);
+    let mut acp = Raw::start(&ws, &script);
+    let session = acp.new_session(&ws, 1);
+
+    // A write of the text the file holds: it runs and changes nothing.
+    let seen = acp.prompt(&session, 3, "write the notes as they are");
+    assert_eq!(ran(&seen).len(), 1, "{seen:?}");
+    assert!(diffs(&seen).is_empty(), "{:?}", diffs(&seen));
+
+    // An edit, then the same edit again (not run: it repeats the first), then the same
+    // write twice in one reply (the second not run). Only the calls that ran show a
+    // change, and every change shown changes something.
+    for (id, calls, done) in [(4, 3, "Edited once."), (5, 2, "Written once.")] {
+        let seen = acp.prompt(&session, id, "change it");
+        assert_eq!(updates_of(&seen, "tool_call").len(), calls, "{seen:?}");
+        let ran = ran(&seen);
+        assert_eq!(ran.len(), calls - 1, "{seen:?}");
+        let found = diffs(&seen);
+        assert!(
+            !found.is_empty(),
+            "the call that ran shows its change: {seen:?}"
+        );
+        for (call, diff) in &found {
+            assert!(
+                ran.contains(call),
+                "a diff for a call that did not run: {diff}"
+            );
+            assert_eq!(call, &found[0].0, "one call changes the file: {diff}");
+            assert_ne!(diff["oldText"], diff["newText"], "{diff}");
+        }
+        let said: String = updates_of(&seen, "agent_message_chunk")
+            .iter()
+            .filter_map(|u| u["content"]["text"].as_str())
+            .collect();
+        assert_eq!(said, done);
+    }
+    let notes = std::fs::read_to_string(ws.dir.path().join("notes.txt")).unwrap();
+    assert_eq!(notes, "Buy bread. Call Bob.\n");
+    let out = std::fs::read_to_string(ws.dir.path().join("out.txt")).unwrap();
+    assert_eq!(out, "new\n");
+}

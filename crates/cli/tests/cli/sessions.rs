@@ -450,3 +450,34 @@ fn commands_cannot_read_saved_sessions_or_the_chat_history() {
         "a command read a saved session: {seen}"
     );
 }
+
+#[test]
+fn a_shown_session_describes_its_calls_as_they_were_described_live() {
+    let ws = Workspace::new();
+    let backend = script(
+        &ws,
+        "read.json",
+        &[
+            json!({"chunks": [call("read_file", json!({"path": "notes.txt", "start_line": 1, "end_line": 1}))]}),
+            text("It says to buy milk."),
+        ],
+    );
+    let out = exec_over(&ws, &backend, &[], "What do the notes say?");
+    let (evs, _) = completed(&out);
+    let live = evs
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::ToolCallRequest(c) => Some(c.request.execution_summary.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(live, "Read line 1 of notes.txt");
+    let id = started(&evs).session_id.to_string();
+    let shown = aintern_in(ws.home.path(), &["sessions", "show", &id], b"");
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("→ {live} (read_file ")),
+        "the call as described live: {text}"
+    );
+}
