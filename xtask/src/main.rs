@@ -6,8 +6,14 @@
 //! item is a breaking change; an added one must be taken into the snapshot on purpose —
 //! until `--bless` writes the new lists. scripts/test runs it, so CI fails on an
 //! accidental change of the public API.
+//!
+//! `cargo run -p xtask -- check-docs`: the README is short, and every link in it, in
+//! `docs/ARCHITECTURE.md` and in the manual (`docs/manual`, an mdBook) leads somewhere
+//! (see [`docs`]).
 
 #![allow(clippy::print_stdout)]
+
+mod docs;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -43,8 +49,25 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Some("check-docs") => match docs::check(&root()) {
+            Ok(problems) if problems.is_empty() => {
+                println!("check-docs: the README and the manual hold together");
+                ExitCode::SUCCESS
+            }
+            Ok(problems) => {
+                for p in &problems {
+                    println!("{}:{}: {}", p.file, p.line, p.what);
+                }
+                println!("check-docs: {} problem(s)", problems.len());
+                ExitCode::FAILURE
+            }
+            Err(e) => {
+                eprintln!("xtask: {e}");
+                ExitCode::FAILURE
+            }
+        },
         _ => {
-            eprintln!("usage: cargo run -p xtask -- public-api [--bless]");
+            eprintln!("usage: cargo run -p xtask -- public-api [--bless] | check-docs");
             ExitCode::FAILURE
         }
     }

@@ -1,5 +1,6 @@
-//! The README's shortest embedding, kept here so that it is built and run (scripts/test
-//! runs it in an empty folder; a test checks the README shows this file's code).
+//! The shortest embedding (the manual's chapter "Embedding"), kept here so that it is
+//! built and run (scripts/test runs it in an empty folder; a test checks the manual shows
+//! this file's code).
 
 // An example prints what it shows.
 #![allow(clippy::print_stdout)]

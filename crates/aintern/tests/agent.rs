@@ -369,11 +369,12 @@ fn outside_a_runtime_the_request_is_refused_not_a_panic() {
 }
 
 #[test]
-fn the_readme_shows_the_readme_example_and_it_is_short() {
+fn the_manual_shows_the_readme_example_and_it_is_short() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("../../README.md")).unwrap();
+    // The manual's chapter on embedding opens with it.
+    let readme = std::fs::read_to_string(root.join("../../docs/manual/embedding.md")).unwrap();
     let example = std::fs::read_to_string(root.join("examples/readme.rs")).unwrap();
-    // The example's code after its header comment is the README's first Rust block.
+    // The example's code after its header comment is the chapter's first Rust block.
     let code = example
         .split("\n\n")
         .skip(2)

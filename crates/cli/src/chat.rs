@@ -8,6 +8,8 @@ use crate::signals::Interrupts;
 use crate::terminal::{shown, Terminal};
 use std::collections::VecDeque;
 
+mod session_commands;
+
 /// The `chat` command's options.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ChatArgs {
@@ -201,7 +203,10 @@ async fn command(
             Err(e) => terminal.note(&e.to_string()),
         },
         "/resume" => resume(rest, session, terminal).await,
-        "/model" => terminal.line(&session.model_text()),
+        "/model" if rest.is_empty() => terminal.line(&session.model_text()),
+        "/model" => session_commands::model(rest, session, terminal, asking.interrupts).await,
+        "/compact" => session_commands::compact(session, terminal, asking.interrupts).await,
+        "/diff" => session_commands::diff(session, terminal),
         "/tools" => terminal.line(&session.tools_text()),
         "/context" => match crate::context_cmd::report(session, String::new(), false).await {
             Ok(text) => terminal.line(&text),

@@ -344,7 +344,7 @@ impl KeyDecoder {
 }
 
 /// The slash commands of the chat, for completion and `/help`.
-pub(crate) const COMMANDS: [(&str, &str); 13] = [
+pub(crate) const COMMANDS: [(&str, &str); 15] = [
     ("/help", "this list"),
     ("/exit", "leave (also Ctrl-D, or Ctrl-C twice)"),
     (
@@ -353,7 +353,10 @@ pub(crate) const COMMANDS: [(&str, &str); 13] = [
     ),
     ("/sessions", "the saved sessions, newest first"),
     ("/resume", "/resume ID: continue a saved session"),
-    ("/model", "the model, its backend and context window"),
+    (
+        "/model",
+        "the model, its backend and context window; /model NAME|llama:FILE|openai:URL: go on with another",
+    ),
     ("/tools", "the tools the model may call, with their risk"),
     ("/context", "where the context window's tokens go"),
     (
@@ -362,6 +365,14 @@ pub(crate) const COMMANDS: [(&str, &str); 13] = [
     ),
     ("/output", "the last tool's whole output"),
     ("/files", "the files changed since the chat began"),
+    (
+        "/diff",
+        "what this conversation changed in the workspace, as a diff",
+    ),
+    (
+        "/compact",
+        "replace the conversation so far with the model's summary of it",
+    ),
     (
         "/undo",
         "restore the workspace to before the last request (asks first)",

@@ -3,6 +3,7 @@
 //! Commands: `run` and `exec` (one request to the agent), `chat` (a conversation), `acp`
 //! (an Agent Client Protocol agent for editors),
 //! `permissions` (the saved "always" decisions), `config` (the effective configuration),
+//! `init` (a commented starting configuration),
 //! `sessions` (the saved conversations), `undo` (the workspace as before a request), `models` (what a backend offers), `parse` (the tool-call parser over stdin),
 //! `template` (chat templates) and `bench llm` (the inference layer's speed).
 
@@ -19,6 +20,7 @@ mod console;
 mod context_cmd;
 mod eval;
 mod flags;
+mod init;
 mod input;
 mod mcp_cmd;
 mod models;
@@ -94,6 +96,9 @@ enum Command {
         #[command(subcommand)]
         action: rules_cmd::RulesAction,
     },
+    /// Write a commented starting configuration (your aintern.toml, every setting at its
+    /// default), never replacing one that exists.
+    Init(init::InitArgs),
     /// The saved sessions: list, show or delete them (resume one with --resume).
     Sessions {
         #[command(subcommand)]
@@ -245,6 +250,7 @@ fn run(cli: Cli) -> Result<(), String> {
             drop(out);
             undo::run(args)
         }
+        Command::Init(args) => init::run(args, &mut out),
         Command::Rules { action } => {
             drop(out);
             rules_cmd::run(action)

@@ -290,6 +290,58 @@ impl Session {
         }
     }
 
+    /// These options with another model, for `/model SPEC`: `spec` is a backend
+    /// (`llama:…`, `openai:URL`, `script:FILE`) or a model's name (on the same server when
+    /// this session's is one). The workspace is kept; nothing is resumed, and the new
+    /// start saves nothing: the conversation is handed over with [`Session::adopt`].
+    pub(crate) fn args_for_model(&self, spec: &str) -> SessionArgs {
+        let mut args = self.args.clone();
+        let flags = &mut args.backend;
+        if ["llama:", "openai:", "script:"]
+            .iter()
+            .any(|p| spec.starts_with(p))
+        {
+            flags.backend = Some(spec.to_string());
+            flags.model = None;
+        } else {
+            flags.backend = self
+                .backend_name
+                .starts_with("openai:")
+                .then(|| self.backend_name.clone());
+            flags.model = Some(spec.to_string());
+        }
+        args.workspace = Some(self.workspace.clone());
+        args.resume = None;
+        args.last = false;
+        args.no_save = true;
+        args
+    }
+
+    /// Go on with `old`'s conversation (its id, history and session file) and its way of
+    /// answering approvals; `old`'s MCP servers are stopped.
+    pub(crate) async fn adopt(&mut self, old: Session) {
+        self.args.no_save = old.args.no_save;
+        self.approve = old.approve;
+        old.servers.stop().await;
+        self.saved = old.saved;
+    }
+
+    /// The conversation so far.
+    pub(crate) fn conversation(&self) -> Vec<core_models::ChatMessage> {
+        self.saved.history()
+    }
+
+    /// Go on with `messages` in place of the conversation (compacted), saved as such with
+    /// what the compaction used.
+    pub(crate) fn replace_conversation(
+        &self,
+        messages: Vec<core_models::ChatMessage>,
+        usage: Option<&core_models::LlmUsage>,
+    ) -> Result<(), String> {
+        let usage = usage.map(|u| (u.prompt_tokens, u.generated_tokens, u.cached_prompt_tokens));
+        self.saved.ended(messages, usage).map_err(|e| e.to_string())
+    }
+
     /// The person undid requests: the session keeps `note` and tells the model with the
     /// next request.
     pub(crate) fn undone(&self, note: &str) {

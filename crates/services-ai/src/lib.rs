@@ -62,7 +62,8 @@ mod scripted;
 mod state_machine;
 
 pub use agent::{
-    estimate_tokens, prompt, reply_allowance, AgentEngine, AgentEngineBuilder, REPLY_SHARE,
+    estimate_tokens, prompt, reply_allowance, summarize, AgentEngine, AgentEngineBuilder, Summary,
+    REPLY_SHARE,
 };
 pub use config::{
     defaults_for, small_model_inference, standard_inference, valid_server_name, AgentConfig,

@@ -19,7 +19,8 @@
 use super::prompt;
 use super::run::Run;
 use core_models::{
-    ChatMessage, ContextCompactedEvent, Error, LlmChunk, LlmRequest, MessageRole, ToolChoice,
+    CancellationToken, ChatMessage, ContextCompactedEvent, Error, LlmChunk, LlmRequest, LlmService,
+    MessageRole, ToolChoice,
 };
 use futures::StreamExt;
 use std::sync::Arc;
@@ -61,14 +62,7 @@ pub fn estimate_tokens(request: &LlmRequest) -> u64 {
 impl Run {
     /// The prompt's tokens, counted by the backend or estimated.
     pub(super) async fn count_tokens(&self, request: &LlmRequest) -> u64 {
-        match self.shared.ports.llm.count_tokens(request).await {
-            Ok(Some(n)) => n,
-            Ok(None) => estimate_tokens(request),
-            Err(e) => {
-                tracing::debug!(error = %e, "the backend could not count; estimating");
-                estimate_tokens(request)
-            }
-        }
+        count_tokens(self.shared.ports.llm.as_ref(), request).await
     }
 
     /// Make `request` fit the context window, compacting the conversation (and rebuilding
@@ -193,62 +187,105 @@ impl Run {
 
     /// The model's summary of `earlier`, from a request made to fit the window.
     async fn summary_of(&mut self, earlier: &[ChatMessage], window: u64) -> Option<String> {
-        let instructions = "Summarize the conversation below in a few short sentences. \
-                            Keep names, file names, numbers and decisions. Write only the summary.";
-        let mut transcript = prompt::render_plain(earlier);
-        let mut request = LlmRequest::new(Vec::new());
-        request.tool_choice = ToolChoice::None;
-        request.options.temperature = 0.0;
-        request.options.max_tokens = SUMMARY_TOKENS;
-        // Shorten the transcript (keeping its beginning and end) until the request fits.
-        for _ in 0..8 {
-            request.messages = vec![
-                ChatMessage::system(instructions),
-                ChatMessage::user(transcript.clone()),
-            ];
-            let tokens = self.count_tokens(&request).await;
-            if tokens + u64::from(SUMMARY_TOKENS) <= window {
-                break;
-            }
-            let keep = transcript.len() * 2 / 3;
-            transcript = prompt::truncate_middle(&transcript, keep);
-        }
         let llm = Arc::clone(&self.shared.ports.llm);
         let stop = self.handle.stop.clone();
-        let mut stream = tokio::select! {
-            s = llm.generate(request) => s.ok()?,
-            _ = stop.cancelled() => return None,
-        };
-        let mut summary = String::new();
-        let mut usage: Option<core_models::LlmUsage> = None;
-        loop {
-            let item = tokio::select! {
-                item = stream.next() => item,
-                _ = stop.cancelled() => return None,
-            };
-            let Some(item) = item else { break };
-            match item {
-                Ok(LlmChunk::Text { text }) => summary.push_str(&text),
-                // Each report is the whole usage so far; the last one is counted.
-                Ok(LlmChunk::Usage(reported)) => usage = Some(reported),
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::debug!(error = %e, "the summary failed");
-                    summary.clear();
-                    break;
-                }
-            }
-            if summary.len() > usize::try_from(SUMMARY_TOKENS).unwrap_or(256) * 8 {
-                break;
-            }
-        }
-        if let Some(usage) = usage {
+        let summary = summarize(llm.as_ref(), earlier, window, &stop).await;
+        if let Some(usage) = summary.usage {
             self.prompt_tokens = self.prompt_tokens.saturating_add(usage.prompt_tokens);
             self.completion_tokens = self
                 .completion_tokens
                 .saturating_add(usage.generated_tokens);
         }
-        let summary = summary.trim().to_string();
-        (!summary.is_empty()).then_some(summary)
+        summary.text
+    }
+}
+
+/// A conversation summarized by the model: what [`summarize`] gives.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// The summary; `None` when the model gave none (it failed, was stopped, or wrote
+    /// nothing).
+    pub text: Option<String>,
+    /// What the summary's request used, when the backend reported it.
+    pub usage: Option<core_models::LlmUsage>,
+}
+
+/// The model's summary of `earlier` in a few sentences (names, file names, numbers and
+/// decisions kept), from a request made to fit a window of `window` tokens (the
+/// transcript shortened in its middle until it does). What compaction puts in place of
+/// earlier turns, and what a front-end's "compact now" (`/compact`) does.
+pub async fn summarize(
+    llm: &dyn LlmService,
+    earlier: &[ChatMessage],
+    window: u64,
+    stop: &CancellationToken,
+) -> Summary {
+    let instructions = "Summarize the conversation below in a few short sentences. \
+                        Keep names, file names, numbers and decisions. Write only the summary.";
+    let mut transcript = prompt::render_plain(earlier);
+    let mut request = LlmRequest::new(Vec::new());
+    request.tool_choice = ToolChoice::None;
+    request.options.temperature = 0.0;
+    request.options.max_tokens = SUMMARY_TOKENS;
+    // Shorten the transcript (keeping its beginning and end) until the request fits.
+    for _ in 0..8 {
+        request.messages = vec![
+            ChatMessage::system(instructions),
+            ChatMessage::user(transcript.clone()),
+        ];
+        let tokens = count_tokens(llm, &request).await;
+        if tokens + u64::from(SUMMARY_TOKENS) <= window {
+            break;
+        }
+        let keep = transcript.len() * 2 / 3;
+        transcript = prompt::truncate_middle(&transcript, keep);
+    }
+    let mut out = Summary::default();
+    let mut stream = tokio::select! {
+        s = llm.generate(request) => match s {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::debug!(error = %e, "the summary failed");
+                return out;
+            }
+        },
+        () = stop.cancelled() => return out,
+    };
+    let mut summary = String::new();
+    loop {
+        let item = tokio::select! {
+            item = stream.next() => item,
+            () = stop.cancelled() => return out,
+        };
+        let Some(item) = item else { break };
+        match item {
+            Ok(LlmChunk::Text { text }) => summary.push_str(&text),
+            // Each report is the whole usage so far; the last one is counted.
+            Ok(LlmChunk::Usage(reported)) => out.usage = Some(reported),
+            Ok(_) => {}
+            Err(e) => {
+                tracing::debug!(error = %e, "the summary failed");
+                summary.clear();
+                break;
+            }
+        }
+        if summary.len() > usize::try_from(SUMMARY_TOKENS).unwrap_or(256) * 8 {
+            break;
+        }
+    }
+    let summary = summary.trim().to_string();
+    out.text = (!summary.is_empty()).then_some(summary);
+    out
+}
+
+/// The prompt's tokens, counted by the backend or estimated.
+async fn count_tokens(llm: &dyn LlmService, request: &LlmRequest) -> u64 {
+    match llm.count_tokens(request).await {
+        Ok(Some(n)) => n,
+        Ok(None) => estimate_tokens(request),
+        Err(e) => {
+            tracing::debug!(error = %e, "the backend could not count; estimating");
+            estimate_tokens(request)
+        }
     }
 }

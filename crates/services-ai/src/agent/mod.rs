@@ -25,7 +25,7 @@ mod policy;
 mod prepare;
 pub mod prompt;
 
-pub use context::{estimate_tokens, reply_allowance, REPLY_SHARE};
+pub use context::{estimate_tokens, reply_allowance, summarize, Summary, REPLY_SHARE};
 mod recheck;
 mod repetition;
 mod run;

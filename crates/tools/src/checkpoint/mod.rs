@@ -42,7 +42,7 @@ mod port;
 mod scan;
 mod store;
 
-pub use plan::{Change, Conflict, RestorePlan, Restored, Step};
+pub use plan::{Change, Conflict, RestorePlan, Restored, Since, Step};
 pub use port::StoreCheckpointer;
 pub use scan::{Entry, NotKept};
 pub use store::{Checkpoint, CheckpointError, Checkpoints, Limits, Moment, RequestRecord, Summary};

@@ -191,6 +191,51 @@ pub(crate) fn plan(
     out
 }
 
+/// A path that is not as it was at a checkpoint: what became of it since, with a diff from
+/// then to now when both sides are text.
+#[derive(Debug, Clone, Serialize)]
+pub struct Since {
+    /// The path, relative to the workspace.
+    pub path: String,
+    /// What became of it: "created", "changed" or "removed" (a folder's: "folder created",
+    /// "folder removed").
+    pub what: &'static str,
+    /// A unified diff from the checkpoint to now, for text files.
+    pub diff: Option<String>,
+}
+
+/// The paths whose state `now` differs from `then`'s, in path order.
+pub(crate) fn since(
+    then: &Checkpoint,
+    now: &BTreeMap<String, Entry>,
+    objects: &Objects,
+) -> Vec<Since> {
+    let paths: BTreeSet<&String> = then.entries.keys().chain(now.keys()).collect();
+    let mut out = Vec::new();
+    for path in paths {
+        let (was, is) = (then.entries.get(path), now.get(path));
+        if same(was, is) || (was.is_none() && !then.complete) {
+            continue;
+        }
+        let folder = |e: Option<&Entry>| matches!(e, Some(Entry::Folder { .. }));
+        let what = match (was, is) {
+            (None, _) if folder(is) => "folder created",
+            (None, _) => "created",
+            (_, None) if folder(was) => "folder removed",
+            (_, None) => "removed",
+            // A folder whose mode changed says nothing a person needs here.
+            _ if folder(was) && folder(is) => continue,
+            _ => "changed",
+        };
+        out.push(Since {
+            path: path.clone(),
+            what,
+            diff: text_diff(path, was, is, objects),
+        });
+    }
+    out
+}
+
 fn same(a: Option<&Entry>, b: Option<&Entry>) -> bool {
     match (a, b) {
         (None, None) => true,

@@ -1,6 +1,6 @@
 //! The store: objects by hash, checkpoints as manifests, a byte budget.
 
-use super::plan::{self, RestorePlan, Restored};
+use super::plan::{self, RestorePlan, Restored, Since};
 use super::scan::{scan, Entry, NotKept, Scanned};
 use crate::workspace::Workspace;
 use core_models::CancellationToken;
@@ -350,6 +350,24 @@ impl Checkpoints {
             }
         }
         Ok(None)
+    }
+
+    /// What changed in the workspace since checkpoint `id`, path by path, with a diff
+    /// from then to now for text files (a session's `/diff`). The workspace as it is now
+    /// is read into the store on the way.
+    ///
+    /// # Errors
+    /// When the checkpoint or the store cannot be read.
+    pub fn changes_since(&self, id: u64) -> Result<Vec<Since>, CheckpointError> {
+        let target = self.load(id)?;
+        let latest = self.latest()?;
+        let now = scan(
+            &self.workspace,
+            latest.as_ref().map(|p| &p.entries),
+            &self.objects,
+            &self.limits,
+        )?;
+        Ok(plan::since(&target, &now.entries, &self.objects))
     }
 
     /// What restoring the workspace to checkpoint `id` would change, against the state
