@@ -367,13 +367,17 @@ impl Terminal {
                     text.push_str(&format!(" · {} denied", c.tool_calls_denied));
                 }
                 text.push_str(&format!(
-                    " · {} · {:.1}s",
+                    " · {}",
                     plural(
                         u32::try_from(c.completion_tokens.max(c.total_tokens)).unwrap_or(u32::MAX),
                         "token"
                     ),
-                    c.total_duration.as_secs_f64(),
                 ));
+                // The model's speed while it generated (none when it was not measured).
+                if let Some(speed) = c.tokens_per_second.filter(|s| s.is_finite()) {
+                    text.push_str(&format!(" · {speed:.1} tok/s"));
+                }
+                text.push_str(&format!(" · {:.1}s", c.total_duration.as_secs_f64()));
                 let reason = match c.reason {
                     CompletionReason::Finished => "",
                     CompletionReason::MaxIterations => " · stopped at the iteration limit",

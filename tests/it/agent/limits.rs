@@ -388,3 +388,49 @@ async fn a_reply_cut_by_the_token_limit_says_so() {
     assert!(events.iter().all(|e| !matches!(e,
         AgentEvent::TextGeneration(t) if t.usage.as_ref().is_some_and(|u| u.hit_token_limit))));
 }
+
+/// A usage report: `generated` tokens in `generation_ms` milliseconds.
+fn generated(generated: u64, generation_ms: u64) -> LlmChunk {
+    LlmChunk::Usage(
+        LlmUsage::default()
+            .with_prompt_tokens(20)
+            .with_prompt_tokens_evaluated(20)
+            .with_generated_tokens(generated)
+            .with_generation_time(Duration::from_millis(generation_ms)),
+    )
+}
+
+#[tokio::test]
+async fn the_generation_speed_is_the_tokens_generated_over_the_time_generating() {
+    let tool = Arc::new(MockTool::new("t"));
+    let h = harness(
+        vec![
+            ScriptedResponse::items([LlmChunk::text(call("t", json!({}))), generated(30, 1_000)]),
+            ScriptedResponse::items([LlmChunk::text("Done."), generated(10, 1_000)]),
+        ],
+        vec![tool],
+        config(),
+    );
+    let events = run(&h.agent, workspace_request("go")).await;
+    let done = complete(&events);
+    assert_eq!(done.completion_tokens, 40);
+    assert_eq!(done.tokens_per_second, Some(20.0), "40 tokens in 2 s");
+    let line = serde_json::to_value(done).unwrap();
+    assert_eq!(line["tokens_per_second"], json!(20.0));
+
+    // No time measured (a server that says nothing of it): no speed, rather than a
+    // made-up one; and the field is left out of the JSON.
+    let h = harness(
+        vec![ScriptedResponse::items([
+            LlmChunk::text("Hi."),
+            generated(10, 0),
+        ])],
+        Vec::new(),
+        config(),
+    );
+    let events = run(&h.agent, workspace_request("hi")).await;
+    let done = complete(&events);
+    assert_eq!(done.tokens_per_second, None);
+    let line = serde_json::to_value(done).unwrap();
+    assert!(line.get("tokens_per_second").is_none(), "{line}");
+}

@@ -378,3 +378,32 @@ fn cancelling_a_running_command_kills_its_process_group() {
         "the background sleep {pid} outlived the cancel"
     );
 }
+
+#[test]
+fn the_statistics_give_the_generation_speed() {
+    let ws = Workspace::new();
+    let file = ws.dir.path().join("timed.json");
+    let usage = json!({"type": "usage", "prompt_tokens": 20, "prompt_tokens_evaluated": 20,
+        "generated_tokens": 25, "time_to_first_token_ms": 100, "prompt_time_ms": 100,
+        "generation_time_ms": 500});
+    std::fs::write(
+        &file,
+        json!({"responses": [{"items": [{"type": "text", "text": "Hello."}, usage]}]}).to_string(),
+    )
+    .unwrap();
+    let script = format!("script:{}", file.display());
+    let args = ["--workspace", ws.path(), "--backend", &script, "hi"];
+    let out = aintern_in(ws.home.path(), &[&["run"], &args[..]].concat(), b"");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("— 1 iteration · 0 tool calls · 25 tokens · 50.0 tok/s · "),
+        "{text}"
+    );
+    let out = aintern_in(ws.home.path(), &[&["exec"], &args[..]].concat(), b"");
+    let (_, done) = completed(&out);
+    assert_eq!(done.tokens_per_second, Some(50.0));
+    let last = String::from_utf8_lossy(&out.stdout);
+    let last: Value = serde_json::from_str(last.lines().last().unwrap()).unwrap();
+    assert_eq!(last["tokens_per_second"], json!(50.0), "{last}");
+}

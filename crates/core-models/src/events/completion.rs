@@ -118,6 +118,12 @@ pub struct AgentCompleteEvent {
     /// all generations (part of `prompt_tokens`).
     #[serde(default)]
     pub cached_prompt_tokens: u64,
+    /// How fast the model generated: the tokens of its replies over the time it spent
+    /// generating them, as the backend measured it (tokens a second). `None` when nothing
+    /// was generated or no generation time was measured (a server that reports none); the
+    /// tokens of a reply whose time is not known are left out of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_per_second: Option<f64>,
     /// Per-tool statistics.
     #[serde(default)]
     pub tool_usage: Vec<ToolUsageSummary>,
@@ -155,6 +161,7 @@ impl AgentCompleteEvent {
             prompt_tokens: 0,
             completion_tokens: tokens,
             cached_prompt_tokens: 0,
+            tokens_per_second: None,
             tool_usage: usage,
             stop_message: None,
             session_id: None,
@@ -213,6 +220,14 @@ impl AgentCompleteEvent {
     /// Set the prompt tokens that came from the backend's cache.
     pub fn with_cached_prompt_tokens(mut self, cached: u64) -> Self {
         self.cached_prompt_tokens = cached;
+        self
+    }
+
+    /// Set the generation speed from `tokens` generated in `time`
+    /// ([`AgentCompleteEvent::tokens_per_second`]): none without tokens or without time.
+    pub fn with_generation(mut self, tokens: u64, time: Duration) -> Self {
+        let seconds = time.as_secs_f64();
+        self.tokens_per_second = (tokens > 0 && seconds > 0.0).then(|| tokens as f64 / seconds);
         self
     }
 

@@ -119,6 +119,7 @@ impl Run {
         )
         .with_token_counts(self.prompt_tokens, self.completion_tokens)
         .with_cached_prompt_tokens(self.cached_prompt_tokens)
+        .with_generation(self.timed_tokens, self.generation_time)
         .with_session_id(self.request.conversation_id)
         .with_output(self.output.clone())
         .with_denied(self.tools_denied.load(std::sync::atomic::Ordering::Relaxed))

@@ -168,6 +168,10 @@ pub(crate) struct Run {
     pub(super) completion_tokens: u64,
     /// Prompt tokens the backend took from its cache, across generations.
     pub(super) cached_prompt_tokens: u64,
+    /// Tokens of the replies whose generation time the backend measured, and that time:
+    /// the generation speed.
+    pub(super) timed_tokens: u64,
+    pub(super) generation_time: std::time::Duration,
     pub(super) tools_executed: u32,
     /// Calls denied: by a person, by silence or by the permission settings.
     pub(super) tools_denied: std::sync::atomic::AtomicU32,
@@ -212,6 +216,10 @@ impl Run {
         self.cached_prompt_tokens = self
             .cached_prompt_tokens
             .saturating_add(usage.cached_prompt_tokens);
+        if usage.generated_tokens > 0 && !usage.generation_time.is_zero() {
+            self.timed_tokens = self.timed_tokens.saturating_add(usage.generated_tokens);
+            self.generation_time = self.generation_time.saturating_add(usage.generation_time);
+        }
     }
 
     /// Count a call denied before it ran.
@@ -244,6 +252,8 @@ impl Run {
             prompt_tokens: 0,
             completion_tokens: 0,
             cached_prompt_tokens: 0,
+            timed_tokens: 0,
+            generation_time: std::time::Duration::ZERO,
             tools_executed: 0,
             tools_denied: std::sync::atomic::AtomicU32::new(0),
             usage: BTreeMap::new(),
