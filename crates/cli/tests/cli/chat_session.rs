@@ -68,14 +68,17 @@ fn chat_compacts_on_request_and_goes_on_with_another_model() {
 fn chat_diff_shows_what_the_conversation_changed() {
     let ws = Workspace::new();
     let script = ws.script(&[
-        &call("write_file", json!({"path": "a.txt", "content": "hello\n"})),
-        "Written.",
-        &call("edit_file", json!({"path": "notes.txt", "search": "Buy milk. Call Bob.", "replace": "Buy milk. Call Ann."})),
-        "Edited.",
+        &format!(
+            "{}{}",
+            call("write_file", json!({"path": "a.txt", "content": "hello\n"})),
+            call("edit_file", json!({"path": "notes.txt", "search": "Buy milk. Call Bob.", "replace": "Buy milk. Call Ann."}))
+        ),
+        "Written and edited.",
     ]);
-    let out = aintern_in(
-        ws.home.path(),
-        &[
+    // Each step its own run of the same session (lines piped while a request runs would
+    // reach it as messages).
+    let chat = |input: &[u8], last: bool| {
+        let mut args = vec![
             "chat",
             "--workspace",
             ws.path(),
@@ -83,13 +86,18 @@ fn chat_diff_shows_what_the_conversation_changed() {
             &script,
             "--approve",
             "all",
-        ],
-        b"/diff\nwrite it\nedit it\n/diff\n",
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{text}{err}");
-    let all = format!("{text}{err}");
+        ];
+        if last {
+            args.push("--last");
+        }
+        let out = aintern_in(ws.home.path(), &args, input);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{text}{err}");
+        format!("{text}{err}")
+    };
+    let mut all = chat(b"/diff\nwrite it, then edit it\n", false);
+    all.push_str(&chat(b"/diff\n", true));
     assert!(
         all.contains("no request of this conversation has changed the workspace"),
         "{all}"
