@@ -340,7 +340,10 @@ mod tests {
             (include_str!("../../../../examples/eval/varied.jsonl"), 54),
             (include_str!("../../../../examples/eval/frozen.jsonl"), 42),
             (include_str!("../../../../examples/eval/coding.jsonl"), 24),
-            (include_str!("../../../../examples/eval/coding-tuned.jsonl"), 14),
+            (
+                include_str!("../../../../examples/eval/coding-tuned.jsonl"),
+                14,
+            ),
         ] {
             let suite = Suite::parse(text).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(suite.tasks.len(), tasks);
