@@ -319,6 +319,14 @@ impl ModelDetails {
         self.parameters
             .is_some_and(|p| p > 0 && p < Self::SMALL_MODEL_PARAMETERS)
     }
+
+    /// Whether the model is known to have [`Self::SMALL_MODEL_PARAMETERS`] or more: a
+    /// model that decides for itself, whose known lapses (an empty reply, a whole file
+    /// replaced unread) the agent answers.
+    pub fn is_known_large(&self) -> bool {
+        self.parameters
+            .is_some_and(|p| p >= Self::SMALL_MODEL_PARAMETERS)
+    }
 }
 
 /// A generation in progress. Dropping it cancels the generation: a backend must stop

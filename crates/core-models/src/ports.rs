@@ -68,6 +68,24 @@ pub trait Tool: Send + Sync {
         Ok(())
     }
 
+    /// The workspace file a successful call of these parameters shows the model (whole or
+    /// in part, as `read_file` does) or leaves as the model wrote it (`write_file`,
+    /// `edit_file`): from then on the conversation has seen it. As written in the call
+    /// (the agent compares paths made plain). `None`, the default: no file.
+    fn file_seen(&self, _parameters: &Value) -> Option<String> {
+        None
+    }
+
+    /// The existing file a call of these parameters would replace, which the model should
+    /// have seen in the conversation first (a file holding something that a whole-file
+    /// write would replace):
+    /// the agent refuses the call, before anyone is asked, when the conversation has not
+    /// seen it and the agent is set to (see `read_before_change` in the agent's
+    /// configuration). Reads only. `None`, the default: nothing need be seen.
+    fn file_to_see_first(&self, _parameters: &Value, _workspace: Option<&Path>) -> Option<String> {
+        None
+    }
+
     /// What a valid call would change in a file, for the approval prompt: called only when
     /// a person is asked, with the workspace at hand. Reads only; `None` (the default) for a
     /// tool that changes no file or when the change cannot be previewed.

@@ -68,8 +68,9 @@ pub use agent::{
 pub use config::{
     defaults_for, small_model_inference, standard_inference, valid_server_name, AgentConfig,
     BackendConfig, BackendKind, BudgetConfig, ConfigLoader, FormatterConfig, McpServerConfig,
-    SandboxConfig, SteeringMode, ToolMode, ToolPromptStyle, ValidationError, LEAN_MODEL_DEFAULTS,
-    LEAN_MODEL_PARAMETERS, MAX_ITERATION_DELAY_MS, SMALL_MODEL_DEFAULTS, SMALL_MODEL_MAX_TOKENS,
+    ReadBeforeChange, SandboxConfig, SteeringMode, ToolMode, ToolPromptStyle, ValidationError,
+    LEAN_MODEL_DEFAULTS, LEAN_MODEL_PARAMETERS, MAX_ITERATION_DELAY_MS, SMALL_MODEL_DEFAULTS,
+    SMALL_MODEL_MAX_TOKENS,
 };
 pub use emitter::{AgentEventEmitter, EmitterStream, Subscription};
 pub use error::{Error, Result};

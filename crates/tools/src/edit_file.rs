@@ -134,6 +134,10 @@ impl Tool for EditFile {
             .map_err(|failed| failed.error_message.unwrap_or_default())
     }
 
+    fn file_seen(&self, params: &Value) -> Option<String> {
+        crate::params::path_of(params)
+    }
+
     fn preview_change(&self, params: &Value, workspace: Option<&Path>) -> Option<FileChange> {
         let text = |key: &str| params.get(key).and_then(Value::as_str);
         let (path, search, replace) = (text("path")?, text("search")?, text("replace")?);

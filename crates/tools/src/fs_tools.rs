@@ -107,6 +107,10 @@ impl Tool for ReadFile {
 
     crate::choices::path_argument_choices!(Files);
 
+    fn file_seen(&self, params: &Value) -> Option<String> {
+        crate::params::path_of(params)
+    }
+
     fn validate(&self, params: &Value) -> ToolValidationResult {
         let mut errors = Vec::new();
         require_path(params, &mut errors);

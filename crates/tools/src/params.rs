@@ -69,3 +69,26 @@ pub(crate) fn assess_path(
     };
     CallAssessment::new(risk, subjects).with_reasons(reasons)
 }
+
+/// The call's `path`, when it is a string that is not blank.
+pub(crate) fn path_of(params: &Value) -> Option<String> {
+    params
+        .get("path")
+        .and_then(Value::as_str)
+        .filter(|p| !p.trim().is_empty())
+        .map(String::from)
+}
+
+/// The call's `path` when it names a regular file of the workspace (reached as the tools
+/// reach it, within the launcher's rules) that holds something.
+pub(crate) fn nonempty_file(
+    params: &Value,
+    workspace: Option<&std::path::Path>,
+    launcher: &sandbox::Launcher,
+) -> Option<String> {
+    let path = path_of(params)?;
+    let workspace = crate::workspace::Workspace::with_launcher(workspace?, launcher).ok()?;
+    let target = workspace.existing_target(&path).ok()?;
+    let meta = target.dir.symlink_metadata(&target.name).ok()?;
+    (meta.is_file() && meta.len() > 0).then_some(path)
+}

@@ -107,6 +107,16 @@ impl Tool for WriteFile {
         assess_path(params, workspace, write_risk)
     }
 
+    fn file_seen(&self, params: &Value) -> Option<String> {
+        crate::params::path_of(params)
+    }
+
+    /// A file that exists and holds something: replacing it whole unseen loses what the
+    /// model never read.
+    fn file_to_see_first(&self, params: &Value, workspace: Option<&Path>) -> Option<String> {
+        crate::params::nonempty_file(params, workspace, &self.launcher)
+    }
+
     fn preview_change(&self, params: &Value, workspace: Option<&Path>) -> Option<FileChange> {
         let path = params.get("path")?.as_str()?;
         let content = params.get("content")?.as_str()?;

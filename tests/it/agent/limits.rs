@@ -434,3 +434,74 @@ async fn the_generation_speed_is_the_tokens_generated_over_the_time_generating()
     let line = serde_json::to_value(done).unwrap();
     assert!(line.get("tokens_per_second").is_none(), "{line}");
 }
+
+/// A call of `tool` in a ```json fence, as the default model writes its calls.
+fn fenced(tool: &str, params: serde_json::Value) -> String {
+    let call = json!({"name": tool, "arguments": params});
+    format!("```json\n{call}\n```\n")
+}
+
+#[tokio::test]
+async fn a_reply_that_writes_the_same_calls_over_and_over_is_stopped() {
+    for spelling in [call, fenced] {
+        same_calls_over_and_over(spelling).await;
+    }
+}
+
+async fn same_calls_over_and_over(spelling: fn(&str, serde_json::Value) -> String) {
+    // Two calls written in turn, again and again, as a looping model writes them.
+    let read = spelling("a", json!({"path": "dialogue.txt"}));
+    let search = spelling("b", json!({"pattern": "Person 2"}));
+    let chunks = std::iter::once("Let me look.\n".to_string())
+        .chain(std::iter::repeat_n([read.clone(), search.clone()], 100).flatten());
+    let (a, b) = (Arc::new(MockTool::new("a")), Arc::new(MockTool::new("b")));
+    let h = harness(
+        vec![ScriptedResponse::chunks(chunks), text("Done.")],
+        vec![a.clone(), b.clone()],
+        config(),
+    );
+    let events = run(&h.agent, workspace_request("Who speaks second?")).await;
+    let looped = events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::RepetitionDetected(r) => Some(r),
+            _ => None,
+        })
+        .expect("repetition_detected");
+    assert!(looped.unit.starts_with("a "), "{looped:?}");
+    assert_eq!(looped.repeats, 3, "{looped:?}");
+    // Stopped at the third copy: each call runs once, and nothing else is screened.
+    assert_eq!((a.executions(), b.executions()), (1, 1));
+    assert_eq!(results(&events).len(), 2);
+    let done = complete(&events);
+    assert_eq!(done.final_response, "Done.");
+    assert!(done.completion_tokens < 12, "{done:?}");
+    // The next prompt holds the two calls once each, not the loop.
+    let requests = h.llm.requests();
+    assert_eq!(requests.len(), 2);
+    let calls: usize = requests[1]
+        .messages
+        .iter()
+        .map(|m| m.tool_calls.len())
+        .sum();
+    assert_eq!(calls, 2, "{:?}", requests[1].messages);
+
+    // Off with the text's guard; a call written twice is no loop.
+    for (chunks, min_chars) in [
+        (vec![read.clone(), search.clone(), read.clone()], 400),
+        (vec![read.clone(); 5], 0),
+    ] {
+        let h = harness(
+            vec![ScriptedResponse::chunks(chunks), text("Done.")],
+            vec![Arc::new(MockTool::new("a")), Arc::new(MockTool::new("b"))],
+            AgentConfig {
+                repetition_min_chars: min_chars,
+                ..config()
+            },
+        );
+        let events = run(&h.agent, workspace_request("Who speaks second?")).await;
+        assert!(!events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::RepetitionDetected(_))));
+    }
+}

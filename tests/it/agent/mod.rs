@@ -13,6 +13,7 @@ mod messages;
 mod native;
 mod output;
 mod prompt;
+mod read_first;
 mod replies;
 mod seed_004;
 mod tool_trained;

@@ -182,6 +182,62 @@ async fn a_described_call_is_asked_again_once() {
     assert_eq!(h.llm.requests().len(), 1);
 }
 
+/// A model of a billion parameters or more, as the default is.
+fn large(responses: Vec<ScriptedResponse>, tools: Vec<Arc<dyn Tool>>) -> super::Harness {
+    harness_over(
+        hermes(responses).with_parameters(1_500_000_000),
+        tools,
+        config(),
+        Arc::new(DefaultPermissionManager::in_memory()),
+    )
+}
+
+fn read_call(path: &str) -> ScriptedResponse {
+    text(&format!(
+        r#"<tool_call>{{"name": "read_file", "arguments": {{"path": "{path}"}}}}</tool_call>"#
+    ))
+}
+
+/// A large model's reply with nothing in it (it ends its turn right after a result) is
+/// asked once more, every tool still offered, with a note that says so; its next reply (a
+/// call, then its answer) goes on as usual. A second empty reply is not asked again, and a
+/// model of unknown size is not asked at all.
+#[tokio::test]
+async fn an_empty_reply_is_asked_again_once() {
+    let h = large(
+        vec![
+            read_call("list.txt"),
+            text(""),
+            read_call("more.txt"),
+            text("Milk and eggs."),
+        ],
+        vec![reader()],
+    );
+    let events = run(&h.agent, request("What is on list.txt and more.txt?")).await;
+    assert_eq!(results(&events).len(), 2, "{:?}", kinds(&events));
+    assert_eq!(complete(&events).final_response, "Milk and eggs.");
+    let asked = h.llm.requests();
+    assert_eq!(asked.len(), 4);
+    let again = &asked[2];
+    assert!(!again.tools.is_empty());
+    let note = again.messages.last().unwrap();
+    assert_eq!(note.role, MessageRole::User);
+    assert!(note.content.contains("empty"), "{}", note.content);
+    // The note is not kept in the conversation the next request is built from.
+    assert!(!asked[3]
+        .messages
+        .iter()
+        .any(|m| m.content.contains("was empty")));
+    // Empty twice: the second empty reply ends the request.
+    let h = large(vec![text(""), text("")], vec![reader()]);
+    run(&h.agent, request("What is on list.txt?")).await;
+    assert_eq!(h.llm.requests().len(), 2);
+    // A model of unknown size: the empty reply is the answer.
+    let h = agent(vec![text("")], vec![reader()], config());
+    run(&h.agent, request("What is on list.txt?")).await;
+    assert_eq!(h.llm.requests().len(), 1);
+}
+
 /// `"glob": ""` is no glob: an optional argument given empty is left out before the tool
 /// sees it; a required one is kept as written.
 #[tokio::test]

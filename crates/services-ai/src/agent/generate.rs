@@ -20,6 +20,19 @@ const SLICED: usize = 1 << 20;
 /// The size of those slices.
 const SLICE: usize = 64 * 1024;
 
+/// Whether the calls the parser holds back, with the reply's, now hold one call three
+/// times (looked at only when more are held than `seen`).
+fn held_loop(seen: &mut usize, reply: &Reply, parsing: &StreamingFunctionCallParser) -> bool {
+    let held = parsing.held_calls();
+    if held.len() <= *seen {
+        *seen = held.len();
+        return false;
+    }
+    *seen = held.len();
+    let calls: Vec<&core_models::ToolCallRequest> = reply.calls.iter().chain(held).collect();
+    super::repetition::calls_looped(&calls)
+}
+
 /// `text` in order, in slices of about [`SLICE`] bytes when it is longer than
 /// [`SLICED`]: cut from its end, each cut freeing what it took, so that the text is held
 /// once while the parser takes it in (and lets go of a slice once parsed).
@@ -68,8 +81,12 @@ impl Run {
             visible: String::new(),
             thinking: String::new(),
             calls: Vec::new(),
+            raw_after_new_call: 0,
+            looped: false,
             held_to_schema,
         };
+        // How many calls the parser held back when last looked at.
+        let mut held = 0;
         let buffer = if self.shared.config.enable_streaming {
             self.shared.config.streaming_buffer_size.max(1)
         } else {
@@ -135,13 +152,10 @@ impl Run {
                 }
                 Some(Ok(LlmChunk::ToolCall(call))) => {
                     let event = self.native_call(parser, &call, &choice);
-                    self.handle_parse_events(
-                        vec![event],
-                        &mut reply,
-                        &mut pending,
-                        buffer,
-                        &mut looping,
-                    );
+                    if self.take_piece(vec![event], &mut reply, &mut pending, buffer, &mut looping)
+                    {
+                        break;
+                    }
                 }
                 Some(Ok(LlmChunk::Text { text })) => {
                     self.tokens += 1;
@@ -155,7 +169,10 @@ impl Run {
                             break;
                         }
                     }
-                    if looped {
+                    // Calls kept back until the output shows what follows them: a model
+                    // that writes them over and over never gets there. Stopped, they are
+                    // settled below as the end of the output, and the loop is cut there.
+                    if looped || (looping.is_on() && held_loop(&mut held, &reply, &parsing)) {
                         break;
                     }
                 }
@@ -163,7 +180,11 @@ impl Run {
         }
         // Dropping the stream ends a generation that was stopped early.
         let events = parsing.flush();
-        self.handle_parse_events(events, &mut reply, &mut pending, buffer, &mut looping);
+        let found =
+            self.handle_parse_events(events, &mut reply, &mut pending, buffer, &mut looping);
+        if let Some(found) = found.filter(|_| !reply.looped) {
+            self.looped(&found, &mut reply);
+        }
         self.flush_text(&mut pending);
         drop(stream);
         let usage = self.settle_usage(usage, started, whole);
@@ -254,6 +275,7 @@ impl Run {
     /// The reply looped: the repeats after the first are cut from it (the text shown
     /// stays as it was streamed) and the loop is reported.
     fn looped(&self, found: &Repetition, reply: &mut Reply) {
+        reply.looped = true;
         for text in [&mut reply.raw, &mut reply.visible, &mut reply.thinking] {
             if let Some(kept) = text.strip_suffix(found.excess.as_str()) {
                 text.truncate(kept.len());
@@ -325,9 +347,11 @@ impl Run {
                     found = found.or_else(|| looping.push(&text));
                     self.gather_text(pending, text, true, buffer);
                 }
+                // Past a loop, the rest of the batch is more of it.
+                ParseEvent::ToolCall(_) if found.is_some() => {}
                 ParseEvent::ToolCall(mut call) => {
                     call.iteration_number = self.iteration;
-                    reply.calls.push(call);
+                    found = reply.take_call(call, looping.is_on());
                 }
                 ParseEvent::Diagnostic(message) => {
                     self.emit(AgentErrorEvent::parsing_error(

@@ -24,6 +24,9 @@ pub(super) struct Setup {
     text_only: FunctionCallParser,
     /// How each reply is asked for ([`super::steering`]).
     steering: Arc<dyn Steering>,
+    /// The model is known to be large ([`core_models::ModelDetails::is_known_large`]):
+    /// an empty reply is asked again once.
+    large: bool,
 }
 
 /// What one iteration hands the next.
@@ -47,6 +50,17 @@ impl Run {
         tracing::debug!(steering = setup.steering.name(), "request started");
         let mut carry = Carry::default();
         let mut asked_after_no_call = false;
+        let mut asked_after_empty = false;
+        // The model's reply to `plan`; a stop or a failure of the model ends the request.
+        macro_rules! ask {
+            ($plan:expr) => {
+                match self.reply(&setup, $plan).await {
+                    Ok(reply) => reply,
+                    Err(Ok(Stopped)) => return self.stop_outcome(),
+                    Err(Err(e)) => return Outcome::LlmFailed(e),
+                }
+            };
+        }
         loop {
             if let Some(outcome) = self.begin_iteration(&setup, &mut carry) {
                 return outcome;
@@ -56,21 +70,13 @@ impl Run {
                 Err(Halt::Stopped) => return self.stop_outcome(),
                 Err(Halt::Failed(e)) => return Outcome::LlmFailed(e),
             };
-            let mut reply = match self.reply(&setup, plan).await {
-                Ok(reply) => reply,
-                Err(Ok(Stopped)) => return self.stop_outcome(),
-                Err(Err(e)) => return Outcome::LlmFailed(e),
-            };
+            let mut reply = ask!(plan);
             if self.only_repeats(&reply.calls) {
                 // The model repeats a call it made: it is asked for its answer instead.
                 let plan = setup
                     .steering
                     .answer(&self.turn_view(&setup, &self.base_request(&setup)));
-                reply = match self.reply(&setup, plan).await {
-                    Ok(reply) => reply,
-                    Err(Ok(Stopped)) => return self.stop_outcome(),
-                    Err(Err(e)) => return Outcome::LlmFailed(e),
-                };
+                reply = ask!(plan);
             }
             if reply.calls.is_empty() && !asked_after_no_call {
                 // A reply with no call: the steering may ask once more (a model that
@@ -79,11 +85,19 @@ impl Run {
                 let turn = self.turn_view(&setup, &base);
                 if let Some(plan) = setup.steering.after_no_call(&turn, &reply.visible) {
                     asked_after_no_call = true;
-                    reply = match self.reply(&setup, plan).await {
-                        Ok(reply) => reply,
-                        Err(Ok(Stopped)) => return self.stop_outcome(),
-                        Err(Err(e)) => return Outcome::LlmFailed(e),
-                    };
+                    reply = ask!(plan);
+                }
+            }
+            if reply.calls.is_empty()
+                && reply.visible.trim().is_empty()
+                && !asked_after_empty
+                && setup.large
+            {
+                // A reply with nothing in it: the steering may ask once more.
+                let base = self.base_request(&setup);
+                if let Some(plan) = setup.steering.after_empty(&self.turn_view(&setup, &base)) {
+                    asked_after_empty = true;
+                    reply = ask!(plan);
                 }
             }
             if reply.calls.is_empty() && self.answer_unheld(&reply) {
@@ -97,11 +111,7 @@ impl Run {
                     .output_schema
                     .clone()
                     .map(core_models::ReplyConstraint::JsonSchema);
-                reply = match self.reply(&setup, plan).await {
-                    Ok(reply) => reply,
-                    Err(Ok(Stopped)) => return self.stop_outcome(),
-                    Err(Err(e)) => return Outcome::LlmFailed(e),
-                };
+                reply = ask!(plan);
             }
             if reply.calls.is_empty() {
                 if self.answered_with_messages_waiting(&setup, &reply, &mut carry) {
@@ -278,7 +288,8 @@ pub(super) fn setup(
                 Some((t, definition))
             })
             .unzip();
-        let steering = super::steering::select(&shared.config, &shared.ports.llm.model_details());
+        let details = shared.ports.llm.model_details();
+        let steering = super::steering::select(&shared.config, &details);
 
         let native = shared.ports.llm.chat_format();
         // A template that renders the tools shows them in the model's own call language;
@@ -322,6 +333,7 @@ pub(super) fn setup(
             parser,
             text_only,
             steering,
+            large: details.is_known_large(),
         }
     }
 }

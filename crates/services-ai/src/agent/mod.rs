@@ -29,6 +29,7 @@ pub use context::{estimate_tokens, reply_allowance, summarize, Summary, REPLY_SH
 mod recheck;
 mod repetition;
 mod run;
+mod seen;
 mod steering;
 
 use crate::config::AgentConfig;

@@ -160,7 +160,13 @@ impl Run {
             ));
             return Screened::Settled { call, result };
         }
-        match self.validate_and_assess(&mut call, tool.as_ref(), "Validation") {
+        let assessed = self.validate_and_assess(&mut call, tool.as_ref(), "Validation");
+        if assessed.is_ok() {
+            if let Some(result) = self.unseen_change(&call, tool.as_ref()) {
+                return Screened::Settled { call, result };
+            }
+        }
+        match assessed {
             Ok(assessment) => Screened::Ready {
                 call,
                 tool,

@@ -1,12 +1,23 @@
 //! Degenerate repetition: a small model that loses its way writes the same unit of text
 //! over and over until the token limit. The guard watches the tail of a reply and says
 //! when it has become one unit repeated, so that the generation stops early instead of
-//! burning the whole allowance (and the context) on the loop.
+//! burning the whole allowance (and the context) on the loop. A reply that writes the same
+//! call over and over ([`Reply::take_call`]) has looped too.
+
+use super::run::Reply;
+use core_models::ToolCallRequest;
 
 /// The longest repeating unit looked for, in characters.
 const MAX_UNIT: usize = 256;
 /// The fewest repeats of a unit that count as a loop (besides the length).
 const MIN_REPEATS: usize = 4;
+/// A reply that writes one call (the same tool, the same arguments) this many times has
+/// looped: the calls a parser takes out of the text never reach the text's guard, and a
+/// model stuck on them writes them until the token limit (each one a call to screen and a
+/// result to read back).
+const LOOPED_CALLS: usize = 3;
+/// The most characters of a looping call shown as the loop's unit.
+const CALL_UNIT_SHOWN: usize = 256;
 
 /// A loop found at the end of a reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +41,11 @@ pub(crate) struct RepetitionGuard {
 }
 
 impl RepetitionGuard {
+    /// Whether the guard watches at all (`repetition_min_chars` is not 0).
+    pub(crate) fn is_on(&self) -> bool {
+        self.min_chars > 0
+    }
+
     /// A guard that reports a tail of at least `min_chars` characters made of one unit
     /// (up to 256 characters long) repeated at least four times; 0 turns it off.
     pub(crate) fn new(min_chars: usize) -> Self {
@@ -80,6 +96,62 @@ impl RepetitionGuard {
             }
         }
         None
+    }
+}
+
+/// Whether `calls` hold some call (the same tool, the same arguments) [`LOOPED_CALLS`]
+/// times or more.
+pub(super) fn calls_looped(calls: &[&ToolCallRequest]) -> bool {
+    calls.iter().enumerate().any(|(i, a)| {
+        calls[..i]
+            .iter()
+            .filter(|b| a.tool_id == b.tool_id && a.parameters == b.parameters)
+            .count()
+            + 1
+            >= LOOPED_CALLS
+    })
+}
+
+impl Reply {
+    /// Take in `call`, the next call of the reply. When it is the [`LOOPED_CALLS`]th copy
+    /// of an earlier one, the reply has looped: only the first copy of each call is kept,
+    /// and the loop is returned, its excess the output written since the last new call
+    /// (what to cut from the reply as written).
+    pub(super) fn take_call(&mut self, call: ToolCallRequest, watch: bool) -> Option<Repetition> {
+        let same = |a: &ToolCallRequest, b: &ToolCallRequest| {
+            a.tool_id == b.tool_id && a.parameters == b.parameters
+        };
+        let copies = self.calls.iter().filter(|c| same(c, &call)).count();
+        if copies == 0 {
+            self.calls.push(call);
+            self.raw_after_new_call = self.raw.len();
+            return None;
+        }
+        if !watch || copies + 1 < LOOPED_CALLS {
+            self.calls.push(call);
+            return None;
+        }
+        let mut kept: Vec<ToolCallRequest> = Vec::with_capacity(self.calls.len());
+        for c in std::mem::take(&mut self.calls) {
+            if !kept.iter().any(|k| same(k, &c)) {
+                kept.push(c);
+            }
+        }
+        self.calls = kept;
+        let excess = self
+            .raw
+            .get(self.raw_after_new_call..)
+            .unwrap_or_default()
+            .to_string();
+        let unit: String = format!("{} {}", call.tool_id, call.parameters)
+            .chars()
+            .take(CALL_UNIT_SHOWN)
+            .collect();
+        Some(Repetition {
+            unit,
+            repeats: copies + 1,
+            excess,
+        })
     }
 }
 

@@ -83,6 +83,10 @@ pub(super) struct Reply {
     pub(super) visible: String,
     pub(super) thinking: String,
     pub(super) calls: Vec<ToolCallRequest>,
+    /// How much of `raw` was written when the last call unlike every earlier one was read.
+    pub(super) raw_after_new_call: usize,
+    /// A loop was found in the reply and reported.
+    pub(super) looped: bool,
     /// The reply was held to the request's output schema by the backend.
     pub(super) held_to_schema: bool,
 }

@@ -349,6 +349,13 @@ impl StreamingFunctionCallParser {
         std::mem::take(&mut self.events)
     }
 
+    /// The calls in another spelling kept back until what follows them is known (see the
+    /// `recover` rules): they are the reply's calls if the output ends now. A caller that
+    /// stops a generation early (a loop) can judge them before it does.
+    pub fn held_calls(&self) -> &[ToolCallRequest] {
+        self.pending.as_ref().map_or(&[], |p| p.calls.as_slice())
+    }
+
     /// The end of the output: release or settle whatever is held back.
     pub fn flush(&mut self) -> Vec<ParseEvent> {
         let pending = self.matcher.take();

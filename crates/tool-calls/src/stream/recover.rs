@@ -109,7 +109,7 @@ pub(super) fn undouble(text: &str) -> String {
 #[derive(Debug)]
 pub(super) struct Pending {
     /// The calls, each marked with its spelling.
-    calls: Vec<ToolCallRequest>,
+    pub(super) calls: Vec<ToolCallRequest>,
     /// Everything consumed since the first of them began: released as text when prose
     /// follows.
     pub(super) held: String,

@@ -78,7 +78,25 @@ impl Steering for Free {
             held: None,
         })
     }
+
+    /// A reply with nothing in it (a model that ends its turn right after a tool result,
+    /// with the request not done or not answered): asked once more, the conversation as it
+    /// is with a note after it, every tool still offered. Nothing is added for the model
+    /// but the note; it decides again.
+    fn after_empty(&self, turn: &Turn<'_>) -> Option<Plan> {
+        let mut request = turn.base.clone();
+        request.messages.push(ChatMessage::user(EMPTY_REPLY));
+        Some(Plan {
+            text_only: request.tool_choice == ToolChoice::None,
+            request,
+            held: None,
+        })
+    }
 }
+
+/// The note after a reply with nothing in it.
+const EMPTY_REPLY: &str = "(Your reply was empty. If my request needs another step, make \
+that call now; if it is done, answer in plain text from the results above.)";
 
 /// The tools of `offered` that `text` names: an id written as a word of its own, when it
 /// cannot be an everyday word (it holds `_`, `-` or `.`) or is quoted in backticks.

@@ -103,6 +103,12 @@ pub(crate) trait Steering: Send + Sync + std::fmt::Debug {
     fn after_no_call(&self, _turn: &Turn<'_>, _said: &str) -> Option<Plan> {
         None
     }
+
+    /// A reply with nothing in it (no text to show, no call): the request to ask the
+    /// model again with (`None`: the empty reply is the answer). Asked once a request.
+    fn after_empty(&self, _turn: &Turn<'_>) -> Option<Plan> {
+        None
+    }
 }
 
 /// The strategy `config` asks for with a model of these `details`.
