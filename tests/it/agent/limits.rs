@@ -284,6 +284,14 @@ async fn a_stream_that_stalls_mid_reply_ends_with_a_clear_error() {
     assert!(took < Duration::from_millis(3_000), "{took:?}");
 }
 
+/// The first loop reported.
+fn repetition(events: &[AgentEvent]) -> Option<&RepetitionDetectedEvent> {
+    events.iter().find_map(|e| match e {
+        AgentEvent::RepetitionDetected(r) => Some(r),
+        _ => None,
+    })
+}
+
 /// The usage on the first reply's completion event.
 fn reply_usage(events: &[AgentEvent]) -> core_models::LlmUsage {
     events
@@ -302,13 +310,7 @@ async fn a_looping_reply_is_stopped_cut_to_one_copy_and_reported() {
         std::iter::once("Sure. ".to_string()).chain(std::iter::repeat_n(unit.to_string(), 200));
     let h = harness(vec![ScriptedResponse::chunks(chunks)], vec![], config());
     let events = run(&h.agent, AgentRequest::new("x")).await;
-    let looped = events
-        .iter()
-        .find_map(|e| match e {
-            AgentEvent::RepetitionDetected(r) => Some(r),
-            _ => None,
-        })
-        .expect("repetition_detected");
+    let looped = repetition(&events).expect("repetition_detected");
     // The unit is the sentence, from wherever the loop was caught in it.
     assert!(
         looped.unit.len() == unit.len() && unit.repeat(2).contains(&looped.unit),
@@ -461,13 +463,7 @@ async fn same_calls_over_and_over(spelling: fn(&str, serde_json::Value) -> Strin
         config(),
     );
     let events = run(&h.agent, workspace_request("Who speaks second?")).await;
-    let looped = events
-        .iter()
-        .find_map(|e| match e {
-            AgentEvent::RepetitionDetected(r) => Some(r),
-            _ => None,
-        })
-        .expect("repetition_detected");
+    let looped = repetition(&events).expect("repetition_detected");
     assert!(looped.unit.starts_with("a "), "{looped:?}");
     assert_eq!(looped.repeats, 3, "{looped:?}");
     // Stopped at the third copy: each call runs once, and nothing else is screened.
@@ -500,8 +496,6 @@ async fn same_calls_over_and_over(spelling: fn(&str, serde_json::Value) -> Strin
             },
         );
         let events = run(&h.agent, workspace_request("Who speaks second?")).await;
-        assert!(!events
-            .iter()
-            .any(|e| matches!(e, AgentEvent::RepetitionDetected(_))));
+        assert!(repetition(&events).is_none());
     }
 }
