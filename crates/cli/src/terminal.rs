@@ -30,6 +30,9 @@ pub(crate) struct Terminal {
     live: bool,
     at_line_start: bool,
     thinking: bool,
+    /// A reply's text ended (its completion event came): the text of the next reply
+    /// (one asked for again, with no call between) starts on a line of its own.
+    reply_ended: bool,
     /// Lines of the plan drawn last, when nothing was written after it (it is then
     /// redrawn in place).
     plan_lines: usize,
@@ -64,6 +67,7 @@ impl Terminal {
             live: !json && tty && std::io::stderr().is_terminal(),
             at_line_start: true,
             thinking: false,
+            reply_ended: false,
             plan_lines: 0,
             status: None,
             status_shown: false,
@@ -252,6 +256,9 @@ impl Terminal {
             self.json_line(event);
             return;
         }
+        if let AgentEvent::TextGeneration(t) = event {
+            self.reply_ended |= t.is_complete;
+        }
         match event {
             AgentEvent::StateChanged(s) => {
                 if let MachineTransition::Agent(record) = &s.change {
@@ -269,7 +276,8 @@ impl Terminal {
             }
             AgentEvent::TextGeneration(t) if !t.is_complete => {
                 self.reading = None;
-                if t.is_thinking != self.thinking && !self.at_line_start {
+                let new_reply = !t.token.is_empty() && std::mem::take(&mut self.reply_ended);
+                if (new_reply || t.is_thinking != self.thinking) && !self.at_line_start {
                     self.write("\n");
                 }
                 self.thinking = t.is_thinking;

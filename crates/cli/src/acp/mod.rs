@@ -61,6 +61,8 @@ pub(crate) struct AcpSession {
     cancelled: AtomicBool,
     /// Files are written through the client (its buffers, not the disk).
     client_writes: bool,
+    /// The client asked for `_aintern/prompt_progress` notifications.
+    progress_notices: bool,
 }
 
 impl AcpSession {
@@ -78,6 +80,9 @@ struct Server {
     sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
     /// What the client said it does with files: (reads, writes).
     fs: Mutex<(bool, bool)>,
+    /// The client asked for `_aintern/prompt_progress` notifications (see
+    /// [`wants_progress`]).
+    progress: AtomicBool,
 }
 
 impl Server {
@@ -127,6 +132,7 @@ impl Server {
             mode: Mutex::new(Mode::default()),
             cancelled: AtomicBool::new(false),
             client_writes: writes,
+            progress_notices: self.progress.load(Ordering::SeqCst),
         });
         let id = acp.session.lock().await.id().to_string();
         if let Some(files) = files {
@@ -168,6 +174,17 @@ fn notify(cx: &Conn, update: SessionNotification) -> Result<(), AcpError> {
 /// not know it ignores it, as the protocol asks).
 fn notify_ext(cx: &Conn, method: &str, params: serde_json::Value) -> Result<(), AcpError> {
     cx.send_notification(agent_client_protocol::UntypedMessage::new(method, params)?)
+}
+
+/// Whether the client's capabilities ask for `_aintern/prompt_progress` notifications:
+/// `"_meta": {"aintern": {"promptProgress": true}}`. Only a client that asks gets them
+/// (a client that does not know a notification may report it as an error); every client
+/// is told in words when a long prompt is being read.
+fn wants_progress(meta: Option<&serde_json::Map<String, serde_json::Value>>) -> bool {
+    meta.and_then(|m| m.get("aintern"))
+        .and_then(|a| a.get("promptProgress"))
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false)
 }
 
 /// Every diff in `value` with its `oldText` written out (null for a new file).
@@ -242,6 +259,7 @@ pub(crate) async fn run(args: AcpArgs) -> Result<(), String> {
         args: args.session,
         sessions: Mutex::new(HashMap::new()),
         fs: Mutex::new((false, false)),
+        progress: AtomicBool::new(false),
     });
     let (init, new, load, prompt, mode, cancel) = (
         Arc::clone(&server),
@@ -262,6 +280,10 @@ pub(crate) async fn run(args: AcpArgs) -> Result<(), String> {
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner) =
                     (fs.read_text_file, fs.write_text_file);
+                init.progress.store(
+                    wants_progress(req.client_capabilities.meta.as_ref()),
+                    Ordering::SeqCst,
+                );
                 r.respond(
                     InitializeResponse::new(ProtocolVersion::V1)
                         .agent_capabilities(

@@ -112,6 +112,8 @@ pub(crate) async fn run(
     let mut calls: HashMap<uuid::Uuid, (ToolCallRequest, Before)> = HashMap::new();
     let mut started: HashSet<uuid::Uuid> = HashSet::new();
     let mut hit_limit = false;
+    let mut reply_ended = false;
+    let mut text_since_call = false;
     let mut reason = None;
     let mut usage = None;
     let mut error = None;
@@ -122,7 +124,8 @@ pub(crate) async fn run(
                 match event {
                     AgentEvent::PromptProgress(p) => {
                         // Reading a long prompt on a CPU takes a while: the editor is told
-                        // once, in words, and on every step by an extension notification.
+                        // once, in words, and on every step by an extension notification
+                        // when it asked for them.
                         let new = p.tokens_total.saturating_sub(p.tokens_cached);
                         if p.tokens_done == p.tokens_cached && new >= LONG_PROMPT {
                             send(convert::chunk(
@@ -130,28 +133,38 @@ pub(crate) async fn run(
                                 true,
                             ));
                         }
-                        let params = serde_json::json!({
-                            "sessionId": session_id,
-                            "done": p.tokens_done,
-                            "total": p.tokens_total,
-                            "cached": p.tokens_cached,
-                            "tokensPerSecond": p.tokens_per_second,
-                        });
-                        if let Err(e) = super::notify_ext(&cx, "_aintern/prompt_progress", params) {
-                            tracing::debug!(error = %e, "a progress report was not sent");
+                        if acp.progress_notices {
+                            let params = serde_json::json!({
+                                "sessionId": session_id,
+                                "done": p.tokens_done,
+                                "total": p.tokens_total,
+                                "cached": p.tokens_cached,
+                                "tokensPerSecond": p.tokens_per_second,
+                            });
+                            if let Err(e) = super::notify_ext(&cx, "_aintern/prompt_progress", params) {
+                                tracing::debug!(error = %e, "a progress report was not sent");
+                            }
                         }
                     }
                     AgentEvent::TextGeneration(t) if !t.is_complete && !t.token.is_empty() => {
+                        // A reply asked for again after one that said something, with no
+                        // call between: its text is a paragraph of its own.
+                        if std::mem::take(&mut reply_ended) && text_since_call {
+                            send(convert::chunk("\n\n", t.is_thinking));
+                        }
+                        text_since_call = true;
                         send(convert::chunk(&t.token, t.is_thinking));
                     }
                     AgentEvent::TextGeneration(t) => {
                         hit_limit = t.usage.as_ref().is_some_and(|u| u.hit_token_limit);
+                        reply_ended = true;
                     }
                     // The plan tool shows as the plan (a `plan` update), not as a call.
                     AgentEvent::ToolCallRequest(r) if r.request.tool_id == core_models::PLAN_TOOL_ID => {}
                     AgentEvent::ToolExecution(e) if e.tool_id == core_models::PLAN_TOOL_ID => {}
                     AgentEvent::ToolResult(r) if r.tool_id == core_models::PLAN_TOOL_ID && r.result.success => {}
                     AgentEvent::ToolCallRequest(r) => {
+                        text_since_call = false;
                         let before = convert::before(&r.request, &workspace);
                         send(SessionUpdate::ToolCall(convert::tool_call(&r.request, &workspace)));
                         calls.insert(r.request.id, (r.request, before));

@@ -4,7 +4,7 @@
 //! (`scripts/setup` fetches it). The tasks are a few plain ones the model does at greedy
 //! decoding; the eval suites measure the rest (README, "Evaluating a model").
 
-use super::acp::{initialize, Raw};
+use super::acp::Raw;
 use super::model::default_model;
 use super::{aintern_in, completed, results, Workspace};
 use core_models::AgentEvent;
@@ -118,7 +118,7 @@ fn one_acp_turn_with_the_default_model() {
     let ws = Workspace::new();
     std::fs::write(ws.dir.path().join("notes.txt"), super::model::DEMO_NOTES).unwrap();
     let mut acp = Raw::with_args(&ws, &[]);
-    acp.send(&initialize(1));
+    acp.send(&super::model::initialize_asking_for_progress(1));
     acp.response(1);
     acp.send(
         &json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",

@@ -473,3 +473,64 @@ fn each_exec_last_with_tools_offered_resumes_its_side_prompts_too() {
         "the follow-ups evaluated {evaluated} of {prompt} prompt tokens"
     );
 }
+
+/// `initialize` from a client that asks for `_aintern/prompt_progress` notifications.
+pub(crate) fn initialize_asking_for_progress(id: u64) -> String {
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "initialize",
+           "params": {"protocolVersion": 1, "clientCapabilities": {
+               "_meta": {"aintern": {"promptProgress": true}}}}})
+    .to_string()
+}
+
+/// Over ACP, how far the prompt is read comes as `_aintern/prompt_progress` notifications
+/// to a client that asked for them, and to no other (a client that does not know them may
+/// report each as an error).
+#[test]
+fn acp_progress_notifications_go_only_to_a_client_that_asked() {
+    let Some(model) = small_model() else { return };
+    let backend = format!("llama:{}", model.display());
+    let progress_of = |init: String| {
+        let ws = Workspace::new();
+        let mut acp = super::acp::Raw::with_args(
+            &ws,
+            &[
+                "--backend",
+                &backend,
+                "--tool-choice",
+                "none",
+                "--max-iterations",
+                "1",
+            ],
+        );
+        acp.send(&init);
+        acp.response(1);
+        acp.send(
+            &serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                    "params": {"cwd": ws.path(), "mcpServers": []}})
+            .to_string(),
+        );
+        let id = acp.response(2)["result"]["sessionId"].clone();
+        acp.send(
+            &serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                    "params": {"sessionId": id, "prompt": [{"type": "text", "text": "Say hi."}]}})
+            .to_string(),
+        );
+        let mut progress = Vec::new();
+        loop {
+            let message = acp.next_within(std::time::Duration::from_secs(300));
+            if message["method"] == "_aintern/prompt_progress" {
+                progress.push(message["params"].clone());
+            }
+            if message["id"] == 3 {
+                assert!(message["result"]["stopReason"].is_string(), "{message}");
+                break progress;
+            }
+        }
+    };
+    let asked = progress_of(initialize_asking_for_progress(1));
+    let last = asked.last().unwrap_or_else(|| panic!("no progress"));
+    assert_eq!(last["done"], last["total"], "{asked:?}");
+    assert!(last["total"].as_u64().unwrap_or(0) > 0, "{asked:?}");
+    let plain = progress_of(super::acp::initialize(1));
+    assert!(plain.is_empty(), "{plain:?}");
+}

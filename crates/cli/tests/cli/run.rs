@@ -407,3 +407,34 @@ fn the_statistics_give_the_generation_speed() {
     let last: Value = serde_json::from_str(last.lines().last().unwrap()).unwrap();
     assert_eq!(last["tokens_per_second"], json!(50.0), "{last}");
 }
+
+#[test]
+fn a_reply_asked_for_again_starts_on_a_line_of_its_own() {
+    let ws = Workspace::new();
+    std::fs::write(ws.dir.path().join("notes.txt"), "hi").unwrap();
+    // The first reply names a tool and calls none: free steering asks once more.
+    let script = ws.script(&["I would use `read_file` on notes.txt.", "The notes say hi."]);
+    let out = aintern(
+        &[
+            "run",
+            "--workspace",
+            ws.path(),
+            "--backend",
+            &script,
+            "--steering",
+            "free",
+            "What do the notes say?",
+        ],
+        b"",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("on notes.txt.\nThe notes say hi."),
+        "the two replies are glued: {shown}"
+    );
+}

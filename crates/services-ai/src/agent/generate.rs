@@ -281,7 +281,8 @@ impl Run {
                 text.truncate(kept.len());
             }
         }
-        tracing::warn!(
+        // Reported by the event; the log line is for `-v`.
+        tracing::debug!(
             repeats = found.repeats,
             "the reply looped; generation stopped"
         );
