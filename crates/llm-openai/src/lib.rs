@@ -379,6 +379,11 @@ impl Inner {
             let deadline = Instant::now() + self.config.first_token_timeout;
             let context = self.context(&request, Mode::Native);
             let body = self.without_refused(body);
+            if self.info.llama_server {
+                if let Some(takes) = self.probe_by_template(&body, &context).await {
+                    return Ok(takes);
+                }
+            }
             let sent = self.post_chat(&body, None, deadline, &context).await;
             match sent {
                 Ok(_) => return Ok(true),
@@ -425,6 +430,43 @@ impl Inner {
             }
         }
         Ok(true)
+    }
+
+    /// llama-server is asked whether it takes tools by rendering the probe
+    /// (`/apply-template` parses a request as a chat request does, and refuses tools
+    /// without `--jinja` the same way) instead of running it: a probe run as a chat
+    /// request would take the server's slot, and on a server of one slot the prompt it
+    /// kept from the last request (the system prompt and tools every request starts with)
+    /// would be read again. `None` when the render says nothing either way (no such
+    /// endpoint, a failure): the chat probe decides.
+    async fn probe_by_template(&self, body: &Value, context: &Context) -> Option<bool> {
+        let context = Context {
+            url: self.urls.apply_template.to_string(),
+            limit: DISCOVERY_TIMEOUT,
+            ..context.clone()
+        };
+        let sent = http::send(
+            self.http.post(self.urls.apply_template.clone()).json(body),
+            &self.urls.apply_template,
+            Instant::now() + DISCOVERY_TIMEOUT,
+            self.config.connect_timeout,
+            &context,
+        )
+        .await;
+        match sent {
+            Ok(_) => Some(true),
+            Err(Failure {
+                error: Error::ToolsRejected { message },
+                ..
+            }) => {
+                tracing::debug!(%message, "the server does not take tools: text mode");
+                Some(false)
+            }
+            Err(failure) => {
+                tracing::debug!(error = %failure.error, "no template probe; a chat probe");
+                None
+            }
+        }
     }
 
     /// An error made more useful: an unknown model lists the models the server has.

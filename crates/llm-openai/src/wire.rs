@@ -51,10 +51,18 @@ pub(crate) fn request_body(
             }
             choice => (None, choice.clone()),
         };
-        // A server holds calls to the tools it is given: their arguments' choices go with
-        // them (the server also shows them to the model).
-        let tools: Vec<Value> = request
-            .held_tools()
+        // A server shows the model the tools it is given. Their arguments' choices (the
+        // files that exist) would make the prompt's start differ with every workspace and
+        // every file made, and the server would read it all again: a reply the model
+        // chooses to make gets the tools as they are (as the in-process model sees them).
+        // A forced call, which the server writes under a grammar of the tools it is given,
+        // is held to the choices.
+        let tools = if request.forces_call() {
+            request.held_tools()
+        } else {
+            request.tools.clone()
+        };
+        let tools: Vec<Value> = tools
             .iter()
             .filter(|t| named.is_none_or(|name| t.id == name))
             .map(|t| {
@@ -382,6 +390,28 @@ mod tests {
             "Read a file.",
         )];
         request
+    }
+
+    #[test]
+    fn choices_reach_a_server_only_for_a_forced_call() {
+        let mut request = conversation();
+        request.tools[0].input_schema = json!({"type": "object",
+            "properties": {"path": {"type": "string"}}, "required": ["path"]});
+        request.argument_choices = vec![(
+            "read_file".to_string(),
+            [("path".to_string(), vec!["a.txt".to_string()])].into(),
+        )];
+        let schema = |request: &LlmRequest| {
+            let body = request_body("m", request, Mode::Native, Dialect::default(), true, None);
+            body["tools"][0]["function"]["parameters"]["properties"]["path"].clone()
+        };
+        // The model chooses: the tools as they are, the same for every workspace.
+        assert_eq!(schema(&request), json!({"type": "string"}));
+        request.tool_choice = ToolChoice::Required;
+        assert_eq!(
+            schema(&request),
+            json!({"type": "string", "enum": ["a.txt"]})
+        );
     }
 
     #[test]

@@ -569,7 +569,60 @@ async fn llama_server_without_jinja_gets_tools_in_text() {
     c.tool_mode = ToolMode::Auto;
     let llm = connect(c).await;
     assert_eq!(llm.tool_mode(), ToolMode::Text);
-    assert_eq!(server.chat_requests().len(), 1, "asked once");
+    let sent = server.chat_requests();
+    assert_eq!(sent.len(), 1, "asked once");
+    assert!(
+        sent[0].path.ends_with("/apply-template"),
+        "{}",
+        sent[0].path
+    );
+}
+
+#[tokio::test]
+async fn llama_server_is_probed_by_a_render_that_leaves_its_slot_alone() {
+    // A probe run as a chat request would take the slot, and the prompt it kept (the
+    // start every request shares) would be read again.
+    let server = StubServer::start([
+        StubReply::status(200, r#"{"prompt": "<|im_start|>user\nSay OK.<|im_end|>"}"#),
+        StubReply::text_stream(&["ok"]),
+    ])
+    .await;
+    server.props(
+        json!({"chat_template": "{{ messages }}", "chat_template_caps": {"supports_tools": true}}),
+    );
+    let mut c = config(&server);
+    c.tool_mode = ToolMode::Auto;
+    let llm = connect(c).await;
+    assert_eq!(llm.tool_mode(), ToolMode::Native);
+    let probes = server.chat_requests();
+    assert_eq!(probes.len(), 1, "{probes:?}");
+    assert!(
+        probes[0].path.ends_with("/apply-template"),
+        "{}",
+        probes[0].path
+    );
+    assert_eq!(
+        probes[0].body["tools"][0]["function"]["name"],
+        "aintern_probe"
+    );
+    // A server without the endpoint is probed by a chat request.
+    let server = StubServer::start([
+        StubReply::status(404, r#"{"error":{"code":404,"message":"File Not Found"}}"#),
+        StubReply::status(
+            400,
+            r#"{"error":{"code":400,"message":"tools param requires --jinja flag"}}"#,
+        ),
+    ])
+    .await;
+    server.props(
+        json!({"chat_template": "{{ messages }}", "chat_template_caps": {"supports_tools": true}}),
+    );
+    let mut c = config(&server);
+    c.tool_mode = ToolMode::Auto;
+    let llm = connect(c).await;
+    assert_eq!(llm.tool_mode(), ToolMode::Text);
+    let paths: Vec<String> = server.chat_requests().into_iter().map(|r| r.path).collect();
+    assert!(paths[1].ends_with("/chat/completions"), "{paths:?}");
 }
 
 #[tokio::test]
