@@ -302,15 +302,10 @@ impl Inner {
             limit: DISCOVERY_TIMEOUT,
             ..Context::default()
         };
-        let rendered = http::send(
-            self.http.post(self.urls.apply_template.clone()).json(&body),
-            &self.urls.apply_template,
-            deadline,
-            self.config.connect_timeout,
-            &context,
-        )
-        .await
-        .map_err(|f| f.error)?;
+        let rendered = self
+            .post_apply_template(&body, context.clone())
+            .await
+            .map_err(|f| f.error)?;
         let rendered = http::read_json(rendered, http::REPLY_CAP, deadline).await?;
         let prompt = rendered
             .get("prompt")
@@ -365,6 +360,11 @@ impl Inner {
         )];
         request.options.max_tokens = 1;
         request.options.temperature = 0.0;
+        if self.info.llama_server {
+            if let Some(takes) = self.probe_by_template(&request).await {
+                return Ok(takes);
+            }
+        }
         let mut attempt = 0;
         let mut rounds = 0;
         while rounds <= REFUSABLE.len() {
@@ -379,11 +379,6 @@ impl Inner {
             let deadline = Instant::now() + self.config.first_token_timeout;
             let context = self.context(&request, Mode::Native);
             let body = self.without_refused(body);
-            if self.info.llama_server {
-                if let Some(takes) = self.probe_by_template(&body, &context).await {
-                    return Ok(takes);
-                }
-            }
             let sent = self.post_chat(&body, None, deadline, &context).await;
             match sent {
                 Ok(_) => return Ok(true),
@@ -439,20 +434,18 @@ impl Inner {
     /// kept from the last request (the system prompt and tools every request starts with)
     /// would be read again. `None` when the render says nothing either way (no such
     /// endpoint, a failure): the chat probe decides.
-    async fn probe_by_template(&self, body: &Value, context: &Context) -> Option<bool> {
-        let context = Context {
-            url: self.urls.apply_template.to_string(),
-            limit: DISCOVERY_TIMEOUT,
-            ..context.clone()
-        };
-        let sent = http::send(
-            self.http.post(self.urls.apply_template.clone()).json(body),
-            &self.urls.apply_template,
-            Instant::now() + DISCOVERY_TIMEOUT,
-            self.config.connect_timeout,
-            &context,
-        )
-        .await;
+    async fn probe_by_template(&self, request: &LlmRequest) -> Option<bool> {
+        let body = self.without_refused(wire::request_body(
+            &self.model,
+            request,
+            Mode::Native,
+            self.dialect(),
+            false,
+            None,
+        ));
+        let sent = self
+            .post_apply_template(&body, self.context(request, Mode::Native))
+            .await;
         match sent {
             Ok(_) => Some(true),
             Err(Failure {
@@ -467,6 +460,29 @@ impl Inner {
                 None
             }
         }
+    }
+
+    /// `POST /apply-template` with `body` (llama-server renders it as a chat request's
+    /// prompt and runs nothing), its headers awaited for [`DISCOVERY_TIMEOUT`]; `context`
+    /// is the request's, for the error's words.
+    async fn post_apply_template(
+        &self,
+        body: &Value,
+        context: Context,
+    ) -> Result<reqwest::Response, Failure> {
+        let context = Context {
+            url: self.urls.apply_template.to_string(),
+            limit: DISCOVERY_TIMEOUT,
+            ..context
+        };
+        http::send(
+            self.http.post(self.urls.apply_template.clone()).json(body),
+            &self.urls.apply_template,
+            Instant::now() + DISCOVERY_TIMEOUT,
+            self.config.connect_timeout,
+            &context,
+        )
+        .await
     }
 
     /// An error made more useful: an unknown model lists the models the server has.

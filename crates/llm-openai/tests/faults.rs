@@ -554,6 +554,17 @@ async fn a_server_that_wants_max_completion_tokens_gets_it() {
     assert!(sent[1].body.get("max_tokens").is_none());
 }
 
+/// `server` answering `/props` as llama-server with a template that renders tools,
+/// connected with the tool mode left to the probe.
+async fn connect_as_llama_server(server: &StubServer) -> OpenAiLlm {
+    server.props(
+        json!({"chat_template": "{{ messages }}", "chat_template_caps": {"supports_tools": true}}),
+    );
+    let mut c = config(server);
+    c.tool_mode = ToolMode::Auto;
+    connect(c).await
+}
+
 #[tokio::test]
 async fn llama_server_without_jinja_gets_tools_in_text() {
     // Its template could render tools, but the server refuses them (no --jinja).
@@ -562,12 +573,7 @@ async fn llama_server_without_jinja_gets_tools_in_text() {
         r#"{"error":{"code":400,"message":"tools param requires --jinja flag","type":"invalid_request_error"}}"#,
     )])
     .await;
-    server.props(
-        json!({"chat_template": "{{ messages }}", "chat_template_caps": {"supports_tools": true}}),
-    );
-    let mut c = config(&server);
-    c.tool_mode = ToolMode::Auto;
-    let llm = connect(c).await;
+    let llm = connect_as_llama_server(&server).await;
     assert_eq!(llm.tool_mode(), ToolMode::Text);
     let sent = server.chat_requests();
     assert_eq!(sent.len(), 1, "asked once");
@@ -587,12 +593,7 @@ async fn llama_server_is_probed_by_a_render_that_leaves_its_slot_alone() {
         StubReply::text_stream(&["ok"]),
     ])
     .await;
-    server.props(
-        json!({"chat_template": "{{ messages }}", "chat_template_caps": {"supports_tools": true}}),
-    );
-    let mut c = config(&server);
-    c.tool_mode = ToolMode::Auto;
-    let llm = connect(c).await;
+    let llm = connect_as_llama_server(&server).await;
     assert_eq!(llm.tool_mode(), ToolMode::Native);
     let probes = server.chat_requests();
     assert_eq!(probes.len(), 1, "{probes:?}");
@@ -614,12 +615,7 @@ async fn llama_server_is_probed_by_a_render_that_leaves_its_slot_alone() {
         ),
     ])
     .await;
-    server.props(
-        json!({"chat_template": "{{ messages }}", "chat_template_caps": {"supports_tools": true}}),
-    );
-    let mut c = config(&server);
-    c.tool_mode = ToolMode::Auto;
-    let llm = connect(c).await;
+    let llm = connect_as_llama_server(&server).await;
     assert_eq!(llm.tool_mode(), ToolMode::Text);
     let paths: Vec<String> = server.chat_requests().into_iter().map(|r| r.path).collect();
     assert!(paths[1].ends_with("/chat/completions"), "{paths:?}");
